@@ -1,0 +1,178 @@
+//! The read-only cache view a controller sees, typed helpers over it, and an in-memory
+//! implementation for native tests, benchmarks and the host's `simulate`.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{Error, Kind, Selector};
+
+/// The `cache` import of the contract. Objects are Kubernetes JSON.
+pub trait Cache {
+    fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String>;
+    fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String>;
+}
+
+/// An object read from the cache: typed for logic, with its JSON kept so that writes start
+/// from exactly what the API served (fields this build does not know survive an update).
+#[derive(Clone, Debug)]
+pub struct Object<T> {
+    pub value: T,
+    pub json: String,
+}
+
+impl<T> Object<T> {
+    pub fn raw(&self) -> Result<Value, Error> {
+        serde_json::from_str(&self.json).map_err(|e| Error::retryable(format!("object JSON: {e}")))
+    }
+}
+
+fn parse<T: k8s_openapi::Resource + DeserializeOwned>(json: String) -> Result<Object<T>, Error> {
+    match serde_json::from_str::<T>(&json) {
+        Ok(value) => Ok(Object { value, json }),
+        Err(e) => {
+            let name = serde_json::from_str::<Value>(&json)
+                .ok()
+                .and_then(|v| {
+                    let m = v.get("metadata")?;
+                    Some(format!(
+                        "{}/{}",
+                        m.get("namespace").and_then(Value::as_str).unwrap_or(""),
+                        m.get("name").and_then(Value::as_str).unwrap_or("")
+                    ))
+                })
+                .unwrap_or_else(|| "<unnamed>".into());
+            Err(Error::retryable(format!("cannot decode {} {name} from the cache: {e}", T::KIND)))
+        }
+    }
+}
+
+/// Typed reads for k8s-openapi resource types.
+pub trait CacheExt: Cache {
+    fn get_as<T: k8s_openapi::Resource + DeserializeOwned>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Object<T>>, Error> {
+        self.get(&Kind::of::<T>(), namespace, name).map(parse).transpose()
+    }
+
+    fn list_as<T: k8s_openapi::Resource + DeserializeOwned>(
+        &self,
+        namespace: &str,
+        selector: &Selector,
+    ) -> Result<Vec<Object<T>>, Error> {
+        self.list(&Kind::of::<T>(), namespace, selector).into_iter().map(parse).collect()
+    }
+}
+
+impl<C: Cache + ?Sized> CacheExt for C {}
+
+struct Entry {
+    labels: BTreeMap<String, String>,
+    json: String,
+}
+
+/// A cache over a fixed set of objects, keyed by kind, namespace and name.
+#[derive(Default)]
+pub struct MemoryCache {
+    kinds: BTreeMap<Kind, BTreeMap<(String, String), Entry>>,
+}
+
+impl MemoryCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces an object; it must carry apiVersion, kind and metadata.name.
+    pub fn insert(&mut self, object: &Value) -> Result<(), String> {
+        let field = |path: &[&str]| {
+            path.iter()
+                .try_fold(object, |v, k| v.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let api_version = field(&["apiVersion"]).ok_or("object has no apiVersion")?;
+        let kind = field(&["kind"]).ok_or("object has no kind")?;
+        let name = field(&["metadata", "name"]).ok_or("object has no metadata.name")?;
+        let namespace = field(&["metadata", "namespace"]).unwrap_or_default();
+        let labels = match object.pointer("/metadata/labels") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(l) => serde_json::from_value(l.clone())
+                .map_err(|e| format!("{kind} {namespace}/{name}: metadata.labels: {e}"))?,
+        };
+        let json = object.to_string();
+        self.kinds
+            .entry(Kind { api_version, kind })
+            .or_default()
+            .insert((namespace, name), Entry { labels, json });
+        Ok(())
+    }
+
+    pub fn remove(&mut self, kind: &Kind, namespace: &str, name: &str) {
+        if let Some(objects) = self.kinds.get_mut(kind) {
+            objects.remove(&(namespace.to_string(), name.to_string()));
+        }
+    }
+
+    /// The kinds held, for error messages.
+    pub fn kinds(&self) -> impl Iterator<Item = &Kind> {
+        self.kinds.keys()
+    }
+
+    pub fn len(&self) -> usize {
+        self.kinds.values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Cache for MemoryCache {
+    fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String> {
+        let key = (namespace.to_string(), name.to_string());
+        self.kinds.get(kind)?.get(&key).map(|e| e.json.clone())
+    }
+
+    fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
+        let Some(objects) = self.kinds.get(kind) else { return Vec::new() };
+        objects
+            .iter()
+            .filter(|((ns, _), e)| (namespace.is_empty() || ns == namespace) && selector.matches(&e.labels))
+            .map(|(_, e)| e.json.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    #[test]
+    fn get_list_and_typed_reads() {
+        let mut c = MemoryCache::new();
+        c.insert(&json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"x","labels":{"app":"web"}}})).unwrap();
+        c.insert(&json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"x"}})).unwrap();
+        c.insert(&json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"c","namespace":"y","labels":{"app":"web"}}})).unwrap();
+        let web = Selector { match_labels: vec![("app".into(), "web".into())], ..Default::default() };
+        assert_eq!(c.list(&Kind::of::<Pod>(), "x", &web).len(), 1);
+        assert_eq!(c.list(&Kind::of::<Pod>(), "x", &Selector::everything()).len(), 2);
+        assert_eq!(c.list(&Kind::of::<Pod>(), "", &web).len(), 2);
+        let a = c.get_as::<Pod>("x", "a").unwrap().unwrap();
+        assert_eq!(a.value.metadata.name.as_deref(), Some("a"));
+        assert!(c.get_as::<Pod>("x", "zz").unwrap().is_none());
+    }
+
+    #[test]
+    fn broken_objects_are_reported_by_name() {
+        let mut c = MemoryCache::new();
+        c.insert(&json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad","namespace":"x"},"spec":{"containers":"nope"}})).unwrap();
+        let err = c.list_as::<Pod>("x", &Selector::everything()).unwrap_err();
+        assert!(err.message.contains("Pod x/bad"), "{}", err.message);
+        assert!(c.insert(&json!({"kind":"Pod"})).is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! The guest side of the wasmcm contract (`wit/reconciler.wit`), as plain Rust.
+//!
+//! A controller implements [`Controller`] against the [`Cache`] trait. Natively (tests,
+//! benchmarks) the cache is a [`MemoryCache`]; inside a component it is the host's cache
+//! import, wired by [`export_plugin!`]. The types here mirror the WIT records one to one, so
+//! controller logic never sees generated bindings.
+
+// Lets the generated bindings name this crate the same way from inside and from plugins.
+extern crate self as wasmcm_guest;
+
+pub mod cache;
+#[cfg(target_arch = "wasm32")]
+pub mod component;
+pub mod ownership;
+pub mod pod;
+pub mod selector;
+pub mod time;
+
+pub use cache::{Cache, CacheExt, MemoryCache, Object};
+pub use selector::{Operator, Requirement, Selector};
+pub use time::Instant;
+
+/// The contract version these types implement; the host refuses plugins built for an
+/// incompatible one.
+pub const CONTRACT_VERSION: &str = "0.1.0";
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Kind {
+    pub api_version: String,
+    pub kind: String,
+}
+
+impl Kind {
+    pub fn new(api_version: &str, kind: &str) -> Self {
+        Kind { api_version: api_version.to_string(), kind: kind.to_string() }
+    }
+
+    /// The kind of a k8s-openapi resource type.
+    pub fn of<K: k8s_openapi::Resource>() -> Self {
+        Kind::new(K::API_VERSION, K::KIND)
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.api_version, self.kind)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginInfo {
+    pub name: String,
+    pub version: String,
+    pub primary: Kind,
+    pub owns: Vec<Kind>,
+    pub watches: Vec<Kind>,
+    pub writes: Vec<Kind>,
+    pub contract: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub namespace: String,
+    pub name: String,
+    pub now: Instant,
+    pub previous_failure: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Intent {
+    Create(String),
+    Update(String),
+    UpdateStatus(String),
+    Delete(DeleteTarget),
+    Event(Event),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteTarget {
+    pub target: ObjectRef,
+    pub uid: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub regarding: ObjectRef,
+    pub event_type: EventType,
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub batches: Vec<Vec<Intent>>,
+    pub requeue_after_ms: Option<u64>,
+}
+
+impl Outcome {
+    /// Adds a batch, skipping empty ones so the host sees only real steps.
+    pub fn push_batch(&mut self, batch: Vec<Intent>) {
+        if !batch.is_empty() {
+            self.batches.push(batch);
+        }
+    }
+
+    pub fn intents(&self) -> impl Iterator<Item = &Intent> {
+        self.batches.iter().flatten()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl Error {
+    pub fn retryable(message: impl Into<String>) -> Self {
+        Error { message: message.into(), retryable: true }
+    }
+
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Error { message: message.into(), retryable: false }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// A controller: pure logic over a cache view. Static, because a plugin instance lives for
+/// exactly one call.
+pub trait Controller {
+    fn describe() -> PluginInfo;
+    fn reconcile(request: &Request, cache: &dyn Cache) -> Result<Outcome, Error>;
+}
+
+/// Logs through the host when running as a component; natively, to stderr only for warnings
+/// and errors so tests stay quiet.
+pub fn log(level: Level, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    component::log(level, message);
+    #[cfg(not(target_arch = "wasm32"))]
+    if level >= Level::Warn {
+        eprintln!("[{level:?}] {message}");
+    }
+}

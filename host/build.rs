@@ -1,0 +1,50 @@
+//! Builds the guest components (built-in plugins and the sandbox-test guest) with a nested
+//! cargo for wasm32-unknown-unknown, into their own target dir (`target/guests`) so it never
+//! waits on the outer build's lock, and tells the host crate where they are.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const GUESTS: &[&str] = &["wasmcm-replicaset", "wasmcm-hostile"];
+const TARGET: &str = "wasm32-unknown-unknown";
+
+fn main() {
+    let host_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = host_dir.parent().expect("host/ lives in the workspace root").to_path_buf();
+    for watched in ["guest-controllers", "tests/guests", "wit", "Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    let target_dir = root.join("target").join("guests");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--profile", "guest", "--target", TARGET, "--target-dir"])
+        .arg(&target_dir);
+    for guest in GUESTS {
+        cmd.args(["-p", guest]);
+    }
+    // What the outer build sets for the host must not leak into the guests' build: a clippy
+    // or coverage wrapper, host rustflags, a forced target.
+    for var in [
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("cannot run cargo to build the guest plugins");
+    if !status.success() {
+        panic!(
+            "building the guest plugins for {TARGET} failed (see above). If the target is missing, \
+             run `rustup toolchain install` in the repository: rust-toolchain.toml names it."
+        );
+    }
+    let out = target_dir.join(TARGET).join("guest");
+    println!("cargo:rustc-env=WASMCM_GUEST_DIR={}", out.display());
+}

@@ -1,0 +1,14 @@
+//! The plugins that ship inside the host binary, built from `guest-controllers/` by the
+//! build script.
+
+/// (name, component bytes) of each built-in plugin.
+pub const BUILTINS: &[(&str, &[u8])] =
+    &[("replicaset", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_replicaset.wasm")))];
+
+pub fn get(name: &str) -> Option<&'static [u8]> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
+
+pub fn names() -> impl Iterator<Item = &'static str> {
+    BUILTINS.iter().map(|(n, _)| *n)
+}

@@ -1,0 +1,8 @@
+//! wasmcm, the host: loads controller plugins (WebAssembly components), feeds them a
+//! read-only view of the cluster, and performs the writes they ask for.
+
+pub mod builtin;
+pub mod plugins;
+pub mod snapshot;
+pub mod writer;
+pub mod simulate;

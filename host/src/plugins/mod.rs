@@ -1,0 +1,580 @@
+//! The plugin engine: compiles components (through the precompiled cache), links them against
+//! the host's `cache` and `log` imports and nothing else, and runs each call in a fresh
+//! instance under a deadline and a memory cap.
+//!
+//! It owns no cluster state and performs no writes: the cache view comes from the caller and
+//! the outcome goes back to it unexecuted (see `writer`).
+
+mod precompiled;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmcm_guest::{Cache, CONTRACT_VERSION, Kind, MemoryCache, Operator, Requirement, Selector};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap};
+
+pub use precompiled::Precompiled;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "plugin",
+        imports: { default: trappable },
+    });
+}
+
+use bindings::exports::wasmcm::reconciler::controller as wit;
+use bindings::wasmcm::reconciler::{cache as wit_cache, log as wit_log, types as wit_types};
+
+/// How often the engine's epoch advances; deadlines are whole ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Per-plugin bounds on one call.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest linear memory a call may grow to.
+    pub memory_bytes: usize,
+    /// Wall-clock budget of one call; a call still running then is interrupted.
+    pub deadline: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { memory_bytes: 256 << 20, deadline: Duration::from_secs(2) }
+    }
+}
+
+/// Engine-wide settings.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Calls that may run at once, over all plugins (pool slots).
+    pub max_concurrent_calls: u32,
+    /// The ceiling for any plugin's `Limits::memory_bytes`.
+    pub max_memory_bytes: usize,
+    /// Where compiled plugins are kept across runs; `None` compiles every time.
+    pub precompiled_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { max_concurrent_calls: 128, max_memory_bytes: 1 << 30, precompiled_dir: None }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{source_name}: cannot read: {error}")]
+    Read { source_name: String, error: std::io::Error },
+    #[error("{source_name}: not a valid WebAssembly component: {reason}")]
+    NotAComponent { source_name: String, reason: String },
+    #[error(
+        "{source_name}: imports `{import}`, which the host does not provide (a plugin may import only \
+         wasmcm:reconciler/cache, log and types)"
+    )]
+    ForbiddenImport { source_name: String, import: String },
+    #[error("{source_name}: cannot be linked: {reason}")]
+    Link { source_name: String, reason: String },
+    #[error("{source_name}: describe() failed: {error}")]
+    Describe { source_name: String, error: Box<CallError> },
+    #[error("{source_name}: plugin {name} was built for contract {contract}; this host implements {CONTRACT_VERSION}")]
+    Contract { source_name: String, name: String, contract: String },
+    #[error("{source_name}: invalid plugin metadata: {reason}")]
+    Metadata { source_name: String, reason: String },
+}
+
+/// Why a call trapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrapReason {
+    Deadline,
+    Memory,
+    StackOverflow,
+    Panic,
+    Capability,
+    Other,
+}
+
+impl fmt::Display for TrapReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TrapReason::Deadline => "deadline",
+            TrapReason::Memory => "memory",
+            TrapReason::StackOverflow => "stack overflow",
+            TrapReason::Panic => "panic",
+            TrapReason::Capability => "capability",
+            TrapReason::Other => "trap",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("plugin {plugin} {version} trapped ({reason}): {detail}{}", panic.as_ref().map(|p| format!("; guest {p}")).unwrap_or_default())]
+    Trap { plugin: String, version: String, reason: TrapReason, detail: String, panic: Option<String> },
+    #[error("plugin {plugin} {version} failed: {message}{}", if *retryable { "" } else { " (retrying cannot help)" })]
+    Plugin { plugin: String, version: String, message: String, retryable: bool },
+    #[error("plugin {plugin} {version}: no instance could be started: {reason}")]
+    Instantiate { plugin: String, version: String, reason: String },
+}
+
+impl CallError {
+    /// Whether the same key may succeed later. Deadlines and instance shortages may pass;
+    /// a plugin's own verdict is its to give; other traps are retried with backoff too, since
+    /// the cached objects they read may change.
+    pub fn retryable(&self) -> bool {
+        match self {
+            CallError::Plugin { retryable, .. } => *retryable,
+            _ => true,
+        }
+    }
+}
+
+/// A capability the plugin did not declare; returned from a host import, it traps the call.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct CapabilityViolation(String);
+
+/// The store's data for one call.
+struct CallState {
+    cache: Arc<dyn Cache + Send + Sync>,
+    readable: Arc<HashSet<Kind>>,
+    plugin: Arc<str>,
+    key: String,
+    memory_limit: usize,
+    memory_exceeded: Option<usize>,
+    violation: Option<String>,
+    panic: Option<String>,
+}
+
+impl ResourceLimiter for CallState {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_limit {
+            self.memory_exceeded = Some(desired);
+            // Trap rather than let `memory.grow` return -1: allocators abort on it anyway,
+            // and a trap says why.
+            return Err(wasmtime::format_err!(
+                "memory limit of {} exceeded (growing to {})",
+                mib(self.memory_limit),
+                mib(desired)
+            ));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+impl CallState {
+    fn check_readable(&mut self, kind: &wit_types::Kind) -> wasmtime::Result<Kind> {
+        let kind = Kind::new(&kind.api_version, &kind.kind);
+        if self.readable.contains(&kind) {
+            return Ok(kind);
+        }
+        let msg = format!("read of {kind}, a kind the plugin did not declare");
+        self.violation = Some(msg.clone());
+        Err(CapabilityViolation(msg).into())
+    }
+}
+
+impl wit_types::Host for CallState {}
+
+impl wit_cache::Host for CallState {
+    fn get(&mut self, kind: wit_types::Kind, namespace: String, name: String) -> wasmtime::Result<Option<String>> {
+        let kind = self.check_readable(&kind)?;
+        Ok(self.cache.get(&kind, &namespace, &name))
+    }
+
+    fn list(
+        &mut self,
+        kind: wit_types::Kind,
+        namespace: String,
+        selector: wit_types::Selector,
+    ) -> wasmtime::Result<Vec<String>> {
+        let kind = self.check_readable(&kind)?;
+        let selector = Selector {
+            match_labels: selector.match_labels,
+            match_expressions: selector
+                .match_expressions
+                .into_iter()
+                .map(|r| Requirement {
+                    key: r.key,
+                    operator: match r.operator {
+                        wit_types::Operator::In => Operator::In,
+                        wit_types::Operator::NotIn => Operator::NotIn,
+                        wit_types::Operator::Exists => Operator::Exists,
+                        wit_types::Operator::DoesNotExist => Operator::DoesNotExist,
+                    },
+                    values: r.values,
+                })
+                .collect(),
+        };
+        Ok(self.cache.list(&kind, &namespace, &selector))
+    }
+}
+
+/// Longest plugin log line kept; a plugin cannot flood the host's logs with one call.
+const MAX_LOG_LINE: usize = 4096;
+
+impl wit_log::Host for CallState {
+    fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
+        let mut message = message;
+        if message.len() > MAX_LOG_LINE {
+            let mut end = MAX_LOG_LINE;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push_str("…");
+        }
+        let (plugin, key) = (&*self.plugin, &self.key);
+        match level {
+            wit_log::Level::Trace => tracing::trace!(plugin, key, "{message}"),
+            wit_log::Level::Debug => tracing::debug!(plugin, key, "{message}"),
+            wit_log::Level::Info => tracing::info!(plugin, key, "{message}"),
+            wit_log::Level::Warn => tracing::warn!(plugin, key, "{message}"),
+            wit_log::Level::Error => tracing::error!(plugin, key, "{message}"),
+        }
+        if level == wit_log::Level::Error && message.starts_with("panicked") {
+            self.panic = Some(message);
+        }
+        Ok(())
+    }
+}
+
+/// The compiler, linker and epoch clock shared by every plugin.
+#[derive(Clone)]
+pub struct Engine {
+    engine: wasmtime::Engine,
+    linker: Arc<Linker<CallState>>,
+    precompiled: Option<Arc<Precompiled>>,
+    max_memory_bytes: usize,
+}
+
+impl Engine {
+    pub fn new(config: &EngineConfig) -> anyhow::Result<Self> {
+        let mut pool = PoolingAllocationConfig::default();
+        let n = config.max_concurrent_calls;
+        pool.total_component_instances(n)
+            // A Rust component holds its main module plus small shim modules.
+            .total_core_instances(n * 4)
+            .total_memories(n)
+            .total_tables(n * 4)
+            .max_memory_size(config.max_memory_bytes)
+            // Keep the first pages of a freed slot mapped: the next instance starts warm.
+            .linear_memory_keep_resident(4 << 20)
+            .table_keep_resident(64 << 10);
+        let mut wasm = Config::new();
+        wasm.wasm_component_model(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = wasmtime::Engine::new(&wasm)?;
+
+        let mut linker = Linker::new(&engine);
+        bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+
+        let weak = engine.weak();
+        std::thread::Builder::new().name("wasmcm-epoch".into()).spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })?;
+
+        let precompiled = match &config.precompiled_dir {
+            Some(dir) => Some(Arc::new(Precompiled::new(&engine, dir)?)),
+            None => None,
+        };
+        Ok(Engine { engine, linker: Arc::new(linker), precompiled, max_memory_bytes: config.max_memory_bytes })
+    }
+
+    /// Loads a plugin from a file.
+    pub fn load_file(&self, path: &std::path::Path, limits: Limits) -> Result<Plugin, LoadError> {
+        let source_name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|error| LoadError::Read { source_name: source_name.clone(), error })?;
+        self.load(&source_name, &bytes, limits)
+    }
+
+    /// Compiles (or fetches from the precompiled cache), checks imports, links, and asks the
+    /// plugin to describe itself. `source_name` names the plugin in errors.
+    pub fn load(&self, source_name: &str, bytes: &[u8], limits: Limits) -> Result<Plugin, LoadError> {
+        let digest = hex::encode(Sha256::digest(bytes));
+        let not_a_component =
+            |reason: String| LoadError::NotAComponent { source_name: source_name.to_string(), reason };
+        if !bytes.starts_with(b"\0asm") {
+            return Err(not_a_component("no WebAssembly header".into()));
+        }
+        let component = match &self.precompiled {
+            Some(cache) => cache.load_or_compile(&self.engine, bytes, &digest),
+            None => Component::new(&self.engine, bytes),
+        }
+        .map_err(|e| not_a_component(format!("{e:#}")))?;
+
+        let ty = component.component_type();
+        for (name, _) in ty.imports(&self.engine) {
+            if !is_allowed_import(name) {
+                return Err(LoadError::ForbiddenImport { source_name: source_name.into(), import: name.into() });
+            }
+        }
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .and_then(bindings::PluginPre::new)
+            .map_err(|e| LoadError::Link { source_name: source_name.into(), reason: format!("{e:#}") })?;
+
+        let limits = Limits { memory_bytes: limits.memory_bytes.min(self.max_memory_bytes), ..limits };
+        let mut plugin = Plugin {
+            engine: self.engine.clone(),
+            pre,
+            info: placeholder_info(source_name),
+            readable: Arc::new(HashSet::new()),
+            digest,
+            limits,
+        };
+        let info = plugin
+            .call(Arc::new(MemoryCache::new()), "describe()", |p, store| {
+                p.wasmcm_reconciler_controller().call_describe(store)
+            })
+            .map_err(|e| LoadError::Describe { source_name: source_name.into(), error: Box::new(e) })?;
+        let info = plugin_info_from_wit(info);
+        validate_info(source_name, &info)?;
+        let readable = std::iter::once(info.primary.clone()).chain(info.owns.iter().cloned()).chain(info.watches.iter().cloned());
+        plugin.readable = Arc::new(readable.collect());
+        plugin.info = info;
+        Ok(plugin)
+    }
+}
+
+fn is_allowed_import(name: &str) -> bool {
+    let Some((interface, version)) = name.split_once('@') else { return false };
+    matches!(interface, "wasmcm:reconciler/cache" | "wasmcm:reconciler/log" | "wasmcm:reconciler/types")
+        && contract_compatible(version)
+}
+
+/// Semver compatibility for a 0.x contract: same major and minor.
+fn contract_compatible(version: &str) -> bool {
+    let ours: Vec<&str> = CONTRACT_VERSION.split('.').collect();
+    let theirs: Vec<&str> = version.split('.').collect();
+    theirs.len() == 3 && theirs[..2] == ours[..2] && theirs[2].parse::<u32>().is_ok()
+}
+
+fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(), LoadError> {
+    if !contract_compatible(&info.contract) {
+        return Err(LoadError::Contract {
+            source_name: source_name.into(),
+            name: info.name.clone(),
+            contract: info.contract.clone(),
+        });
+    }
+    let bad = |reason: String| Err(LoadError::Metadata { source_name: source_name.into(), reason });
+    let valid_name = !info.name.is_empty()
+        && info.name.len() <= 63
+        && info.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !valid_name {
+        return bad(format!("name {:?} must be 1-63 lowercase letters, digits or '-'", info.name));
+    }
+    let all_kinds = std::iter::once(&info.primary).chain(&info.owns).chain(&info.watches).chain(&info.writes);
+    for kind in all_kinds {
+        if kind.kind.is_empty() || kind.api_version.is_empty() {
+            return bad(format!("kind {kind} needs both apiVersion and kind"));
+        }
+    }
+    Ok(())
+}
+
+fn placeholder_info(source_name: &str) -> wasmcm_guest::PluginInfo {
+    wasmcm_guest::PluginInfo {
+        name: source_name.to_string(),
+        version: "?".into(),
+        primary: Kind::new("", ""),
+        owns: vec![],
+        watches: vec![],
+        writes: vec![],
+        contract: String::new(),
+    }
+}
+
+/// A loaded plugin, ready to be called from any thread.
+pub struct Plugin {
+    engine: wasmtime::Engine,
+    pre: bindings::PluginPre<CallState>,
+    info: wasmcm_guest::PluginInfo,
+    readable: Arc<HashSet<Kind>>,
+    digest: String,
+    limits: Limits,
+}
+
+impl Plugin {
+    pub fn info(&self) -> &wasmcm_guest::PluginInfo {
+        &self.info
+    }
+
+    /// SHA-256 of the component bytes, hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// One reconcile of `request` against `cache`, in a fresh instance.
+    pub fn reconcile(
+        &self,
+        request: &wasmcm_guest::Request,
+        cache: Arc<dyn Cache + Send + Sync>,
+    ) -> Result<wasmcm_guest::Outcome, CallError> {
+        let key = format!("{}/{}", request.namespace, request.name);
+        let wit_request = wit::Request {
+            namespace: request.namespace.clone(),
+            name: request.name.clone(),
+            now: wit_types::Instant { seconds: request.now.seconds, nanoseconds: request.now.nanoseconds },
+            previous_failure: request.previous_failure.clone(),
+        };
+        let result = self.call(cache, &key, |p, store| {
+            p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request)
+        })?;
+        match result {
+            Ok(outcome) => Ok(outcome_from_wit(outcome)),
+            Err(e) => Err(CallError::Plugin {
+                plugin: self.info.name.clone(),
+                version: self.info.version.clone(),
+                message: e.message,
+                retryable: e.retryable,
+            }),
+        }
+    }
+
+    fn call<R>(
+        &self,
+        cache: Arc<dyn Cache + Send + Sync>,
+        key: &str,
+        f: impl FnOnce(&bindings::Plugin, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let state = CallState {
+            cache,
+            readable: self.readable.clone(),
+            plugin: Arc::from(self.info.name.as_str()),
+            key: key.to_string(),
+            memory_limit: self.limits.memory_bytes,
+            memory_exceeded: None,
+            violation: None,
+            panic: None,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| s);
+        let ticks = self.limits.deadline.as_micros().div_ceil(EPOCH_TICK.as_micros()).max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.epoch_deadline_trap();
+
+        let instance = self.pre.instantiate(&mut store).map_err(|e| {
+            let state = store.data();
+            match state.memory_exceeded {
+                Some(_) => self.trap(state, TrapReason::Memory, format!("{e:#}")),
+                None => CallError::Instantiate {
+                    plugin: self.info.name.clone(),
+                    version: self.info.version.clone(),
+                    reason: format!("{e:#}"),
+                },
+            }
+        })?;
+        f(&instance, &mut store).map_err(|e| self.classify(store.data(), e))
+    }
+
+    fn classify(&self, state: &CallState, err: wasmtime::Error) -> CallError {
+        let (reason, detail) = if let Some(v) = &state.violation {
+            (TrapReason::Capability, v.clone())
+        } else if let Some(wanted) = state.memory_exceeded {
+            (TrapReason::Memory, format!("memory limit of {} exceeded (growing to {})", mib(state.memory_limit), mib(wanted)))
+        } else {
+            match err.downcast_ref::<Trap>() {
+                Some(Trap::Interrupt) => (TrapReason::Deadline, format!("deadline of {:?} exceeded", self.limits.deadline)),
+                Some(Trap::StackOverflow) => (TrapReason::StackOverflow, "call stack exhausted".into()),
+                Some(Trap::UnreachableCodeReached) if state.panic.is_some() => {
+                    (TrapReason::Panic, "wasm `unreachable` executed after a panic".into())
+                }
+                _ => (TrapReason::Other, format!("{err:#}")),
+            }
+        };
+        self.trap(state, reason, detail)
+    }
+
+    fn trap(&self, state: &CallState, reason: TrapReason, detail: String) -> CallError {
+        CallError::Trap {
+            plugin: self.info.name.clone(),
+            version: self.info.version.clone(),
+            reason,
+            detail,
+            panic: state.panic.clone(),
+        }
+    }
+}
+
+fn kind_from_wit(k: wit_types::Kind) -> Kind {
+    Kind { api_version: k.api_version, kind: k.kind }
+}
+
+fn ref_from_wit(r: wit_types::ObjectRef) -> wasmcm_guest::ObjectRef {
+    wasmcm_guest::ObjectRef { kind: kind_from_wit(r.kind), namespace: r.namespace, name: r.name }
+}
+
+fn plugin_info_from_wit(i: wit::PluginInfo) -> wasmcm_guest::PluginInfo {
+    let kinds = |ks: Vec<wit_types::Kind>| ks.into_iter().map(kind_from_wit).collect();
+    wasmcm_guest::PluginInfo {
+        name: i.name,
+        version: i.version,
+        primary: kind_from_wit(i.primary),
+        owns: kinds(i.owns),
+        watches: kinds(i.watches),
+        writes: kinds(i.writes),
+        contract: i.contract,
+    }
+}
+
+fn outcome_from_wit(o: wit::Outcome) -> wasmcm_guest::Outcome {
+    use wasmcm_guest::Intent;
+    let intent = |i: wit::Intent| match i {
+        wit::Intent::Create(o) => Intent::Create(o),
+        wit::Intent::Update(o) => Intent::Update(o),
+        wit::Intent::UpdateStatus(o) => Intent::UpdateStatus(o),
+        wit::Intent::Delete(d) => {
+            Intent::Delete(wasmcm_guest::DeleteTarget { target: ref_from_wit(d.target), uid: d.uid })
+        }
+        wit::Intent::Event(e) => Intent::Event(wasmcm_guest::Event {
+            regarding: ref_from_wit(e.regarding),
+            event_type: match e.event_type {
+                wit::EventType::Normal => wasmcm_guest::EventType::Normal,
+                wit::EventType::Warning => wasmcm_guest::EventType::Warning,
+            },
+            reason: e.reason,
+            message: e.message,
+        }),
+    };
+    wasmcm_guest::Outcome {
+        batches: o.batches.into_iter().map(|b| b.into_iter().map(intent).collect()).collect(),
+        requeue_after_ms: o.requeue_after_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_contract_interfaces_may_be_imported() {
+        assert!(is_allowed_import("wasmcm:reconciler/cache@0.1.0"));
+        assert!(is_allowed_import("wasmcm:reconciler/log@0.1.7"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.2.0"));
+        assert!(!is_allowed_import("wasi:filesystem/types@0.2.0"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache"));
+    }
+}

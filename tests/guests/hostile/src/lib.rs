@@ -1,0 +1,78 @@
+//! A plugin that misbehaves on request, for the host's sandbox tests. The behaviour is chosen
+//! by the name of the key reconciled, so one component covers every case.
+
+use wasmcm_guest::{
+    CONTRACT_VERSION, Cache, Controller, Error, Intent, Kind, Level, Outcome, PluginInfo, Request,
+    Selector, log,
+};
+
+pub struct Hostile;
+
+impl Controller for Hostile {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "hostile".into(),
+            version: "0.0.1".into(),
+            primary: Kind::new("v1", "ConfigMap"),
+            owns: vec![],
+            watches: vec![],
+            writes: vec![Kind::new("v1", "ConfigMap")],
+            contract: CONTRACT_VERSION.into(),
+        }
+    }
+
+    fn reconcile(request: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
+        match request.name.as_str() {
+            "loop" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "alloc" => {
+                // 1 GiB, touched so it cannot be optimised away.
+                let v = vec![1u8; 1 << 30];
+                Ok(outcome_with(format!("{}", v.iter().map(|b| *b as u64).sum::<u64>())))
+            }
+            "panic" => panic!("hostile plugin panics on purpose"),
+            "recurse" => Ok(outcome_with(format!("{}", recurse(std::hint::black_box(1))))),
+            "read-secret" => {
+                let secrets = cache.list(&Kind::new("v1", "Secret"), &request.namespace, &Selector::everything());
+                Ok(outcome_with(format!("read {} secrets", secrets.len())))
+            }
+            "ambient" => {
+                // Everything a native program could reach; in a component each must fail.
+                let file = std::fs::read_to_string("/etc/hostname").map(|_| "file read").unwrap_err();
+                let net = std::net::TcpStream::connect("127.0.0.1:1").map(|_| "connected").unwrap_err();
+                let env = std::env::var("HOME").map(|_| "env read").unwrap_err();
+                let report = format!("file: {file}; net: {net}; env: {env}");
+                log(Level::Info, &report);
+                Ok(outcome_with(report))
+            }
+            "clock" => {
+                let t = std::time::SystemTime::now();
+                Ok(outcome_with(format!("{t:?}")))
+            }
+            "fail" => Err(Error::permanent("hostile plugin refuses")),
+            other => Ok(outcome_with(format!("ok {other}"))),
+        }
+    }
+}
+
+fn recurse(n: u64) -> u64 {
+    let pad = std::hint::black_box([n; 64]);
+    if n == 0 { pad[0] } else { recurse(n.wrapping_add(1)).wrapping_add(pad[3]) }
+}
+
+/// A ConfigMap create whose data carries `report`, so tests can read what happened.
+fn outcome_with(report: String) -> Outcome {
+    let cm = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "report", "namespace": "default"},
+        "data": {"report": report},
+    });
+    Outcome { batches: vec![vec![Intent::Create(cm.to_string())]], requeue_after_ms: None }
+}
+
+#[cfg(target_arch = "wasm32")]
+wasmcm_guest::export_plugin!(Hostile);
