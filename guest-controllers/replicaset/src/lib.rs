@@ -1,6 +1,8 @@
 //! The ReplicaSet controller of kube-controller-manager (`pkg/controller/replicaset`) as a
 //! wasmcm plugin: plain Rust over a cache view, exported as a component on wasm32.
 
+#[doc(hidden)]
+pub mod fixtures;
 pub mod ranking;
 pub mod status;
 pub mod sync;

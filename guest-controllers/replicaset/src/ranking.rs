@@ -178,35 +178,11 @@ fn merge_sort_by<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::now;
     use serde_json::{Value, json};
 
-    const NOW: &str = "2026-06-01T12:00:00Z";
-
-    fn now() -> Instant {
-        Instant::parse_rfc3339(NOW).unwrap()
-    }
-
-    /// A pod named `name`; `fields` are merged over a running, ready, assigned baseline.
     fn pod(name: &str, fields: Value) -> Pod {
-        let mut base = json!({
-            "metadata": {"name": name, "uid": format!("uid-{name}"), "creationTimestamp": "2026-06-01T10:00:00Z"},
-            "spec": {"nodeName": "n1", "containers": []},
-            "status": {"phase": "Running", "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-06-01T10:00:00Z"}]},
-        });
-        merge(&mut base, fields);
-        serde_json::from_value(base).unwrap()
-    }
-
-    fn merge(base: &mut Value, patch: Value) {
-        match (base, patch) {
-            (Value::Object(b), Value::Object(p)) => {
-                for (k, v) in p {
-                    merge(b.entry(k).or_insert(Value::Null), v);
-                }
-            }
-            (b, p) => *b = p,
-        }
+        serde_json::from_value(crate::fixtures::pod(name, fields)).unwrap()
     }
 
     fn first(pods: &[Pod], related: &[Pod]) -> String {
@@ -246,8 +222,8 @@ mod tests {
 
     #[test]
     fn doubled_up_pods_go_first() {
-        let pods = [pod("alone", json!({"spec": {"nodeName": "n2"}})), pod("crowded", json!({}))];
-        let related = [pod("crowded", json!({})), pod("sibling", json!({})), pod("alone", json!({"spec": {"nodeName": "n2"}}))];
+        let pods = [pod("alone", json!({"spec": {"nodeName": "node-2"}})), pod("crowded", json!({}))];
+        let related = [pod("crowded", json!({})), pod("sibling", json!({})), pod("alone", json!({"spec": {"nodeName": "node-2"}}))];
         assert_eq!(first(&pods, &related), "crowded");
     }
 

@@ -92,6 +92,8 @@ pub enum TrapReason {
     Deadline,
     Memory,
     StackOverflow,
+    /// An access outside linear memory; with Rust guests usually a shadow-stack overflow.
+    OutOfBounds,
     Panic,
     Capability,
     Other,
@@ -103,6 +105,7 @@ impl fmt::Display for TrapReason {
             TrapReason::Deadline => "deadline",
             TrapReason::Memory => "memory",
             TrapReason::StackOverflow => "stack overflow",
+            TrapReason::OutOfBounds => "out of bounds",
             TrapReason::Panic => "panic",
             TrapReason::Capability => "capability",
             TrapReason::Other => "trap",
@@ -502,9 +505,15 @@ impl Plugin {
                 Some(Trap::UnreachableCodeReached) if state.panic.is_some() => {
                     (TrapReason::Panic, "wasm `unreachable` executed after a panic".into())
                 }
-                _ => (TrapReason::Other, format!("{err:#}")),
+                Some(Trap::MemoryOutOfBounds) => (
+                    TrapReason::OutOfBounds,
+                    "out of bounds memory access (a guest stack overflow ends this way)".into(),
+                ),
+                Some(trap) => (TrapReason::Other, trap.to_string()),
+                None => (TrapReason::Other, format!("{err:#}")),
             }
         };
+        tracing::debug!(plugin = %self.info.name, "trap: {err:?}");
         self.trap(state, reason, detail)
     }
 

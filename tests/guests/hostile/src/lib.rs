@@ -36,6 +36,7 @@ impl Controller for Hostile {
             }
             "panic" => panic!("hostile plugin panics on purpose"),
             "recurse" => Ok(outcome_with(format!("{}", recurse(std::hint::black_box(1))))),
+            "smash-stack" => Ok(outcome_with(format!("{}", smash_stack(std::hint::black_box(1))))),
             "read-secret" => {
                 let secrets = cache.list(&Kind::new("v1", "Secret"), &request.namespace, &Selector::everything());
                 Ok(outcome_with(format!("read {} secrets", secrets.len())))
@@ -54,14 +55,28 @@ impl Controller for Hostile {
                 Ok(outcome_with(format!("{t:?}")))
             }
             "fail" => Err(Error::permanent("hostile plugin refuses")),
+            "write-secret" => {
+                let secret = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"stolen","namespace":"default"}}"#;
+                Ok(Outcome { batches: vec![vec![Intent::Create(secret.into())]], requeue_after_ms: None })
+            }
+            "other-namespace" => {
+                let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"kube-system"}}"#;
+                Ok(Outcome { batches: vec![vec![Intent::Create(cm.into())]], requeue_after_ms: None })
+            }
             other => Ok(outcome_with(format!("ok {other}"))),
         }
     }
 }
 
+/// Exhausts the wasm call stack.
 fn recurse(n: u64) -> u64 {
+    if n == 0 { 0 } else { recurse(std::hint::black_box(n.wrapping_add(1))).wrapping_add(1) }
+}
+
+/// Exhausts Rust's shadow stack in linear memory (arrays in frames live there).
+fn smash_stack(n: u64) -> u64 {
     let pad = std::hint::black_box([n; 64]);
-    if n == 0 { pad[0] } else { recurse(n.wrapping_add(1)).wrapping_add(pad[3]) }
+    if n == 0 { pad[0] } else { smash_stack(n.wrapping_add(1)).wrapping_add(pad[3]) }
 }
 
 /// A ConfigMap create whose data carries `report`, so tests can read what happened.

@@ -1,0 +1,22 @@
+# The two commands of the README. Both install the pinned toolchain and its wasm target first
+# (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
+# the guest plugins through host/build.rs.
+
+.PHONY: run test check bench toolchain
+
+toolchain:
+	rustup toolchain install
+
+# The main job. Until the live host lands this runs the ReplicaSet plugin on the example
+# snapshot; `cargo run -p wasmcm -- --help` lists everything.
+run: toolchain
+	cargo run --release -p wasmcm -- simulate --plugin replicaset --state examples/replicaset-scale-up.yaml --key default/web
+
+# Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI).
+test: toolchain
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo test --workspace --locked
+
+bench: toolchain
+	cargo bench -p wasmcm --bench reconcile

@@ -1,0 +1,49 @@
+//! Shared setup for the host's integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
+
+/// One engine per test binary, with a precompiled cache shared by all test binaries so each
+/// component is compiled once per build.
+pub fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        Engine::new(&EngineConfig { precompiled_dir: Some(precompiled_dir()), ..EngineConfig::default() })
+            .expect("engine starts")
+    })
+}
+
+pub fn precompiled_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled")
+}
+
+pub fn guest(file: &str) -> PathBuf {
+    PathBuf::from(env!("WASMCM_GUEST_DIR")).join(file)
+}
+
+pub fn replicaset() -> Arc<Plugin> {
+    static P: OnceLock<Arc<Plugin>> = OnceLock::new();
+    P.get_or_init(|| {
+        let bytes = wasmcm::builtin::get("replicaset").expect("built in");
+        Arc::new(engine().load("replicaset", bytes, Limits::default()).expect("replicaset loads"))
+    })
+    .clone()
+}
+
+/// The hostile test guest with tight limits, so misbehaviour is caught quickly.
+pub fn hostile() -> Arc<Plugin> {
+    static P: OnceLock<Arc<Plugin>> = OnceLock::new();
+    P.get_or_init(|| {
+        let limits = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(300) };
+        Arc::new(engine().load_file(&guest("wasmcm_hostile.wasm"), limits).expect("hostile guest loads"))
+    })
+    .clone()
+}
+
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}

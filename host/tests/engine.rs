@@ -1,0 +1,109 @@
+//! The plugin engine with real components: loading, refusing bad input, and the ReplicaSet
+//! plugin giving exactly the outcome its native build gives.
+
+mod common;
+
+use std::sync::Arc;
+
+use serde_json::json;
+use wasmcm::plugins::{Engine, EngineConfig, LoadError, Limits};
+use wasmcm_guest::{Controller, Kind};
+use wasmcm_replicaset::ReplicaSetController;
+use wasmcm_replicaset::fixtures::{cache, fleet, pod, replica_set, request};
+
+#[test]
+fn describe_reports_what_the_plugin_declares() {
+    let p = common::replicaset();
+    let info = p.info();
+    assert_eq!(info.name, "replicaset");
+    assert_eq!(info.primary, Kind::new("apps/v1", "ReplicaSet"));
+    assert_eq!(info.owns, vec![Kind::new("v1", "Pod")]);
+    assert_eq!(info.writes, vec![Kind::new("apps/v1", "ReplicaSet"), Kind::new("v1", "Pod")]);
+    assert_eq!(info.contract, wasmcm_guest::CONTRACT_VERSION);
+    assert_eq!(p.digest().len(), 64);
+}
+
+#[test]
+fn wasm_and_native_reconciles_agree() {
+    let scenarios = vec![
+        ("scale up from zero", vec![replica_set(5, json!({}))]),
+        ("scale down a fleet", fleet(10, 40)),
+        ("steady fleet", fleet(40, 40)),
+        ("burst", vec![replica_set(1200, json!({}))]),
+        (
+            "adopt and release",
+            vec![
+                replica_set(2, json!({"spec": {"minReadySeconds": 5}})),
+                pod("orphan", json!({"metadata": {"ownerReferences": null}})),
+                pod("relabelled", json!({"metadata": {"labels": {"app": "other"}}})),
+            ],
+        ),
+    ];
+    let plugin = common::replicaset();
+    for (what, objects) in scenarios {
+        let native = ReplicaSetController::reconcile(&request("web"), &cache(&objects)).unwrap();
+        let wasm = plugin.reconcile(&request("web"), Arc::new(cache(&objects))).unwrap();
+        assert!(!native.batches.is_empty() || what == "steady fleet", "{what}: the scenario must do something");
+        assert_eq!(wasm, native, "{what}");
+    }
+}
+
+#[test]
+fn plugin_errors_carry_the_plugins_verdict() {
+    let mut rs = replica_set(1, json!({}));
+    rs["spec"]["selector"] = json!({"matchExpressions": [{"key": "a", "operator": "Bogus"}]});
+    let err = common::replicaset().reconcile(&request("web"), Arc::new(cache(&[rs]))).unwrap_err();
+    assert!(!err.retryable());
+    let msg = err.to_string();
+    assert!(msg.contains("plugin replicaset 0.1.0 failed") && msg.contains("invalid selector"), "{msg}");
+}
+
+fn load_err(bytes: &[u8]) -> LoadError {
+    match common::engine().load("test.wasm", bytes, Limits::default()) {
+        Ok(_) => panic!("{} bytes loaded but should not have", bytes.len()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn malformed_components_are_refused_with_a_reason() {
+    let real = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", vec![], "no WebAssembly header"),
+        ("text", b"hello, I am not wasm".to_vec(), "no WebAssembly header"),
+        ("core module", wat::parse_str("(module)").unwrap(), "not a valid WebAssembly component"),
+        ("truncated", real[..real.len() / 2].to_vec(), "not a valid WebAssembly component"),
+    ];
+    for (what, bytes, expected) in cases {
+        let msg = load_err(&bytes).to_string();
+        assert!(msg.starts_with("test.wasm: ") && msg.contains(expected), "{what}: {msg}");
+    }
+    let msg = load_err(&wat::parse_str("(component)").unwrap()).to_string();
+    assert!(msg.contains("cannot be linked") && msg.contains("controller"), "missing exports: {msg}");
+}
+
+#[test]
+fn components_importing_anything_beyond_the_contract_are_refused() {
+    for import in ["wasi:cli/environment@0.2.0", "wasi:filesystem/preopens@0.2.0", "wasi:sockets/tcp@0.2.0", "wasmcm:reconciler/cache@9.0.0"] {
+        let wat = format!(r#"(component (import "{import}" (instance)))"#);
+        let err = load_err(&wat::parse_str(&wat).unwrap());
+        assert!(matches!(&err, LoadError::ForbiddenImport { import: i, .. } if i == import), "{err}");
+        assert!(err.to_string().contains("which the host does not provide"), "{err}");
+    }
+}
+
+#[test]
+fn precompiled_cache_is_reused_and_survives_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir.path().into()), ..EngineConfig::default() }).unwrap();
+    let bytes = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
+    let first = engine.load("hostile", &bytes, Limits::default()).unwrap();
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].file_name().unwrap().to_str().unwrap().starts_with(first.digest()));
+
+    std::fs::write(&files[0], b"garbage").unwrap();
+    let again = engine.load("hostile", &bytes, Limits::default()).expect("a corrupt artefact is recompiled");
+    assert_eq!(again.info().name, "hostile");
+    assert_ne!(std::fs::read(&files[0]).unwrap(), b"garbage", "the artefact is rewritten");
+}
