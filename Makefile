@@ -10,12 +10,13 @@ toolchain:
 # The main job. Until the live host lands this runs the ReplicaSet plugin on the example
 # snapshot; `cargo run -p wasmcm -- --help` lists everything.
 run: toolchain
-	cargo run --release -p wasmcm -- simulate --plugin replicaset --state examples/replicaset-scale-up.yaml --key default/web
+	cargo run -p wasmcm -- simulate --plugin replicaset --state examples/replicaset-scale-up.yaml --key default/web
 
 # Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI).
 test: toolchain
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-hostile -- -D warnings
 	cargo test --workspace --locked
 
 bench: toolchain

@@ -17,9 +17,7 @@ fn main() {
     let target_dir = root.join("target").join("guests");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
-        .args(["build", "--profile", "guest", "--target", TARGET, "--target-dir"])
-        .arg(&target_dir);
+    cmd.current_dir(&root).args(["build", "--profile", "guest", "--target", TARGET, "--target-dir"]).arg(&target_dir);
     for guest in GUESTS {
         cmd.args(["-p", guest]);
     }

@@ -3,6 +3,6 @@
 
 pub mod builtin;
 pub mod plugins;
+pub mod simulate;
 pub mod snapshot;
 pub mod writer;
-pub mod simulate;

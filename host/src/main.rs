@@ -117,7 +117,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let i = p.info();
                 let kinds = |ks: &[wasmcm_guest::Kind]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
                 println!("{} {} (contract {}, sha256 {})", i.name, i.version, i.contract, p.digest());
-                println!("  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}", i.primary, kinds(&i.owns), kinds(&i.watches), kinds(&i.writes));
+                println!(
+                    "  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}",
+                    i.primary,
+                    kinds(&i.owns),
+                    kinds(&i.watches),
+                    kinds(&i.writes)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

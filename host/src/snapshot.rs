@@ -76,9 +76,22 @@ fn same_object(v: &Value, kind: &Kind, namespace: &str, name: &str) -> bool {
 /// `metadata.generation`): the built-ins that have the subresource, and custom resources.
 fn has_status_subresource(kind: &Kind) -> bool {
     const BUILTIN: &[&str] = &[
-        "Pod", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Node",
-        "Namespace", "Service", "PersistentVolume", "PersistentVolumeClaim", "ReplicationController",
-        "HorizontalPodAutoscaler", "PodDisruptionBudget", "CustomResourceDefinition",
+        "Pod",
+        "ReplicaSet",
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "CronJob",
+        "Node",
+        "Namespace",
+        "Service",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "ReplicationController",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "CustomResourceDefinition",
     ];
     let group = kind.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
     BUILTIN.contains(&kind.kind.as_str()) || (group.contains('.') && !group.ends_with("k8s.io"))
@@ -90,11 +103,8 @@ fn rfc3339(seconds: i64) -> String {
 
 impl Snapshot {
     pub fn new(items: Vec<Value>, now: Instant) -> Self {
-        let resource_version = items
-            .iter()
-            .filter_map(|i| str_at(i, "/metadata/resourceVersion").parse::<u64>().ok())
-            .max()
-            .unwrap_or(0);
+        let resource_version =
+            items.iter().filter_map(|i| str_at(i, "/metadata/resourceVersion").parse::<u64>().ok()).max().unwrap_or(0);
         Snapshot { items, resource_version, seq: 0, now }
     }
 
@@ -188,7 +198,11 @@ impl Api for Snapshot {
         if name.is_empty() {
             let prefix = str_at(&object, "/metadata/generateName").to_string();
             if prefix.is_empty() {
-                return Err(ApiError::invalid(&kind, "", "metadata.name: Required value: name or generateName is required"));
+                return Err(ApiError::invalid(
+                    &kind,
+                    "",
+                    "metadata.name: Required value: name or generateName is required",
+                ));
             }
             // The API server's alphabet for generated suffixes: no vowels, no look-alikes.
             const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -290,7 +304,8 @@ impl Api for Snapshot {
         if current.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
             return Ok(());
         }
-        let has_finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        let has_finalizers =
+            current.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
         // A pod bound to a node is deleted gracefully: the kubelet removes it after its grace
         // period. Unbound pods, like other objects without finalizers, go at once.
         let grace = if target.kind.kind == "Pod" && !str_at(current, "/spec/nodeName").is_empty() {
@@ -328,7 +343,8 @@ mod tests {
 
     #[test]
     fn lists_and_documents_parse_alike() {
-        let list = r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}"#;
+        let list =
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}"#;
         assert_eq!(parse_objects(list).unwrap().len(), 1);
         let yaml_list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n";
         assert_eq!(parse_objects(yaml_list).unwrap(), parse_objects(list).unwrap());
@@ -350,7 +366,9 @@ mod tests {
         assert_eq!(str_at(&a, "/metadata/resourceVersion"), "8");
         assert_eq!(a["status"], json!({"phase": "Pending"}));
         // Reproducible: a fresh snapshot generates the same name.
-        let again = snap().create(json!({"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"rs-","namespace":"d"}})).unwrap();
+        let again = snap()
+            .create(json!({"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"rs-","namespace":"d"}}))
+            .unwrap();
         assert_eq!(str_at(&again, "/metadata/name"), name);
     }
 

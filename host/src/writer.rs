@@ -219,7 +219,8 @@ fn check_target(plugin: &PluginInfo, primary: &ObjectRef, kind: &Kind, namespace
 
 fn record(report: &mut Report, verb: Verb, target: ObjectRef, result: Result<(), ApiError>) -> Result<(), String> {
     let error = result.err();
-    let failure = error.as_ref().map(|e| format!("{} {} {}/{}: {e}", verb.as_str(), target.kind, target.namespace, target.name));
+    let failure =
+        error.as_ref().map(|e| format!("{} {} {}/{}: {e}", verb.as_str(), target.kind, target.namespace, target.name));
     report.actions.push(Action { verb, kind: target.kind, namespace: target.namespace, name: target.name, error });
     failure.map_or(Ok(()), Err)
 }

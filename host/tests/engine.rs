@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use serde_json::json;
-use wasmcm::plugins::{Engine, EngineConfig, LoadError, Limits};
+use wasmcm::plugins::{Engine, EngineConfig, Limits, LoadError};
 use wasmcm_guest::{Controller, Kind};
 use wasmcm_replicaset::ReplicaSetController;
 use wasmcm_replicaset::fixtures::{cache, fleet, pod, replica_set, request};
@@ -84,7 +84,12 @@ fn malformed_components_are_refused_with_a_reason() {
 
 #[test]
 fn components_importing_anything_beyond_the_contract_are_refused() {
-    for import in ["wasi:cli/environment@0.2.0", "wasi:filesystem/preopens@0.2.0", "wasi:sockets/tcp@0.2.0", "wasmcm:reconciler/cache@9.0.0"] {
+    for import in [
+        "wasi:cli/environment@0.2.0",
+        "wasi:filesystem/preopens@0.2.0",
+        "wasi:sockets/tcp@0.2.0",
+        "wasmcm:reconciler/cache@9.0.0",
+    ] {
         let wat = format!(r#"(component (import "{import}" (instance)))"#);
         let err = load_err(&wat::parse_str(&wat).unwrap());
         assert!(matches!(&err, LoadError::ForbiddenImport { import: i, .. } if i == import), "{err}");
@@ -95,7 +100,8 @@ fn components_importing_anything_beyond_the_contract_are_refused() {
 #[test]
 fn precompiled_cache_is_reused_and_survives_corruption() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir.path().into()), ..EngineConfig::default() }).unwrap();
+    let engine =
+        Engine::new(&EngineConfig { precompiled_dir: Some(dir.path().into()), ..EngineConfig::default() }).unwrap();
     let bytes = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
     let first = engine.load("hostile", &bytes, Limits::default()).unwrap();
     let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();

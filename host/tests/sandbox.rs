@@ -143,4 +143,3 @@ fn the_host_keeps_serving_while_and_after_plugins_misbehave() {
     assert_eq!(report(&call("fine").unwrap()), "ok fine", "the hostile plugin itself still serves");
     assert!(common::replicaset().reconcile(&request("web"), rs).is_ok());
 }
-

@@ -198,7 +198,11 @@ mod tests {
             ("unassigned first", json!({"spec": {"nodeName": null}}), json!({})),
             ("pending before running", json!({"status": {"phase": "Pending"}}), json!({})),
             ("unknown before running", json!({"status": {"phase": "Unknown"}}), json!({})),
-            ("not ready before ready", json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}), json!({})),
+            (
+                "not ready before ready",
+                json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+                json!({}),
+            ),
             (
                 "lower deletion cost first",
                 json!({"metadata": {"annotations": {DELETION_COST_ANNOTATION: "-5"}}}),
@@ -209,7 +213,11 @@ mod tests {
                 json!({"status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-06-01T11:59:00Z"}]}}),
                 json!({}),
             ),
-            ("more restarts first", json!({"status": {"containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true, "restartCount": 7}]}}), json!({})),
+            (
+                "more restarts first",
+                json!({"status": {"containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true, "restartCount": 7}]}}),
+                json!({}),
+            ),
             ("newer first", json!({"metadata": {"creationTimestamp": "2026-06-01T11:59:00Z"}}), json!({})),
         ];
         for (what, victim, other) in cases {
@@ -223,17 +231,18 @@ mod tests {
     #[test]
     fn doubled_up_pods_go_first() {
         let pods = [pod("alone", json!({"spec": {"nodeName": "node-2"}})), pod("crowded", json!({}))];
-        let related = [pod("crowded", json!({})), pod("sibling", json!({})), pod("alone", json!({"spec": {"nodeName": "node-2"}}))];
+        let related = [
+            pod("crowded", json!({})),
+            pod("sibling", json!({})),
+            pod("alone", json!({"spec": {"nodeName": "node-2"}})),
+        ];
         assert_eq!(first(&pods, &related), "crowded");
     }
 
     #[test]
     fn same_log_bucket_breaks_ties_by_uid() {
         // 2h vs 2h1m of age are in the same log2(ns) bucket: the UID decides, not the time.
-        let pods = [
-            pod("b", json!({"metadata": {"creationTimestamp": "2026-06-01T09:59:00Z"}})),
-            pod("a", json!({})),
-        ];
+        let pods = [pod("b", json!({"metadata": {"creationTimestamp": "2026-06-01T09:59:00Z"}})), pod("a", json!({}))];
         assert_eq!(first(&pods, &[]), "a");
     }
 

@@ -24,21 +24,14 @@ pub fn calculate(
     now: Instant,
 ) -> Value {
     let template_labels = rs.spec.template.as_ref().and_then(|t| t.metadata.as_ref()?.labels.clone());
-    let template = Selector {
-        match_labels: template_labels.into_iter().flatten().collect(),
-        ..Default::default()
-    };
+    let template = Selector { match_labels: template_labels.into_iter().flatten().collect(), ..Default::default() };
     let min_ready = rs.spec.min_ready_seconds.unwrap_or(0);
     let fully_labeled = pods.iter().filter(|p| template.matches_opt(p.metadata.labels.as_ref())).count();
     let ready: Vec<_> = pods.iter().filter(|p| pod::is_ready(p)).collect();
     let available = ready.iter().filter(|p| pod::is_available(p, min_ready, now)).count();
 
     let mut status = current.as_object().cloned().unwrap_or_default();
-    let mut conditions: Vec<Value> = status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let mut conditions: Vec<Value> = status.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
     let has_failure = conditions.iter().any(|c| c["type"] == REPLICA_FAILURE);
     match failure {
         Some(f) if !has_failure => conditions.push(json!({
@@ -78,9 +71,8 @@ pub fn needs_update(rs: &ReplicaSet, current: &Value, new: &Value) -> bool {
     let generation = rs.metadata.generation.unwrap_or(0);
     let observed = rs.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0);
     let field = |v: &Value, f: &str| v.get(f).cloned().unwrap_or(Value::Null);
-    let counts_equal = ["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "conditions"]
-        .iter()
-        .all(|f| {
+    let counts_equal =
+        ["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "conditions"].iter().all(|f| {
             let (a, b) = (field(current, f), field(new, f));
             a == b || (is_zero(&a) && is_zero(&b))
         });

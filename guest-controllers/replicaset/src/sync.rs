@@ -8,8 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 use wasmcm_guest::ownership::{self, Claim};
 use wasmcm_guest::{
-    Cache, CacheExt, DeleteTarget, Error, Intent, Kind, Level, Object, ObjectRef, Outcome, Request,
-    Selector, log, pod,
+    Cache, CacheExt, DeleteTarget, Error, Intent, Kind, Level, Object, ObjectRef, Outcome, Request, Selector, log, pod,
 };
 
 use crate::ranking;
@@ -43,19 +42,17 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
     let replicas = rs.spec.replicas.unwrap_or(1).max(0) as usize;
     let diff = claimed.len() as i64 - replicas as i64;
     let mut template_error = None;
-    if rs.metadata.deletion_timestamp.is_none() {
-        if let Err(e) = manage_replicas(req, rs, &rs_raw, &claimed, &all_pods, cache, &mut outcome) {
-            template_error = Some(e.message);
-        }
+    if rs.metadata.deletion_timestamp.is_none()
+        && let Err(e) = manage_replicas(req, rs, &rs_raw, &claimed, &all_pods, cache, &mut outcome)
+    {
+        template_error = Some(e.message);
     }
 
     // A failure of the previous sync's creates or deletes (reported by the host) or of this
     // one's pod template is the `manageReplicasErr` of upstream.
     let failure_message = template_error.as_deref().or(if diff != 0 { req.previous_failure.as_deref() } else { None });
-    let failure = failure_message.map(|message| ManageFailure {
-        reason: if diff < 0 { "FailedCreate" } else { "FailedDelete" },
-        message,
-    });
+    let failure = failure_message
+        .map(|message| ManageFailure { reason: if diff < 0 { "FailedCreate" } else { "FailedDelete" }, message });
     let manage_ok = failure.is_none();
     let current_status = rs_raw.get("status").cloned().unwrap_or(Value::Null);
     let mut new_status = status::calculate(rs, &current_status, &claimed, failure, req.now);

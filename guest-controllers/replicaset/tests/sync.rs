@@ -101,12 +101,18 @@ fn related_replica_sets_pods_rank_doubled_up_pods_first() {
     let rs = replica_set(1, json!({"metadata": {"ownerReferences": owner.clone()}}));
     let mut sibling = replica_set(1, json!({"metadata": {"name": "web-old", "uid": "old", "ownerReferences": owner}}));
     sibling["spec"]["selector"] = json!({"matchLabels": {"app": "web-old"}});
-    let sibling_pod = pod("old-1", json!({"metadata": {"labels": {"app": "web-old"}, "ownerReferences": []}, "spec": {"nodeName": "node-9"}}));
+    let sibling_pod = pod(
+        "old-1",
+        json!({"metadata": {"labels": {"app": "web-old"}, "ownerReferences": []}, "spec": {"nodeName": "node-9"}}),
+    );
     let o = reconcile(&[
         rs,
         sibling,
         sibling_pod,
-        pod("alone", json!({"spec": {"nodeName": "node-1"}, "metadata": {"creationTimestamp": "2026-06-01T11:30:00Z"}})),
+        pod(
+            "alone",
+            json!({"spec": {"nodeName": "node-1"}, "metadata": {"creationTimestamp": "2026-06-01T11:30:00Z"}}),
+        ),
         pod("crowded", json!({"spec": {"nodeName": "node-9"}})),
     ]);
     // Without the sibling's pod on node-9 the newer "alone" would go; co-location decides first.
@@ -121,8 +127,11 @@ fn adopts_matching_orphans_releases_mismatches_and_ignores_others() {
         pod("orphan", json!({"metadata": {"ownerReferences": null}})),
         pod("orphan-other-app", json!({"metadata": {"ownerReferences": null, "labels": {"app": "db"}}})),
         pod("relabelled", json!({"metadata": {"labels": {"app": "debug"}}})),
-        pod("foreign", json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                                                 "name": "x", "uid": "other", "controller": true}]}})),
+        pod(
+            "foreign",
+            json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                                 "name": "x", "uid": "other", "controller": true}]}}),
+        ),
     ]);
     let ups = updates(&o);
     assert_eq!(ups.len(), 2, "{ups:#?}");
@@ -153,7 +162,10 @@ fn inactive_pods_do_not_count() {
 
 #[test]
 fn a_replica_set_being_deleted_is_not_managed_but_its_status_is() {
-    let rs = replica_set(3, json!({"metadata": {"deletionTimestamp": "2026-06-01T11:00:00Z", "finalizers": ["foregroundDeletion"]}}));
+    let rs = replica_set(
+        3,
+        json!({"metadata": {"deletionTimestamp": "2026-06-01T11:00:00Z", "finalizers": ["foregroundDeletion"]}}),
+    );
     let orphan = pod("orphan", json!({"metadata": {"ownerReferences": null}}));
     let o = reconcile(&[rs, pod("a", json!({})), orphan]);
     assert!(creates(&o).is_empty() && deletes(&o).is_empty() && updates(&o).is_empty(), "{o:#?}");
@@ -171,7 +183,10 @@ fn status_counts_labels_readiness_and_availability() {
         pod("a", json!({})),
         // Ready 30 s ago: ready, not yet available. Then "c": not ready, and missing the
         // template's tier label: counted, not fully labelled.
-        pod("b", json!({"status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-06-01T11:59:30Z"}]}})),
+        pod(
+            "b",
+            json!({"status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-06-01T11:59:30Z"}]}}),
+        ),
         not_fully_labeled,
     ]);
     let status = &status_write(&o).unwrap()["status"];
@@ -206,8 +221,11 @@ fn previous_failure_sets_replica_failure_and_success_clears_it() {
     assert_eq!(creates(&o).len(), 2, "creation is still attempted");
     assert!(o.requeue_after_ms.is_none());
 
-    let failing = replica_set(1, json!({"status": {"replicas": 1, "fullyLabeledReplicas": 1, "readyReplicas": 1,
-        "availableReplicas": 1, "observedGeneration": 1, "conditions": conds.clone()}}));
+    let failing = replica_set(
+        1,
+        json!({"status": {"replicas": 1, "fullyLabeledReplicas": 1, "readyReplicas": 1,
+        "availableReplicas": 1, "observedGeneration": 1, "conditions": conds.clone()}}),
+    );
     let o = reconcile(&[failing, pod("a", json!({}))]);
     let status = &status_write(&o).expect("condition removal is a status change")["status"];
     assert!(status.get("conditions").is_none(), "{status}");

@@ -87,12 +87,8 @@ impl MemoryCache {
 
     /// Adds or replaces an object; it must carry apiVersion, kind and metadata.name.
     pub fn insert(&mut self, object: &Value) -> Result<(), String> {
-        let field = |path: &[&str]| {
-            path.iter()
-                .try_fold(object, |v, k| v.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
+        let field =
+            |path: &[&str]| path.iter().try_fold(object, |v, k| v.get(k)).and_then(Value::as_str).map(str::to_string);
         let api_version = field(&["apiVersion"]).ok_or("object has no apiVersion")?;
         let kind = field(&["kind"]).ok_or("object has no kind")?;
         let name = field(&["metadata", "name"]).ok_or("object has no metadata.name")?;
@@ -103,10 +99,7 @@ impl MemoryCache {
                 .map_err(|e| format!("{kind} {namespace}/{name}: metadata.labels: {e}"))?,
         };
         let json = object.to_string();
-        self.kinds
-            .entry(Kind { api_version, kind })
-            .or_default()
-            .insert((namespace, name), Entry { labels, json });
+        self.kinds.entry(Kind { api_version, kind }).or_default().insert((namespace, name), Entry { labels, json });
         Ok(())
     }
 
@@ -155,9 +148,15 @@ mod tests {
     #[test]
     fn get_list_and_typed_reads() {
         let mut c = MemoryCache::new();
-        c.insert(&json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"x","labels":{"app":"web"}}})).unwrap();
+        c.insert(
+            &json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"x","labels":{"app":"web"}}}),
+        )
+        .unwrap();
         c.insert(&json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"x"}})).unwrap();
-        c.insert(&json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"c","namespace":"y","labels":{"app":"web"}}})).unwrap();
+        c.insert(
+            &json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"c","namespace":"y","labels":{"app":"web"}}}),
+        )
+        .unwrap();
         let web = Selector { match_labels: vec![("app".into(), "web".into())], ..Default::default() };
         assert_eq!(c.list(&Kind::of::<Pod>(), "x", &web).len(), 1);
         assert_eq!(c.list(&Kind::of::<Pod>(), "x", &Selector::everything()).len(), 2);

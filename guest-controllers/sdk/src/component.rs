@@ -112,11 +112,7 @@ impl<C: Controller> wit::Guest for Plugin<C> {
         };
         match C::reconcile(&request, &HostCache) {
             Ok(outcome) => Ok(wit::Outcome {
-                batches: outcome
-                    .batches
-                    .into_iter()
-                    .map(|b| b.into_iter().map(intent_to_wit).collect())
-                    .collect(),
+                batches: outcome.batches.into_iter().map(|b| b.into_iter().map(intent_to_wit).collect()).collect(),
                 requeue_after_ms: outcome.requeue_after_ms,
             }),
             Err(e) => Err(wit::Error { message: e.message, retryable: e.retryable }),
@@ -129,9 +125,7 @@ fn intent_to_wit(intent: Intent) -> wit::Intent {
         Intent::Create(o) => wit::Intent::Create(o),
         Intent::Update(o) => wit::Intent::Update(o),
         Intent::UpdateStatus(o) => wit::Intent::UpdateStatus(o),
-        Intent::Delete(d) => {
-            wit::Intent::Delete(wit::DeleteTarget { target: ref_to_wit(&d.target), uid: d.uid })
-        }
+        Intent::Delete(d) => wit::Intent::Delete(wit::DeleteTarget { target: ref_to_wit(&d.target), uid: d.uid }),
         Intent::Event(e) => wit::Intent::Event(wit::Event {
             regarding: ref_to_wit(&e.regarding),
             event_type: match e.event_type {

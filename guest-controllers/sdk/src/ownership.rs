@@ -44,9 +44,7 @@ pub fn claim(owner: &ObjectMeta, child: &ObjectMeta, matches: bool) -> Claim {
         Some(_) if owner_deleting => Claim::Ignore,
         Some(_) => Claim::Release,
         None if owner_deleting || !matches || child.deletion_timestamp.is_some() => Claim::Ignore,
-        None if owner.namespace.as_deref().is_some_and(|ns| !ns.is_empty())
-            && owner.namespace != child.namespace =>
-        {
+        None if owner.namespace.as_deref().is_some_and(|ns| !ns.is_empty()) && owner.namespace != child.namespace => {
             Claim::Ignore
         }
         None => Claim::Adopt,
@@ -124,11 +122,11 @@ mod tests {
 
     #[test]
     fn owner_refs_are_added_and_removed_in_json() {
-        let r = new_controller_ref("apps/v1", "ReplicaSet", &ObjectMeta {
-            name: Some("rs".into()),
-            uid: Some("u1".into()),
-            ..Default::default()
-        });
+        let r = new_controller_ref(
+            "apps/v1",
+            "ReplicaSet",
+            &ObjectMeta { name: Some("rs".into()), uid: Some("u1".into()), ..Default::default() },
+        );
         let pod = json!({"metadata": {"name": "p", "ownerReferences": [{"uid": "other"}]}, "extra": 1});
         let adopted = with_owner_ref(pod, &r).unwrap();
         assert_eq!(adopted["metadata"]["ownerReferences"][1]["uid"], "u1");

@@ -37,12 +37,7 @@ impl Selector {
 
     /// `metav1.LabelSelectorAsSelector`: validates operators and their values.
     pub fn from_label_selector(ls: &LabelSelector) -> Result<Self, String> {
-        let match_labels = ls
-            .match_labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let match_labels = ls.match_labels.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
         let mut match_expressions = Vec::new();
         for expr in ls.match_expressions.iter().flatten() {
             let values = expr.values.clone().unwrap_or_default();
@@ -55,16 +50,10 @@ impl Selector {
             };
             match operator {
                 Operator::In | Operator::NotIn if values.is_empty() => {
-                    return Err(format!(
-                        "for 'in', 'notin' operators, values set can't be empty (key {:?})",
-                        expr.key
-                    ));
+                    return Err(format!("for 'in', 'notin' operators, values set can't be empty (key {:?})", expr.key));
                 }
                 Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                    return Err(format!(
-                        "values set must be empty for exists and does not exist (key {:?})",
-                        expr.key
-                    ));
+                    return Err(format!("values set must be empty for exists and does not exist (key {:?})", expr.key));
                 }
                 _ => {}
             }

@@ -28,9 +28,7 @@ impl Instant {
     }
 
     pub fn parse_rfc3339(s: &str) -> Result<Self, String> {
-        s.parse::<Timestamp>()
-            .map(Self::from_timestamp)
-            .map_err(|e| format!("invalid RFC 3339 time {s:?}: {e}"))
+        s.parse::<Timestamp>().map(Self::from_timestamp).map_err(|e| format!("invalid RFC 3339 time {s:?}: {e}"))
     }
 }
 

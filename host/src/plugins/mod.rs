@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use wasmcm_guest::{Cache, CONTRACT_VERSION, Kind, MemoryCache, Operator, Requirement, Selector};
+use wasmcm_guest::{CONTRACT_VERSION, Cache, Kind, MemoryCache, Operator, Requirement, Selector};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap};
 
@@ -236,7 +236,7 @@ impl wit_log::Host for CallState {
                 end -= 1;
             }
             message.truncate(end);
-            message.push_str("…");
+            message.push('…');
         }
         let (plugin, key) = (&*self.plugin, &self.key);
         match level {
@@ -350,7 +350,8 @@ impl Engine {
             .map_err(|e| LoadError::Describe { source_name: source_name.into(), error: Box::new(e) })?;
         let info = plugin_info_from_wit(info);
         validate_info(source_name, &info)?;
-        let readable = std::iter::once(info.primary.clone()).chain(info.owns.iter().cloned()).chain(info.watches.iter().cloned());
+        let readable =
+            std::iter::once(info.primary.clone()).chain(info.owns.iter().cloned()).chain(info.watches.iter().cloned());
         plugin.readable = Arc::new(readable.collect());
         plugin.info = info;
         Ok(plugin)
@@ -443,9 +444,8 @@ impl Plugin {
             now: wit_types::Instant { seconds: request.now.seconds, nanoseconds: request.now.nanoseconds },
             previous_failure: request.previous_failure.clone(),
         };
-        let result = self.call(cache, &key, |p, store| {
-            p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request)
-        })?;
+        let result =
+            self.call(cache, &key, |p, store| p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request))?;
         match result {
             Ok(outcome) => Ok(outcome_from_wit(outcome)),
             Err(e) => Err(CallError::Plugin {
@@ -497,10 +497,15 @@ impl Plugin {
         let (reason, detail) = if let Some(v) = &state.violation {
             (TrapReason::Capability, v.clone())
         } else if let Some(wanted) = state.memory_exceeded {
-            (TrapReason::Memory, format!("memory limit of {} exceeded (growing to {})", mib(state.memory_limit), mib(wanted)))
+            (
+                TrapReason::Memory,
+                format!("memory limit of {} exceeded (growing to {})", mib(state.memory_limit), mib(wanted)),
+            )
         } else {
             match err.downcast_ref::<Trap>() {
-                Some(Trap::Interrupt) => (TrapReason::Deadline, format!("deadline of {:?} exceeded", self.limits.deadline)),
+                Some(Trap::Interrupt) => {
+                    (TrapReason::Deadline, format!("deadline of {:?} exceeded", self.limits.deadline))
+                }
                 Some(Trap::StackOverflow) => (TrapReason::StackOverflow, "call stack exhausted".into()),
                 Some(Trap::UnreachableCodeReached) if state.panic.is_some() => {
                     (TrapReason::Panic, "wasm `unreachable` executed after a panic".into())

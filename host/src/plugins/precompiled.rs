@@ -28,7 +28,12 @@ impl Precompiled {
         self.dir.join(format!("{digest}-{}.cwasm", self.engine_hash))
     }
 
-    pub fn load_or_compile(&self, engine: &wasmtime::Engine, bytes: &[u8], digest: &str) -> wasmtime::Result<Component> {
+    pub fn load_or_compile(
+        &self,
+        engine: &wasmtime::Engine,
+        bytes: &[u8],
+        digest: &str,
+    ) -> wasmtime::Result<Component> {
         let path = self.path(digest);
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of this same engine

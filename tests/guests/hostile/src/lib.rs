@@ -2,8 +2,7 @@
 //! by the name of the key reconciled, so one component covers every case.
 
 use wasmcm_guest::{
-    CONTRACT_VERSION, Cache, Controller, Error, Intent, Kind, Level, Outcome, PluginInfo, Request,
-    Selector, log,
+    CONTRACT_VERSION, Cache, Controller, Error, Intent, Kind, Level, Outcome, PluginInfo, Request, Selector, log,
 };
 
 pub struct Hostile;
@@ -56,7 +55,8 @@ impl Controller for Hostile {
             }
             "fail" => Err(Error::permanent("hostile plugin refuses")),
             "write-secret" => {
-                let secret = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"stolen","namespace":"default"}}"#;
+                let secret =
+                    r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"stolen","namespace":"default"}}"#;
                 Ok(Outcome { batches: vec![vec![Intent::Create(secret.into())]], requeue_after_ms: None })
             }
             "other-namespace" => {

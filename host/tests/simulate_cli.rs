@@ -1,0 +1,189 @@
+//! `wasmcm simulate` through the built binary: output, exit codes, error messages.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const NOW: &str = "2026-11-21T10:00:00Z";
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn wasmcm(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(args)
+        .arg("--cache-dir")
+        .arg(common::precompiled_dir())
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}
+
+fn example(name: &str) -> String {
+    common::workspace_root().join("examples").join(name).display().to_string()
+}
+
+fn simulate(plugin: &str, state: &str, key: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["simulate", "--plugin", plugin, "--state", state, "--key", key, "--now", NOW];
+    args.extend_from_slice(extra);
+    wasmcm(&args)
+}
+
+fn ok_json(run: Run) -> Value {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    serde_json::from_str(&run.stdout).expect("stdout is one JSON document")
+}
+
+fn verbs(out: &Value) -> Vec<(String, String)> {
+    out["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["verb"].as_str().unwrap().to_string(), a["kind"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn owned_pods(out: &Value) -> Vec<&Value> {
+    out["state"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "Pod" && i["metadata"]["ownerReferences"][0]["name"] == "web")
+        .collect()
+}
+
+#[test]
+fn scale_up_creates_three_owned_pods() {
+    let out = ok_json(simulate("replicaset", &example("replicaset-scale-up.yaml"), "default/web", &[]));
+    assert_eq!(out["plugin"]["name"], "replicaset");
+    assert_eq!(out["plugin"]["version"], "0.1.0");
+    let creates: Vec<_> = verbs(&out).into_iter().filter(|(v, k)| v == "create" && k == "Pod").collect();
+    assert_eq!(creates.len(), 3);
+    assert_eq!(verbs(&out).last().unwrap(), &("update-status".to_string(), "ReplicaSet".to_string()));
+    let pods = owned_pods(&out);
+    assert_eq!(pods.len(), 3);
+    for p in &pods {
+        let name = p["metadata"]["name"].as_str().unwrap();
+        assert!(name.starts_with("web-") && name.len() == "web-".len() + 5, "{name}");
+        assert_eq!(p["metadata"]["ownerReferences"][0]["controller"], true);
+        assert_eq!(p["metadata"]["creationTimestamp"], NOW);
+    }
+    let events: Vec<_> = out["events"].as_array().unwrap().iter().map(|e| e["reason"].as_str().unwrap()).collect();
+    assert_eq!(events, vec!["SuccessfulCreate"; 3]);
+    assert!(out["requeueAfterSeconds"].is_null());
+    let rs = &out["state"]["items"][0];
+    assert_eq!(rs["status"]["observedGeneration"], 1);
+    assert_eq!(rs["metadata"]["resourceVersion"], "104", "three creates and a status write");
+}
+
+#[test]
+fn scale_down_deletes_the_three_the_upstream_ranking_picks() {
+    let out = ok_json(simulate("replicaset", &example("replicaset-scale-down.yaml"), "default/web", &[]));
+    let deleted: Vec<_> = out["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["verb"] == "delete")
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(deleted, vec!["web-unscheduled", "web-pending", "web-not-ready"]);
+    // Bound pods terminate gracefully; the unscheduled one is gone at once.
+    let items = out["state"]["items"].as_array().unwrap();
+    let by_name = |n: &str| items.iter().find(|i| i["metadata"]["name"] == n);
+    assert!(by_name("web-unscheduled").is_none());
+    assert_eq!(by_name("web-pending").unwrap()["metadata"]["deletionTimestamp"], "2026-11-21T10:00:30Z");
+    for keep in ["web-ready-old", "web-ready-new"] {
+        assert!(by_name(keep).unwrap()["metadata"].get("deletionTimestamp").is_none(), "{keep}");
+    }
+}
+
+#[test]
+fn json_lists_work_like_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(example("replicaset-scale-down.yaml")).unwrap();
+    let items = wasmcm::snapshot::parse_objects(&yaml).unwrap();
+    let path = dir.path().join("state.json");
+    std::fs::write(&path, serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).unwrap();
+    let from_json = ok_json(simulate("replicaset", path.to_str().unwrap(), "default/web", &[]));
+    let from_yaml = ok_json(simulate("replicaset", &example("replicaset-scale-down.yaml"), "default/web", &[]));
+    assert_eq!(from_json, from_yaml);
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn bad_input_exits_2_and_says_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = write(dir.path(), "broken.yaml", "apiVersion: v1\nkind: [Pod\n");
+    let r = simulate("replicaset", &broken, "default/web", &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(&broken) && r.stderr.contains("invalid YAML"), "{}", r.stderr);
+
+    let nameless = write(dir.path(), "nameless.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {}\n");
+    let r = simulate("replicaset", &nameless, "default/web", &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("item 1 (Pod): metadata.name is missing"), "{}", r.stderr);
+
+    let missing = dir.path().join("absent.yaml").display().to_string();
+    let r = simulate("replicaset", &missing, "default/web", &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(&missing) && r.stderr.contains("cannot read"), "{}", r.stderr);
+
+    let r = simulate("replicaset", &example("replicaset-scale-down.yaml"), "default/nope", &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("key default/nope"), "{}", r.stderr);
+    assert!(r.stderr.contains("apps/v1 ReplicaSet ×1, v1 Pod ×5"), "{}", r.stderr);
+
+    let r = simulate("no-such-plugin", &example("replicaset-scale-up.yaml"), "default/web", &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("unknown plugin \"no-such-plugin\"") && r.stderr.contains("replicaset"), "{}", r.stderr);
+
+    let junk = write(dir.path(), "junk.wasm", "\0asm junk");
+    let r = simulate(&junk, &example("replicaset-scale-up.yaml"), "default/web", &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(&junk) && r.stderr.contains("not a valid WebAssembly component"), "{}", r.stderr);
+
+    let scale_up = example("replicaset-scale-up.yaml");
+    let r =
+        wasmcm(&["simulate", "--plugin", "replicaset", "--state", &scale_up, "--key", "default/web", "--now", "noon"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--now") && r.stderr.contains("noon"), "{}", r.stderr);
+}
+
+#[test]
+fn plugin_failures_exit_3_with_name_version_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cms: String = ["loop", "panic"]
+        .iter()
+        .map(|n| format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: default}}\n"))
+        .collect();
+    let state = write(dir.path(), "cms.yaml", &cms);
+    let hostile = common::guest("wasmcm_hostile.wasm").display().to_string();
+
+    let r = simulate(&hostile, &state, "default/loop", &["--deadline-ms", "200"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("plugin hostile 0.0.1 trapped (deadline)"), "{}", r.stderr);
+
+    let r = simulate(&hostile, &state, "default/panic", &[]);
+    assert_eq!(r.code, 3);
+    assert!(
+        r.stderr.contains("trapped (panic)") && r.stderr.contains("hostile plugin panics on purpose"),
+        "{}",
+        r.stderr
+    );
+}
