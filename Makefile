@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test check bench toolchain
+.PHONY: run test cluster bench toolchain
 
 toolchain:
 	rustup toolchain install
@@ -12,8 +12,14 @@ toolchain:
 run: toolchain
 	cargo run -p wasmcm -- simulate --plugin replicaset --state examples/replicaset-scale-up.yaml --key default/web
 
-# Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI).
+# The embedded Kubernetes API server alone; prints the kubeconfig to use with kubectl.
+cluster: toolchain
+	cargo run -p wasmcm -- cluster
+
+# Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI,
+# the embedded cluster through kube-rs and the real kubectl, which the script installs).
 test: toolchain
+	scripts/install-kubectl.sh
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-hostile -- -D warnings
@@ -21,3 +27,4 @@ test: toolchain
 
 bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
+	cargo bench -p wasmcm --bench cluster

@@ -2,7 +2,9 @@
 //! read-only view of the cluster, and performs the writes they ask for.
 
 pub mod builtin;
+pub mod cluster;
 pub mod plugins;
 pub mod simulate;
 pub mod snapshot;
+pub mod status;
 pub mod writer;

@@ -28,6 +28,8 @@ struct Cli {
 enum Command {
     /// Run one reconcile of one key against a snapshot and print the writes and the result.
     Simulate(SimulateArgs),
+    /// Start the embedded Kubernetes API server with simulated nodes, and keep it running.
+    Cluster(ClusterArgs),
     /// Load plugins and print what each declares.
     Describe {
         /// Built-in plugin names or .wasm files [default: every built-in].
@@ -51,6 +53,37 @@ struct SimulateArgs {
     now: Option<String>,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct ClusterArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    address: std::net::IpAddr,
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Where to write the kubeconfig [default: a new directory under the system temp dir].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Serve plain HTTP without authentication (loopback addresses only).
+    #[arg(long)]
+    insecure_http: bool,
+    /// Number of simulated nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Milliseconds from a pod's binding to its start (±20% jitter).
+    #[arg(long, default_value_t = 500)]
+    pod_start_delay_ms: u64,
+    /// Fault injection: probability (0-1) that a client write fails with 409, 429 or 500.
+    #[arg(long, default_value_t = 0.0)]
+    fault_write_error_rate: f64,
+    /// Fault injection: milliseconds added to every request.
+    #[arg(long, default_value_t = 0)]
+    fault_latency_ms: u64,
+    /// Fault injection: close every watch stream this often (seconds).
+    #[arg(long)]
+    fault_watch_drop_seconds: Option<u64>,
 }
 
 #[derive(Args)]
@@ -87,6 +120,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Cluster(args) = cli.command {
+        return run_cluster(args);
+    }
     let precompiled_dir = if cli.no_cache { None } else { cli.cache_dir.or_else(default_cache_dir) };
     let engine = Engine::new(&EngineConfig { precompiled_dir, ..EngineConfig::default() })?;
     match cli.command {
@@ -109,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Cluster(_) => unreachable!("handled above"),
         Command::Describe { plugins } => {
             let names: Vec<String> =
                 if plugins.is_empty() { builtin::names().map(String::from).collect() } else { plugins };
@@ -150,4 +187,34 @@ fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
     Some(base.join("wasmcm"))
+}
+
+fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
+    use wasmcm::cluster::{Cluster, ClusterConfig, FaultConfig, KubeletConfig};
+    let config = ClusterConfig {
+        bind: std::net::SocketAddr::new(args.address, args.port),
+        insecure_http: args.insecure_http,
+        kubeconfig: args.kubeconfig,
+        kubelet: KubeletConfig {
+            nodes: args.nodes,
+            start_delay: Duration::from_millis(args.pod_start_delay_ms),
+            ..KubeletConfig::default()
+        },
+        faults: FaultConfig {
+            write_error_rate: args.fault_write_error_rate.clamp(0.0, 1.0),
+            latency: Duration::from_millis(args.fault_latency_ms),
+            watch_drop_interval: args.fault_watch_drop_seconds.map(Duration::from_secs),
+        },
+        ..ClusterConfig::default()
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let cluster = Cluster::start(config).await?;
+        println!("wasmcm cluster serving at {}", cluster.url);
+        println!("kubeconfig: {}", cluster.kubeconfig.display());
+        println!("try: export KUBECONFIG={} && kubectl get nodes", cluster.kubeconfig.display());
+        tokio::signal::ctrl_c().await?;
+        cluster.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
 }

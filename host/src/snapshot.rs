@@ -7,7 +7,8 @@
 use serde_json::{Map, Value, json};
 use wasmcm_guest::{Instant, Kind, MemoryCache, ObjectRef};
 
-use crate::writer::{Api, ApiError};
+use crate::status::{ApiError, Cause, group_and_plural};
+use crate::writer::Api;
 
 pub struct Snapshot {
     items: Vec<Value>,
@@ -155,10 +156,10 @@ impl Snapshot {
     }
 
     fn position(&self, kind: &Kind, namespace: &str, name: &str) -> Result<usize, ApiError> {
-        self.items
-            .iter()
-            .position(|v| same_object(v, kind, namespace, name))
-            .ok_or_else(|| ApiError::not_found(kind, name))
+        self.items.iter().position(|v| same_object(v, kind, namespace, name)).ok_or_else(|| {
+            let (group, plural) = group_and_plural(kind);
+            ApiError::not_found(&group, &plural, name)
+        })
     }
 
     /// The stored object a write targets, with the write's resourceVersion checked.
@@ -169,7 +170,8 @@ impl Snapshot {
         let wanted = str_at(object, "/metadata/resourceVersion");
         let have = str_at(&self.items[i], "/metadata/resourceVersion");
         if !wanted.is_empty() && wanted != have {
-            return Err(ApiError::conflict(&kind, name));
+            let (group, plural) = group_and_plural(&kind);
+            return Err(ApiError::stale(&group, &plural, name));
         }
         Ok(i)
     }
@@ -198,11 +200,13 @@ impl Api for Snapshot {
         if name.is_empty() {
             let prefix = str_at(&object, "/metadata/generateName").to_string();
             if prefix.is_empty() {
-                return Err(ApiError::invalid(
-                    &kind,
-                    "",
-                    "metadata.name: Required value: name or generateName is required",
-                ));
+                let (group, _) = group_and_plural(&kind);
+                let cause = Cause {
+                    reason: "FieldValueRequired".into(),
+                    field: "metadata.name".into(),
+                    message: "Required value: name or generateName is required".into(),
+                };
+                return Err(ApiError::invalid(&group, &kind.kind, "", vec![cause]));
             }
             // The API server's alphabet for generated suffixes: no vowels, no look-alikes.
             const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -217,7 +221,8 @@ impl Api for Snapshot {
             name = format!("{prefix}{suffix}");
         }
         if self.get(&kind, &ns, &name).is_some() {
-            return Err(ApiError::already_exists(&kind, &name));
+            let (group, plural) = group_and_plural(&kind);
+            return Err(ApiError::already_exists(&group, &plural, &name));
         }
         let r = self.next_random();
         let uid = format!(
@@ -296,9 +301,9 @@ impl Api for Snapshot {
         if let Some(uid) = uid {
             let have = str_at(current, "/metadata/uid");
             if have != uid {
-                return Err(ApiError::conflict_msg(format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"
-                )));
+                let (group, plural) = group_and_plural(&target.kind);
+                let why = format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}");
+                return Err(ApiError::conflict(&group, &plural, &target.name, &why));
             }
         }
         if current.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {

@@ -9,48 +9,7 @@
 use serde_json::{Value, json};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
-/// A failed API call, shaped like a `metav1.Status`.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ApiError {
-    pub code: u16,
-    pub reason: String,
-    pub message: String,
-}
-
-impl ApiError {
-    fn new(code: u16, reason: &str, message: String) -> Self {
-        ApiError { code, reason: reason.into(), message }
-    }
-
-    fn resource(kind: &Kind) -> String {
-        let group = kind.api_version.rsplit_once('/').map(|(g, _)| format!(".{g}")).unwrap_or_default();
-        format!("{}s{group}", kind.kind.to_lowercase())
-    }
-
-    pub fn not_found(kind: &Kind, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} {name:?} not found", Self::resource(kind)))
-    }
-
-    pub fn already_exists(kind: &Kind, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} {name:?} already exists", Self::resource(kind)))
-    }
-
-    pub fn conflict(kind: &Kind, name: &str) -> Self {
-        Self::conflict_msg(format!(
-            "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
-            Self::resource(kind)
-        ))
-    }
-
-    pub fn conflict_msg(message: String) -> Self {
-        Self::new(409, "Conflict", message)
-    }
-
-    pub fn invalid(kind: &Kind, name: &str, cause: &str) -> Self {
-        Self::new(422, "Invalid", format!("{} {name:?} is invalid: {cause}", Self::resource(kind)))
-    }
-}
+pub use crate::status::ApiError;
 
 /// The API as the writer needs it.
 pub trait Api {

@@ -1,0 +1,188 @@
+//! The resource types the embedded API server serves: built-ins, plus custom resources added
+//! by CustomResourceDefinitions. Owns naming (group, version, plural, kind) and which
+//! subresources a type has; knows nothing about stored objects.
+
+use std::sync::RwLock;
+
+use serde_json::{Value, json};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceType {
+    /// "" for the core group.
+    pub group: String,
+    pub version: String,
+    /// Plural, lowercase: "pods".
+    pub resource: String,
+    pub kind: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub status: bool,
+    pub scale: bool,
+    /// Set for custom resources: the CRD's additionalPrinterColumns of this version.
+    pub printer_columns: Option<Value>,
+}
+
+impl ResourceType {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// Storage identity: one per group and resource, whatever the version.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.group, self.resource)
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    pub fn verbs(&self) -> Vec<&'static str> {
+        vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+    }
+
+    /// Kinds whose spec changes bump `metadata.generation` (status is a subresource).
+    pub fn tracks_generation(&self) -> bool {
+        self.status
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn builtin(
+    group: &str,
+    version: &str,
+    resource: &str,
+    kind: &str,
+    namespaced: bool,
+    short: &[&str],
+    status: bool,
+    scale: bool,
+    categories: &[&str],
+) -> ResourceType {
+    ResourceType {
+        group: group.into(),
+        version: version.into(),
+        resource: resource.into(),
+        kind: kind.into(),
+        singular: kind.to_lowercase(),
+        namespaced,
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: categories.iter().map(|s| s.to_string()).collect(),
+        status,
+        scale,
+        printer_columns: None,
+    }
+}
+
+fn builtins() -> Vec<ResourceType> {
+    vec![
+        builtin("", "v1", "namespaces", "Namespace", false, &["ns"], true, false, &[]),
+        builtin("", "v1", "nodes", "Node", false, &["no"], true, false, &[]),
+        builtin("", "v1", "pods", "Pod", true, &["po"], true, false, &["all"]),
+        builtin("", "v1", "events", "Event", true, &["ev"], false, false, &[]),
+        builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], false, false, &[]),
+        builtin("", "v1", "secrets", "Secret", true, &[], false, false, &[]),
+        builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false, false, &[]),
+        builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true, true, &["all"]),
+        builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true, true, &["all"]),
+        builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"], false, false, &[]),
+        builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false, false, &[]),
+        builtin(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+            &["crd", "crds"],
+            true,
+            false,
+            &["api-extensions"],
+        ),
+    ]
+}
+
+/// The served types. Built-ins are fixed; custom resources come and go with their CRDs.
+pub struct Registry {
+    types: RwLock<Vec<ResourceType>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry { types: RwLock::new(builtins()) }
+    }
+}
+
+impl Registry {
+    pub fn all(&self) -> Vec<ResourceType> {
+        self.types.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// The type served at `/{group}/{version}/{resource}`.
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<ResourceType> {
+        self.types
+            .read()
+            .ok()?
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.resource == resource)
+            .cloned()
+    }
+
+    pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType> {
+        self.types.read().ok()?.iter().find(|t| t.api_version() == api_version && t.kind == kind).cloned()
+    }
+
+    /// Groups in discovery order, each with its versions (preferred first).
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for t in self.all() {
+            match groups.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, versions)) if !versions.contains(&t.version) => versions.push(t.version.clone()),
+                Some(_) => {}
+                None => groups.push((t.group.clone(), vec![t.version.clone()])),
+            }
+        }
+        groups
+    }
+
+    /// Serves (or stops serving) the versions of a CustomResourceDefinition. A CRD that is
+    /// not Established-worthy (no served version) serves nothing.
+    pub fn sync_crd(&self, crd: &Value, present: bool) {
+        let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or("").to_string();
+        let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
+        let plural = names.get("plural").and_then(Value::as_str).unwrap_or("").to_string();
+        let Ok(mut types) = self.types.write() else { return };
+        types.retain(|t| !(t.group == group && t.resource == plural && t.printer_columns.is_some()));
+        if !present || group.is_empty() || plural.is_empty() {
+            return;
+        }
+        let strs = |v: Option<&Value>| -> Vec<String> {
+            v.and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+                .unwrap_or_default()
+        };
+        for v in crd.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten() {
+            if v.get("served").and_then(Value::as_bool) != Some(true) {
+                continue;
+            }
+            let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+            types.push(ResourceType {
+                group: group.clone(),
+                version: v.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                resource: plural.clone(),
+                singular: names
+                    .get("singular")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+                    .unwrap_or_else(|| kind.to_lowercase()),
+                kind,
+                namespaced: crd.pointer("/spec/scope").and_then(Value::as_str) != Some("Cluster"),
+                short_names: strs(names.get("shortNames")),
+                categories: strs(names.get("categories")),
+                status: v.pointer("/subresources/status").is_some(),
+                scale: v.pointer("/subresources/scale").is_some(),
+                printer_columns: Some(v.get("additionalPrinterColumns").cloned().unwrap_or(json!([]))),
+            });
+        }
+    }
+}

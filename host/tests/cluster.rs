@@ -1,0 +1,394 @@
+//! The embedded API server through a real client (kube-rs over HTTPS with the written
+//! kubeconfig): CRUD, subresources, optimistic concurrency, watch semantics, garbage
+//! collection, the simulated kubelet, and what bad requests get.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::{Value, json};
+use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
+
+async fn start() -> (Cluster, Client) {
+    let config = ClusterConfig {
+        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
+        ..ClusterConfig::default()
+    };
+    let cluster = Cluster::start(config).await.expect("cluster starts");
+    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).expect("kubeconfig is valid");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("config");
+    let client = Client::try_from(config).expect("client");
+    (cluster, client)
+}
+
+/// Polls `f` until it returns Some, or fails after a generous timeout.
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn deployment(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}},
+        },
+    }))
+    .unwrap()
+}
+
+fn api_error(e: kube::Error) -> (u16, String) {
+    match e {
+        kube::Error::Api(s) => (s.code, s.reason),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn crud_generation_status_and_scale() {
+    let (_cluster, client) = start().await;
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let created = deploys.create(&PostParams::default(), &deployment("web", 2)).await.unwrap();
+    let meta = &created.metadata;
+    assert!(meta.uid.is_some() && meta.creation_timestamp.is_some() && meta.resource_version.is_some());
+    assert_eq!(meta.generation, Some(1));
+
+    // Spec changes bump generation; status writes and label changes do not.
+    let patched =
+        deploys.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
+    assert_eq!(patched.metadata.generation, Some(2));
+    let labelled = deploys
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .await
+        .unwrap();
+    assert_eq!(labelled.metadata.generation, Some(2));
+    let mut with_status = labelled.clone();
+    with_status.status = Some(serde_json::from_value(json!({"replicas": 4, "observedGeneration": 2})).unwrap());
+    let st = deploys.replace_status("web", &PostParams::default(), &with_status).await.unwrap();
+    assert_eq!(st.status.as_ref().and_then(|s| s.replicas), Some(4));
+    assert_eq!(st.metadata.generation, Some(2));
+    // Writes to the main resource ignore status.
+    let mut sneaky = st.clone();
+    sneaky.status = Some(serde_json::from_value(json!({"replicas": 99})).unwrap());
+    let replaced = deploys.replace("web", &PostParams::default(), &sneaky).await.unwrap();
+    assert_eq!(replaced.status.as_ref().and_then(|s| s.replicas), Some(4));
+
+    assert_eq!(replaced.metadata.resource_version, st.metadata.resource_version, "a no-op write stores nothing");
+
+    // Optimistic concurrency: a stale resourceVersion is a 409 Conflict.
+    deploys
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"z": "1"}}})))
+        .await
+        .unwrap();
+    let (code, reason) = api_error(deploys.replace("web", &PostParams::default(), &st).await.unwrap_err());
+    assert_eq!((code, reason.as_str()), (409, "Conflict"));
+
+    // /scale reads and writes spec.replicas.
+    let scale = deploys.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(4));
+    deploys.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}}))).await.unwrap();
+    assert_eq!(deploys.get("web").await.unwrap().spec.replicas, Some(1));
+
+    // Lists honour label selectors.
+    deploys.create(&PostParams::default(), &deployment("api", 1)).await.unwrap();
+    let web = deploys.list(&ListParams::default().labels("app=web")).await.unwrap();
+    assert_eq!(web.items.len(), 1);
+    assert_eq!(deploys.list(&ListParams::default().labels("app in (web,api)")).await.unwrap().items.len(), 2);
+    assert_eq!(deploys.list(&ListParams::default().labels("app!=web")).await.unwrap().items.len(), 1);
+
+    deploys.delete("web", &DeleteParams::default()).await.unwrap();
+    let (code, _) = api_error(deploys.get("web").await.unwrap_err());
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
+async fn pods_are_scheduled_started_and_deleted_gracefully() {
+    let (_cluster, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "terminationGracePeriodSeconds": 1},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let running = eventually("the pod to run", || async {
+        let p = pods.get("p").await.ok()?;
+        let status = p.status.clone()?;
+        let ready = status.conditions?.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        (status.phase.as_deref() == Some("Running") && ready).then_some(p)
+    })
+    .await;
+    assert!(running.spec.as_ref().and_then(|s| s.node_name.clone()).is_some_and(|n| n.starts_with("wasmcm-node-")));
+    assert!(running.status.as_ref().and_then(|s| s.pod_ip.clone()).is_some());
+
+    pods.delete("p", &DeleteParams::default()).await.unwrap();
+    let terminating = pods.get("p").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some(), "a bound pod terminates gracefully");
+    eventually("the pod to be gone", || async { pods.get("p").await.is_err().then_some(()) }).await;
+}
+
+#[tokio::test]
+async fn deleting_an_owner_collects_its_dependents_unless_orphaned() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let owner = |name: &str| -> ConfigMap { serde_json::from_value(json!({"metadata": {"name": name}})).unwrap() };
+    let child = |name: &str, owner: &ConfigMap| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name, "uid": owner.metadata.uid,
+            "controller": true, "blockOwnerDeletion": true}]}}))
+        .unwrap()
+    };
+    let a = cms.create(&PostParams::default(), &owner("a")).await.unwrap();
+    cms.create(&PostParams::default(), &child("a-child", &a)).await.unwrap();
+    let b = cms.create(&PostParams::default(), &owner("b")).await.unwrap();
+    cms.create(&PostParams::default(), &child("b-child", &b)).await.unwrap();
+
+    cms.delete("a", &DeleteParams::background()).await.unwrap();
+    eventually("a-child to be collected", || async { cms.get("a-child").await.is_err().then_some(()) }).await;
+
+    cms.delete("b", &DeleteParams::orphan()).await.unwrap();
+    eventually("b to be gone", || async { cms.get("b").await.is_err().then_some(()) }).await;
+    let orphan = cms.get("b-child").await.expect("an orphaned dependent stays");
+    assert!(orphan.metadata.owner_references.unwrap_or_default().is_empty());
+
+    let c = cms.create(&PostParams::default(), &owner("c")).await.unwrap();
+    cms.create(&PostParams::default(), &child("c-child", &c)).await.unwrap();
+    cms.delete("c", &DeleteParams::foreground()).await.unwrap();
+    eventually("c and its child to be gone", || async {
+        (cms.get("c").await.is_err() && cms.get("c-child").await.is_err()).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn namespaces_must_exist_and_deleting_one_deletes_its_contents() {
+    let (_cluster, client) = start().await;
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
+    let (code, _) = api_error(cms.create(&PostParams::default(), &cm).await.unwrap_err());
+    assert_eq!(code, 404, "creating in a missing namespace");
+
+    nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap())
+        .await
+        .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    nss.delete("team", &DeleteParams::default()).await.unwrap();
+    eventually("the namespace and its content to be gone", || async {
+        (nss.get("team").await.is_err() && cms.get("x").await.is_err()).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn watches_resume_in_order_and_answer_410_after_compaction() {
+    let (cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let start_rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    for i in 0..5 {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    cms.delete("cm-0", &DeleteParams::default()).await.unwrap();
+    let mut stream = cms.watch(&WatchParams::default().timeout(5), &start_rv).await.unwrap().boxed();
+    let mut seen = Vec::new();
+    while seen.len() < 6 {
+        match stream.try_next().await.unwrap().expect("the stream stays open") {
+            WatchEvent::Added(cm) => seen.push(format!("ADDED {}", cm.metadata.name.unwrap())),
+            WatchEvent::Deleted(cm) => seen.push(format!("DELETED {}", cm.metadata.name.unwrap())),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(seen, ["ADDED cm-0", "ADDED cm-1", "ADDED cm-2", "ADDED cm-3", "ADDED cm-4", "DELETED cm-0"]);
+
+    cluster.compact();
+    let mut stream = cms.watch(&WatchParams::default(), &start_rv).await.unwrap().boxed();
+    match stream.try_next().await.unwrap() {
+        Some(WatchEvent::Error(e)) => assert_eq!(e.code, 410),
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_thousand_concurrent_writes_reach_a_watcher_exactly_once_in_order() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let start_rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let watcher = {
+        let cms = cms.clone();
+        let start_rv = start_rv.clone();
+        tokio::spawn(async move {
+            let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+            let mut last_rv = 0u64;
+            let mut stream = cms.watch(&WatchParams::default().timeout(290), &start_rv).await.unwrap().boxed();
+            while seen.len() < 10_000 {
+                let Some(WatchEvent::Added(cm)) = stream.try_next().await.unwrap() else {
+                    panic!("only ADDED expected")
+                };
+                let rv: u64 = cm.metadata.resource_version.unwrap().parse().unwrap();
+                assert!(rv > last_rv, "resourceVersions must increase: {rv} after {last_rv}");
+                last_rv = rv;
+                assert!(seen.insert(cm.metadata.name.unwrap(), rv).is_none(), "an event was delivered twice");
+            }
+            seen
+        })
+    };
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let cms = cms.clone();
+            tokio::spawn(async move {
+                for i in 0..1250 {
+                    let cm: ConfigMap = serde_json::from_value(
+                        json!({"metadata": {"name": format!("w{w}-{i:04}")}, "data": {"i": i.to_string()}}),
+                    )
+                    .unwrap();
+                    cms.create(&PostParams::default(), &cm).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let seen = tokio::time::timeout(Duration::from_secs(120), watcher).await.expect("the watcher finishes").unwrap();
+    assert_eq!(seen.len(), 10_000);
+}
+
+/// Raw requests for what a typed client cannot send.
+async fn raw(client: &Client, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Content-Type", content_type)
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+    match client.request::<Value>(req).await {
+        Ok(v) => (200, v),
+        Err(kube::Error::Api(s)) => (s.code, json!({"reason": s.reason, "message": s.message})),
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_right_status_and_change_nothing() {
+    let (cluster, client) = start().await;
+    // Let the cluster's own start-up writes (nodes, default ServiceAccounts) land first.
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::all(client.clone());
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    eventually("start-up to settle", || async {
+        let settled = sas.list(&ListParams::default()).await.ok()?.items.len() == 4
+            && nodes.list(&ListParams::default()).await.ok()?.items.len() == 3;
+        settled.then_some(())
+    })
+    .await;
+    let rv_before = cluster.state().store.current_rv();
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ok"}}"#;
+    let cases: Vec<(&str, &str, &str, String, u16)> = vec![
+        ("malformed JSON", "POST", "/api/v1/namespaces/default/configmaps", "{not json".into(), 400),
+        (
+            "wrong kind in body",
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#.into(),
+            400,
+        ),
+        ("missing namespace", "POST", "/api/v1/namespaces/nope/configmaps", cm.into(), 404),
+        ("unknown resource", "GET", "/api/v1/namespaces/default/widgets", String::new(), 404),
+        ("unknown group", "GET", "/apis/example.com/v1/widgets", String::new(), 404),
+        ("method not allowed", "POST", "/api/v1/namespaces/default/configmaps/ok", cm.into(), 405),
+        (
+            "invalid name",
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}"#.into(),
+            422,
+        ),
+        (
+            "selector not matching the template",
+            "POST",
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                   "spec": {"selector": {"matchLabels": {"app": "a"}},
+                            "template": {"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+            .to_string(),
+            422,
+        ),
+    ];
+    for (what, method, path, body, code) in cases {
+        let (got, status) = raw(&client, method, path, "application/json", &body).await;
+        assert_eq!(got, code, "{what}: {status}");
+        assert!(status["reason"].as_str().is_some_and(|r| !r.is_empty()), "{what}: a Status with a reason");
+    }
+    let (code, status) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", "text/csv", "a,b").await;
+    assert_eq!((code, status["reason"].as_str()), (415, Some("UnsupportedMediaType")));
+    assert_eq!(cluster.state().store.current_rv(), rv_before, "rejected requests must not write");
+
+    // YAML bodies are accepted where kubectl may send them.
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v\n";
+    let (code, created) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", "application/yaml", yaml).await;
+    assert_eq!(code, 200, "{created}");
+    assert_eq!(created["data"]["k"], "v");
+}
+
+#[tokio::test]
+async fn requests_without_the_token_are_refused() {
+    let (cluster, _client) = start().await;
+    let mut kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    for user in &mut kubeconfig.auth_infos {
+        if let Some(auth) = user.auth_info.as_mut() {
+            auth.token = Some("wrong".to_string().into());
+        }
+    }
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    let client = Client::try_from(config).unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let (code, reason) = api_error(cms.list(&ListParams::default()).await.unwrap_err());
+    assert_eq!((code, reason.as_str()), (401, "Unauthorized"));
+}
+
+#[tokio::test]
+async fn injected_faults_fail_writes_delay_requests_and_drop_watches() {
+    let (cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = |name: &str| -> ConfigMap { serde_json::from_value(json!({"metadata": {"name": name}})).unwrap() };
+
+    cluster.set_faults(wasmcm::cluster::FaultConfig { write_error_rate: 1.0, ..Default::default() });
+    for i in 0..10 {
+        let (code, _) = api_error(cms.create(&PostParams::default(), &cm(&format!("f{i}"))).await.unwrap_err());
+        assert!([409, 429, 500].contains(&code), "{code}");
+    }
+    assert!(cms.list(&ListParams::default()).await.is_ok(), "reads are not failed");
+    assert!(cms.list(&ListParams::default()).await.unwrap().items.is_empty(), "failed writes wrote nothing");
+
+    cluster.set_faults(wasmcm::cluster::FaultConfig { latency: Duration::from_millis(200), ..Default::default() });
+    let t = std::time::Instant::now();
+    cms.create(&PostParams::default(), &cm("slow")).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(200));
+
+    cluster.set_faults(Default::default());
+    let rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut stream = cms.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    cluster.drop_watches();
+    let ended =
+        tokio::time::timeout(Duration::from_secs(10), async { while let Ok(Some(_)) = stream.try_next().await {} })
+            .await;
+    assert!(ended.is_ok(), "a dropped watch stream ends");
+}
