@@ -214,6 +214,7 @@ async fn watches_resume_in_order_and_answer_410_after_compaction() {
         match stream.try_next().await.unwrap().expect("the stream stays open") {
             WatchEvent::Added(cm) => seen.push(format!("ADDED {}", cm.metadata.name.unwrap())),
             WatchEvent::Deleted(cm) => seen.push(format!("DELETED {}", cm.metadata.name.unwrap())),
+            WatchEvent::Bookmark(_) => {}
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -240,8 +241,11 @@ async fn ten_thousand_concurrent_writes_reach_a_watcher_exactly_once_in_order() 
             let mut last_rv = 0u64;
             let mut stream = cms.watch(&WatchParams::default().timeout(290), &start_rv).await.unwrap().boxed();
             while seen.len() < 10_000 {
-                let Some(WatchEvent::Added(cm)) = stream.try_next().await.unwrap() else {
-                    panic!("only ADDED expected")
+                let cm = match stream.try_next().await.unwrap() {
+                    Some(WatchEvent::Added(cm)) => cm,
+                    // kube asks for bookmarks; a slow run gets one every few seconds.
+                    Some(WatchEvent::Bookmark(_)) => continue,
+                    other => panic!("only ADDED and BOOKMARK expected, got {other:?}"),
                 };
                 let rv: u64 = cm.metadata.resource_version.unwrap().parse().unwrap();
                 assert!(rv > last_rv, "resourceVersions must increase: {rv} after {last_rv}");
@@ -391,4 +395,121 @@ async fn injected_faults_fail_writes_delay_requests_and_drop_watches() {
         tokio::time::timeout(Duration::from_secs(10), async { while let Ok(Some(_)) = stream.try_next().await {} })
             .await;
     assert!(ended.is_ok(), "a dropped watch stream ends");
+}
+
+#[tokio::test]
+async fn custom_resources_are_served_like_built_ins() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let (_cluster, client) = start().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]}],
+        },
+    }))
+    .unwrap();
+    let created = crds.create(&PostParams::default(), &crd).await.unwrap();
+    let established = created.status.unwrap().conditions.unwrap();
+    assert!(established.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let w: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3},
+    }))
+    .unwrap();
+    let w = widgets.create(&PostParams::default(), &w).await.unwrap();
+    assert_eq!(w.metadata.generation, Some(1), "a status subresource means generation is tracked");
+    assert_eq!(widgets.list(&ListParams::default()).await.unwrap().items.len(), 1);
+
+    let req = http::Request::builder()
+        .uri("/apis/example.com/v1/namespaces/default/widgets")
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(Vec::new())
+        .unwrap();
+    let table: Value = client.request(req).await.unwrap();
+    let columns: Vec<&str> =
+        table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(columns.contains(&"Size"), "{columns:?}");
+    assert_eq!(table["rows"][0]["cells"][0], "w1");
+
+    crds.delete("widgets.example.com", &DeleteParams::default()).await.unwrap();
+    let (code, _) = api_error(widgets.get("w1").await.unwrap_err());
+    assert_eq!(code, 404, "deleting a CRD stops serving it and removes its objects");
+}
+
+#[tokio::test]
+async fn crash_looping_and_slow_to_ready_pods_can_be_simulated() {
+    let (_cluster, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = |name: &str, image: &str, annotations: Value| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "annotations": annotations},
+            "spec": {"containers": [{"name": "c", "image": image}]}}))
+        .unwrap()
+    };
+    pods.create(&PostParams::default(), &pod("crash", "app:fail", json!({}))).await.unwrap();
+    pods.create(&PostParams::default(), &pod("slow", "app:1", json!({"wasmcm.dev/ready-after-seconds": "2"})))
+        .await
+        .unwrap();
+    let status = |p: &Pod| p.status.clone().unwrap_or_default();
+    let ready =
+        |p: &Pod| status(p).conditions.unwrap_or_default().iter().any(|c| c.type_ == "Ready" && c.status == "True");
+    let crashed = eventually("restarts to grow", || async {
+        let p = pods.get("crash").await.ok()?;
+        let cs = status(&p).container_statuses?.into_iter().next()?;
+        (cs.restart_count >= 1).then_some((p, cs))
+    })
+    .await;
+    assert!(!ready(&crashed.0));
+    let waiting = crashed.1.state.and_then(|s| s.waiting).map(|w| w.reason.unwrap_or_default());
+    assert_eq!(waiting.as_deref(), Some("CrashLoopBackOff"));
+
+    let running = eventually("slow to run", || async {
+        let p = pods.get("slow").await.ok()?;
+        (status(&p).phase.as_deref() == Some("Running")).then_some(p)
+    })
+    .await;
+    assert!(!ready(&running), "not ready right after starting");
+    eventually("slow to become ready", || async { pods.get("slow").await.ok().filter(|p| ready(p)) }).await;
+}
+
+#[tokio::test]
+async fn kube_runtime_watchers_stream_lists_and_resume() {
+    use kube::runtime::watcher;
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..3 {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("pre-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    for config in [watcher::Config::default(), watcher::Config::default().streaming_lists()] {
+        let mut events = watcher(cms.clone(), config).boxed();
+        let mut initial = Vec::new();
+        loop {
+            match events.try_next().await.unwrap().unwrap() {
+                watcher::Event::Init => {}
+                watcher::Event::InitApply(cm) => initial.push(cm.metadata.name.unwrap()),
+                watcher::Event::InitDone => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let live = initial.iter().filter(|n| n.starts_with("live-")).count();
+        initial.retain(|n| n.starts_with("pre-"));
+        initial.sort();
+        assert_eq!(initial, ["pre-0", "pre-1", "pre-2"]);
+        let name = format!("live-{live}");
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+        match events.try_next().await.unwrap().unwrap() {
+            watcher::Event::Apply(cm) => assert_eq!(cm.metadata.name.unwrap(), name),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
 }

@@ -221,16 +221,17 @@ fn rollout_pause_resume_and_restart() {
 }
 
 #[test]
-fn typed_create_commands_and_describe() {
+fn describe_a_deployment_and_its_defaults() {
     let e = env();
-    assert!(e.ok(&["create", "namespace", "team"]).contains("namespace/team created"));
-    e.ok(&["create", "deployment", "api", "--image=nginx:1.27", "--replicas=3", "-n", "team"]);
-    let d = e.json(&["get", "deploy", "api", "-n", "team"]);
-    assert_eq!(d["spec"]["replicas"], 3);
-    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.27");
+    e.apply_stdin(&["create", "--namespace=default"], DEPLOYMENT);
+    let d = e.json(&["get", "deploy", "web"]);
     assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate", "defaulted by the server");
-    let described = e.ok(&["describe", "deployment", "api", "-n", "team"]);
-    for field in ["Name:", "api", "Namespace:", "team", "Replicas:", "Image:", "nginx:1.27", "StrategyType:"] {
+    assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    let described = e.ok(&["describe", "deployment", "web"]);
+    for field in
+        ["Name:", "web", "Namespace:", "default", "Replicas:", "Image:", "nginx:1.27", "StrategyType:", "RollingUpdate"]
+    {
         assert!(described.contains(field), "{field} in {described}");
     }
 }

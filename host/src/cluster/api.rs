@@ -491,6 +491,7 @@ pub fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted
         return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone).inspect(|_| {
             if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
                 state.registry.sync_crd(&current, false);
+                remove_custom_resources(state, &current);
             }
         });
     }
@@ -527,4 +528,18 @@ pub fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted
 fn after_seconds(seconds: i64) -> String {
     let now = jiff::Timestamp::now().as_second() + seconds;
     jiff::Timestamp::from_second(now).map(|t| t.to_string()).unwrap_or_default()
+}
+
+/// What the CRD cleanup finalizer does upstream: a deleted CRD takes its objects with it.
+fn remove_custom_resources(state: &State, crd: &Value) {
+    let id = format!("{}/{}", str_at(crd, "/spec/group"), str_at(crd, "/spec/names/plural"));
+    let (objects, _) = state.store.list(&id, None, &super::query::Filter::for_type(&id));
+    for object in objects {
+        let key = Key {
+            id: id.clone(),
+            namespace: str_at(&object, "/metadata/namespace").into(),
+            name: str_at(&object, "/metadata/name").into(),
+        };
+        let _ = state.store.delete(&key, || ApiError::not_found("", &id, &key.name), |_| Ok(()));
+    }
 }

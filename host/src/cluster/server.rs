@@ -245,6 +245,13 @@ fn parse_object(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML request body: {e}")))?
         }
+        "application/vnd.kubernetes.protobuf" => {
+            return Err(ApiError::unsupported_media_type(
+                "protobuf request bodies are not supported by this server yet (kubectl's typed `create <kind>` \
+                 commands send them); send JSON or YAML, e.g. `kubectl create <kind> ... --dry-run=client -o yaml | \
+                 kubectl create -f -`",
+            ));
+        }
         other => {
             return Err(ApiError::unsupported_media_type(format!(
                 "the body of the request was in an unknown format - accepted media types include: application/json, \
