@@ -1,9 +1,13 @@
 //! Builds the guest components (built-in plugins and the sandbox-test guest) with a nested
 //! cargo for wasm32-unknown-unknown, into their own target dir (`target/guests`) so it never
-//! waits on the outer build's lock, and tells the host crate where they are.
+//! waits on the outer build's lock, and tells the host crate where they are. Also generates the
+//! schema of the API server's protobuf decoder (see build/protobuf_schema.rs).
 
 use std::path::PathBuf;
 use std::process::Command;
+
+#[path = "build/protobuf_schema.rs"]
+mod protobuf_schema;
 
 const GUESTS: &[&str] = &["wasmcm-replicaset", "wasmcm-hostile"];
 const TARGET: &str = "wasm32-unknown-unknown";
@@ -14,8 +18,14 @@ fn main() {
     for watched in ["guest-controllers", "tests/guests", "wit", "Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
-    let target_dir = root.join("target").join("guests");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // The protobuf schema: the registry sources it is read from are pinned by Cargo.lock
+    // (watched above), so only the generator itself needs watching.
+    println!("cargo:rerun-if-changed={}", host_dir.join("build/protobuf_schema.rs").display());
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    protobuf_schema::generate(&cargo, &root, &out_dir.join("protobuf_schema.rs"));
+
+    let target_dir = root.join("target").join("guests");
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&root).args(["build", "--profile", "guest", "--target", TARGET, "--target-dir"]).arg(&target_dir);
     for guest in GUESTS {

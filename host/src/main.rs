@@ -84,6 +84,9 @@ struct ClusterArgs {
     /// Fault injection: close every watch stream this often (seconds).
     #[arg(long)]
     fault_watch_drop_seconds: Option<u64>,
+    /// Fault injection: compact the watch history this often (seconds), so watchers get 410.
+    #[arg(long)]
+    fault_compact_seconds: Option<u64>,
 }
 
 #[derive(Args)]
@@ -204,6 +207,7 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
             write_error_rate: args.fault_write_error_rate.clamp(0.0, 1.0),
             latency: Duration::from_millis(args.fault_latency_ms),
             watch_drop_interval: args.fault_watch_drop_seconds.map(Duration::from_secs),
+            compact_interval: args.fault_compact_seconds.map(Duration::from_secs),
         },
         ..ClusterConfig::default()
     };

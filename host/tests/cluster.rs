@@ -513,3 +513,50 @@ async fn kube_runtime_watchers_stream_lists_and_resume() {
         }
     }
 }
+
+#[tokio::test]
+async fn lists_page_with_limit_and_continue_and_filter_by_fields() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..7 {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("page-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let mut names = Vec::new();
+    let mut params = ListParams::default().limit(3);
+    let mut pages = 0;
+    loop {
+        let page = cms.list(&params).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 3);
+        names.extend(page.items.into_iter().filter_map(|c| c.metadata.name).filter(|n| n.starts_with("page-")));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    assert!(pages >= 3, "{pages} pages");
+    assert_eq!(names, (0..7).map(|i| format!("page-{i}")).collect::<Vec<_>>(), "every item once, in order");
+
+    let one = cms.list(&ListParams::default().fields("metadata.name=page-3")).await.unwrap();
+    assert_eq!(one.items.len(), 1);
+    let others = cms.list(&ListParams::default().fields("metadata.name!=page-3")).await.unwrap();
+    assert!(others.items.iter().all(|c| c.metadata.name.as_deref() != Some("page-3")));
+    let (code, _) = api_error(cms.list(&ListParams::default().fields("data.x=1")).await.unwrap_err());
+    assert_eq!(code, 400, "unsupported field selectors are refused");
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    )
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    eventually("the pod to run", || async {
+        let running = pods.list(&ListParams::default().fields("status.phase=Running")).await.ok()?;
+        (running.items.len() == 1).then_some(())
+    })
+    .await;
+    let node = pods.get("p").await.unwrap().spec.unwrap().node_name.unwrap();
+    let on_node = pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await.unwrap();
+    assert_eq!(on_node.items.len(), 1);
+}

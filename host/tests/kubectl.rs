@@ -165,6 +165,26 @@ fn create_apply_replace_get_and_delete_from_files() {
     e.ok(&["wait", "--for=delete", "pod/solo", "--timeout=30s"]);
 }
 
+/// kubectl's typed `create <kind>` commands send protobuf bodies, not JSON.
+#[test]
+fn typed_create_commands() {
+    let e = env();
+    assert!(e.ok(&["create", "namespace", "team"]).contains("namespace/team created"));
+    e.ok(&["create", "deployment", "api", "--image=nginx:1.27", "--replicas=3", "-n", "team"]);
+    e.ok(&["create", "configmap", "cfg", "--from-literal=a=b"]);
+    e.ok(&["create", "secret", "generic", "s", "--from-literal=k=v"]);
+    e.ok(&["create", "serviceaccount", "robot"]);
+
+    assert_eq!(e.json(&["get", "namespace", "team"])["metadata"]["name"], "team");
+    let deployment = e.json(&["get", "deployment", "api", "-n", "team"]);
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    assert_eq!(deployment["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert_eq!(deployment["spec"]["selector"]["matchLabels"]["app"], "api");
+    assert_eq!(e.json(&["get", "configmap", "cfg"])["data"]["a"], "b");
+    assert_eq!(e.json(&["get", "secret", "s"])["data"]["k"], "dg==");
+    assert_eq!(e.json(&["get", "serviceaccount", "robot"])["metadata"]["name"], "robot");
+}
+
 #[test]
 fn label_annotate_patch_and_scale() {
     let e = env();

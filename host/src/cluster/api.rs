@@ -337,17 +337,17 @@ pub fn patch(
             prepare_status_update(t, patched, current)
         }
         Part::Scale => {
-            let scale = scale_of(&t.rt, current);
+            let scale = scale_of(current);
             let patched = apply(&scale, "autoscaling/v1", "Scale")?;
             apply_scale(t, patched, current)
         }
     })?;
-    Ok(if part == Part::Scale { Arc::new(scale_of(&t.rt, &result)) } else { result })
+    Ok(if part == Part::Scale { Arc::new(scale_of(&result)) } else { result })
 }
 
 /// The autoscaling/v1 Scale of a Deployment or ReplicaSet (or a custom resource's scale
 /// subresource at its default paths).
-pub fn scale_of(rt: &ResourceType, object: &Value) -> Value {
+pub fn scale_of(object: &Value) -> Value {
     let selector = object
         .pointer("/spec/selector/matchLabels")
         .and_then(Value::as_object)
@@ -364,7 +364,6 @@ pub fn scale_of(rt: &ResourceType, object: &Value) -> Value {
             scale_meta[f] = v.clone();
         }
     }
-    let _ = rt;
     json!({
         "apiVersion": "autoscaling/v1",
         "kind": "Scale",
@@ -405,7 +404,7 @@ fn apply_scale(t: &Target, scale: Value, current: &Value) -> Result<Option<Value
 
 pub fn update_scale(state: &State, t: &Target, scale: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
     let result = write(state, t, dry_run, |current| apply_scale(t, scale, current))?;
-    Ok(Arc::new(scale_of(&t.rt, &result)))
+    Ok(Arc::new(scale_of(&result)))
 }
 
 /// The outcome of a DELETE: the object is gone, or it is terminating (graceful pod deletion,

@@ -18,6 +18,8 @@ pub struct FaultConfig {
     pub latency: Duration,
     /// Close every open watch this often.
     pub watch_drop_interval: Option<Duration>,
+    /// Forget the watch history this often, so resuming watchers get 410 and must re-list.
+    pub compact_interval: Option<Duration>,
 }
 
 pub struct Faults {

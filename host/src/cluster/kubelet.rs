@@ -214,7 +214,6 @@ fn condition(t: &str, status: &str, now: &str) -> Value {
 
 fn bind(state: &State, target: &Target, pod: &Value, node: &str) -> bool {
     let now = now_rfc3339();
-    let rv = str_at(pod, "/metadata/resourceVersion").to_string();
     let mut bound = pod.clone();
     bound["spec"]["nodeName"] = json!(node);
     if api::update(state, target, bound, false).is_err() {
@@ -223,7 +222,6 @@ fn bind(state: &State, target: &Target, pod: &Value, node: &str) -> bool {
     let Ok(current) = api::get(state, target) else { return false };
     let mut status = (*current).clone();
     status["status"]["conditions"] = json!([condition("PodScheduled", "True", &now)]);
-    let _ = rv;
     api::update_status(state, target, status, false).is_ok()
 }
 

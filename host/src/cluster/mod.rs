@@ -14,6 +14,7 @@ mod gc;
 pub mod kubelet;
 mod openapi;
 mod patch;
+mod protobuf;
 pub mod query;
 pub mod resources;
 mod server;
@@ -126,7 +127,7 @@ impl Cluster {
         tasks.spawn(accept_loop(state.clone(), listener, acceptor));
         tasks.spawn(kubelet::run(state.clone(), config.kubelet.clone()));
         tasks.spawn(gc::run(state.clone()));
-        tasks.spawn(drop_watches_periodically(state.clone()));
+        tasks.spawn(periodic_faults(state.clone()));
         Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks })
     }
 
@@ -171,13 +172,21 @@ fn bootstrap(state: &State) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn drop_watches_periodically(state: Arc<State>) {
+/// Drops watches and compacts the history on the configured fault intervals.
+async fn periodic_faults(state: Arc<State>) {
+    let (mut last_drop, mut last_compact) = (tokio::time::Instant::now(), tokio::time::Instant::now());
     loop {
-        let interval = state.faults.config().watch_drop_interval;
-        tokio::time::sleep(interval.unwrap_or(Duration::from_secs(1))).await;
-        if interval.is_some() && state.faults.config().watch_drop_interval.is_some() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let config = state.faults.config();
+        let now = tokio::time::Instant::now();
+        if config.watch_drop_interval.is_some_and(|i| now.duration_since(last_drop) >= i) {
+            last_drop = now;
             state.faults.drop_watches();
             state.store.drop_watchers();
+        }
+        if config.compact_interval.is_some_and(|i| now.duration_since(last_compact) >= i) {
+            last_compact = now;
+            state.store.compact();
         }
     }
 }

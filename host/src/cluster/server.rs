@@ -191,7 +191,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     };
     let dry_run = ctx.dry_run();
     let written = match (ctx.method.clone(), part) {
-        (Method::GET, Part::Scale) => Arc::new(api::scale_of(&rt, &*api::get(state, &target)?)),
+        (Method::GET, Part::Scale) => Arc::new(api::scale_of(&*api::get(state, &target)?)),
         (Method::GET, _) => api::get(state, &target)?,
         (Method::PUT, Part::Main) => api::update(state, &target, parse_object(&ctx, &body)?, dry_run)?,
         (Method::PUT, Part::Status) => api::update_status(state, &target, parse_object(&ctx, &body)?, dry_run)?,
@@ -245,13 +245,10 @@ fn parse_object(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML request body: {e}")))?
         }
-        "application/vnd.kubernetes.protobuf" => {
-            return Err(ApiError::unsupported_media_type(
-                "protobuf request bodies are not supported by this server yet (kubectl's typed `create <kind>` \
-                 commands send them); send JSON or YAML, e.g. `kubectl create <kind> ... --dry-run=client -o yaml | \
-                 kubectl create -f -`",
-            ));
-        }
+        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body).map_err(|e| match e {
+            super::protobuf::ProtobufError::Malformed(msg) => ApiError::bad_request(msg),
+            super::protobuf::ProtobufError::Unsupported(msg) => ApiError::unsupported_media_type(msg),
+        })?,
         other => {
             return Err(ApiError::unsupported_media_type(format!(
                 "the body of the request was in an unknown format - accepted media types include: application/json, \
