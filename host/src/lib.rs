@@ -3,7 +3,9 @@
 
 pub mod builtin;
 pub mod cluster;
+pub mod expectations;
 pub mod plugins;
+pub mod queue;
 pub mod simulate;
 pub mod snapshot;
 pub mod status;

@@ -1,0 +1,162 @@
+//! Expectations, as kube-controller-manager's `ControllerExpectations` and
+//! `UIDTrackingControllerExpectations`, done once for every plugin: after the host creates or
+//! deletes children for a key, that key is not reconciled again until the informers have
+//! observed those creates and deletes, or the expectations expire (5 minutes). Without this a
+//! reconcile that runs before the cache catches up would count too few pods and create
+//! duplicates.
+//!
+//! Creates are counted (their generated names are known only once the API answers, possibly
+//! after the watch event arrived); deletes are tracked by object identity. It holds no
+//! objects and talks to nothing: the writer records expectations, informer events lower them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How long unobserved expectations hold a key back (upstream `ExpectationsTimeout`).
+pub const TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+struct Pending {
+    creates: i64,
+    deletes: HashSet<String>,
+    since: Instant,
+}
+
+pub struct Expectations {
+    pending: Mutex<HashMap<String, Pending>>,
+    timeout: Duration,
+}
+
+impl Default for Expectations {
+    fn default() -> Self {
+        Self::new(TIMEOUT)
+    }
+}
+
+impl Expectations {
+    pub fn new(timeout: Duration) -> Self {
+        Expectations { pending: Mutex::new(HashMap::new()), timeout }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn entry<'a>(map: &'a mut HashMap<String, Pending>, key: &str) -> &'a mut Pending {
+        let p = map.entry(key.to_string()).or_insert_with(|| Pending {
+            creates: 0,
+            deletes: HashSet::new(),
+            since: Instant::now(),
+        });
+        p.since = Instant::now();
+        p
+    }
+
+    /// Before creating `n` children for `key`.
+    pub fn expect_creations(&self, key: &str, n: usize) {
+        let mut map = self.lock();
+        Self::entry(&mut map, key).creates += n as i64;
+    }
+
+    /// A child of `key` was seen created, or its create failed (it will never be seen).
+    pub fn creation_observed(&self, key: &str) {
+        if let Some(p) = self.lock().get_mut(key) {
+            p.creates -= 1;
+        }
+    }
+
+    /// Before deleting the children identified by `ids` (e.g. "namespace/name").
+    pub fn expect_deletions(&self, key: &str, ids: impl IntoIterator<Item = String>) {
+        let mut map = self.lock();
+        Self::entry(&mut map, key).deletes.extend(ids);
+    }
+
+    /// A child was seen deleted, or its delete failed or found it already gone.
+    pub fn deletion_observed(&self, key: &str, id: &str) {
+        if let Some(p) = self.lock().get_mut(key) {
+            p.deletes.remove(id);
+        }
+    }
+
+    /// Whether `key` may be reconciled: nothing outstanding, or waited long enough.
+    pub fn satisfied(&self, key: &str) -> bool {
+        let mut map = self.lock();
+        let Some(p) = map.get(key) else { return true };
+        let fulfilled = p.creates <= 0 && p.deletes.is_empty();
+        let expired = p.since.elapsed() > self.timeout;
+        if expired && !fulfilled {
+            tracing::warn!(
+                key,
+                creates = p.creates,
+                deletes = p.deletes.len(),
+                "expectations expired unobserved; reconciling anyway"
+            );
+        }
+        if fulfilled || expired {
+            map.remove(key);
+            return true;
+        }
+        false
+    }
+
+    /// The key's object is gone: nothing to wait for.
+    pub fn forget(&self, key: &str) {
+        self.lock().remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn creations_hold_the_key_until_observed() {
+        let e = Expectations::default();
+        assert!(e.satisfied("ns/rs"));
+        e.expect_creations("ns/rs", 3);
+        assert!(!e.satisfied("ns/rs"));
+        e.creation_observed("ns/rs");
+        e.creation_observed("ns/rs");
+        assert!(!e.satisfied("ns/rs"));
+        e.creation_observed("ns/rs");
+        assert!(e.satisfied("ns/rs"));
+        assert!(e.satisfied("ns/other"), "keys are independent");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deletions_are_matched_by_identity() {
+        let e = Expectations::default();
+        e.expect_deletions("ns/rs", ["ns/a".to_string(), "ns/b".to_string()]);
+        e.deletion_observed("ns/rs", "ns/zzz");
+        e.deletion_observed("ns/rs", "ns/a");
+        e.deletion_observed("ns/rs", "ns/a");
+        assert!(!e.satisfied("ns/rs"), "b is still expected");
+        e.deletion_observed("ns/rs", "ns/b");
+        assert!(e.satisfied("ns/rs"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unobserved_expectations_expire_and_forget_clears() {
+        let e = Expectations::default();
+        e.expect_creations("ns/rs", 1);
+        tokio::time::advance(TIMEOUT - Duration::from_secs(1)).await;
+        assert!(!e.satisfied("ns/rs"));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(e.satisfied("ns/rs"));
+        e.expect_creations("ns/x", 2);
+        e.forget("ns/x");
+        assert!(e.satisfied("ns/x"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn new_expectations_restart_the_clock() {
+        let e = Expectations::default();
+        e.expect_creations("k", 1);
+        tokio::time::advance(TIMEOUT - Duration::from_secs(10)).await;
+        e.expect_deletions("k", ["x".to_string()]);
+        tokio::time::advance(Duration::from_secs(20)).await;
+        assert!(!e.satisfied("k"), "refreshed by the later expectation");
+    }
+}
