@@ -4,6 +4,7 @@
 pub mod builtin;
 pub mod cluster;
 pub mod expectations;
+pub mod informers;
 pub mod plugins;
 pub mod queue;
 pub mod simulate;

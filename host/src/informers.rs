@@ -1,0 +1,253 @@
+//! Shared informers: one watcher and one store per kind, whatever number of plugins read it.
+//! Each store keeps every object's JSON as served (plugins receive exactly that) plus what
+//! event routing needs (labels, controller reference). Re-lists on 410 and reconnects with
+//! backoff through kube-runtime's watcher; a re-list is diffed against the store, so
+//! subscribers see deletions that happened while disconnected.
+//!
+//! It owns reading from the cluster and nothing else: no keys, no queues, no writes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+
+use futures_util::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+use wasmcm_guest::{Cache, Kind, Selector};
+
+/// One cached object.
+#[derive(Debug)]
+pub struct Object {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+    pub labels: BTreeMap<String, String>,
+    /// (apiVersion, kind, name) of the ownerReference with `controller: true`.
+    pub controller: Option<(String, String, String)>,
+    pub json: String,
+}
+
+impl Object {
+    fn from_json(value: &Value) -> Option<Self> {
+        let meta = value.get("metadata")?;
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+        let controller = meta.get("ownerReferences").and_then(Value::as_array).and_then(|refs| {
+            refs.iter()
+                .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+                .map(|r| (s(r.get("apiVersion")), s(r.get("kind")), s(r.get("name"))))
+        });
+        Some(Object {
+            namespace: s(meta.get("namespace")),
+            name: s(meta.get("name")),
+            uid: s(meta.get("uid")),
+            resource_version: s(meta.get("resourceVersion")),
+            labels: meta.get("labels").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default(),
+            controller,
+            json: value.to_string(),
+        })
+    }
+
+    pub fn key(&self) -> String {
+        if self.namespace.is_empty() { self.name.clone() } else { format!("{}/{}", self.namespace, self.name) }
+    }
+}
+
+/// A change seen by an informer.
+#[derive(Clone, Debug)]
+pub struct Change {
+    pub kind: Kind,
+    /// The object now (for a deletion: its last state).
+    pub object: Arc<Object>,
+    /// The object before, if it was cached.
+    pub old: Option<Arc<Object>>,
+    pub deleted: bool,
+}
+
+pub struct Informer {
+    kind: Kind,
+    objects: RwLock<HashMap<(String, String), Arc<Object>>>,
+    synced: watch::Sender<bool>,
+    changes: broadcast::Sender<Change>,
+}
+
+impl Informer {
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// Resolves once the first full list is in the store.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.read().map(|o| o.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Object>> {
+        self.objects.read().ok()?.get(&(namespace.to_string(), name.to_string())).cloned()
+    }
+
+    pub fn list(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Object>> {
+        let Ok(objects) = self.objects.read() else { return Vec::new() };
+        objects
+            .values()
+            .filter(|o| (namespace.is_empty() || o.namespace == namespace) && selector.matches(&o.labels))
+            .cloned()
+            .collect()
+    }
+
+    fn apply(&self, value: &Value) {
+        let Some(object) = Object::from_json(value) else { return };
+        let object = Arc::new(object);
+        let old = match self.objects.write() {
+            Ok(mut objects) => objects.insert((object.namespace.clone(), object.name.clone()), object.clone()),
+            Err(_) => return,
+        };
+        // Same resourceVersion: nothing changed (a resync or a replayed event).
+        if old.as_ref().is_some_and(|o| o.resource_version == object.resource_version) {
+            return;
+        }
+        let _ = self.changes.send(Change { kind: self.kind.clone(), object, old, deleted: false });
+    }
+
+    fn delete(&self, value: &Value) {
+        let Some(object) = Object::from_json(value) else { return };
+        let old =
+            self.objects.write().ok().and_then(|mut o| o.remove(&(object.namespace.clone(), object.name.clone())));
+        let _ = self.changes.send(Change { kind: self.kind.clone(), object: Arc::new(object), old, deleted: true });
+    }
+
+    /// Replaces the store with a fresh list, reporting what changed and what disappeared.
+    fn relist(&self, listed: Vec<Value>) {
+        let mut seen = std::collections::HashSet::new();
+        for value in &listed {
+            if let Some(meta) = value.get("metadata") {
+                let s = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                seen.insert((s("namespace"), s("name")));
+            }
+            self.apply(value);
+        }
+        let gone: Vec<Arc<Object>> = match self.objects.read() {
+            Ok(objects) => objects.iter().filter(|(k, _)| !seen.contains(*k)).map(|(_, o)| o.clone()).collect(),
+            Err(_) => return,
+        };
+        for object in gone {
+            if let Ok(mut objects) = self.objects.write() {
+                objects.remove(&(object.namespace.clone(), object.name.clone()));
+            }
+            let _ = self.changes.send(Change {
+                kind: self.kind.clone(),
+                object: object.clone(),
+                old: Some(object),
+                deleted: true,
+            });
+        }
+        self.synced.send_replace(true);
+    }
+}
+
+/// The informers of one host, by kind.
+pub struct Informers {
+    client: kube::Client,
+    by_kind: Mutex<HashMap<Kind, Arc<Informer>>>,
+    tasks: Mutex<tokio::task::JoinSet<()>>,
+}
+
+impl Informers {
+    pub fn new(client: kube::Client) -> Self {
+        Informers { client, by_kind: Mutex::new(HashMap::new()), tasks: Mutex::new(tokio::task::JoinSet::new()) }
+    }
+
+    /// The informer of `kind`, started on first use.
+    pub async fn informer(&self, kind: &Kind) -> anyhow::Result<Arc<Informer>> {
+        if let Some(i) = self.by_kind.lock().map_err(|_| anyhow::anyhow!("informers poisoned"))?.get(kind) {
+            return Ok(i.clone());
+        }
+        let (group, version) = match kind.api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", kind.api_version.as_str()),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, &kind.kind);
+        let (resource, _caps): (ApiResource, _) = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .map_err(|e| anyhow::anyhow!("kind {kind} is not served by the cluster: {e}"))?;
+        let mut by_kind = self.by_kind.lock().map_err(|_| anyhow::anyhow!("informers poisoned"))?;
+        if let Some(i) = by_kind.get(kind) {
+            return Ok(i.clone());
+        }
+        let informer = Arc::new(Informer {
+            kind: kind.clone(),
+            objects: RwLock::new(HashMap::new()),
+            synced: watch::channel(false).0,
+            changes: broadcast::channel(65_536).0,
+        });
+        by_kind.insert(kind.clone(), informer.clone());
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let task_informer = informer.clone();
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.spawn(run(api, task_informer));
+        }
+        Ok(informer)
+    }
+
+    pub fn all(&self) -> Vec<Arc<Informer>> {
+        self.by_kind.lock().map(|m| m.values().cloned().collect()).unwrap_or_default()
+    }
+}
+
+async fn run(api: Api<DynamicObject>, informer: Arc<Informer>) {
+    let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut buffer: Vec<Value> = Vec::new();
+    while let Some(event) = events.next().await {
+        let to_json = |o: &DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
+        match event {
+            Ok(watcher::Event::Init) => buffer.clear(),
+            Ok(watcher::Event::InitApply(o)) => buffer.push(to_json(&o)),
+            Ok(watcher::Event::InitDone) => informer.relist(std::mem::take(&mut buffer)),
+            Ok(watcher::Event::Apply(o)) => informer.apply(&to_json(&o)),
+            Ok(watcher::Event::Delete(o)) => informer.delete(&to_json(&o)),
+            // The watcher backs off and resumes (re-listing after 410) by itself.
+            Err(e) => tracing::warn!(kind = %informer.kind, "watch failed, retrying: {e}"),
+        }
+    }
+}
+
+/// The cache view a plugin gets: only the informers of the kinds it declared.
+pub struct PluginCache {
+    informers: HashMap<Kind, Arc<Informer>>,
+}
+
+impl PluginCache {
+    pub fn new(informers: impl IntoIterator<Item = Arc<Informer>>) -> Self {
+        PluginCache { informers: informers.into_iter().map(|i| (i.kind.clone(), i)).collect() }
+    }
+}
+
+impl Cache for PluginCache {
+    fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String> {
+        self.informers.get(kind)?.get(namespace, name).map(|o| o.json.clone())
+    }
+
+    fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
+        match self.informers.get(kind) {
+            Some(i) => i.list(namespace, selector).into_iter().map(|o| o.json.clone()).collect(),
+            None => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Shared informers against the embedded cluster: sync, changes with their previous state,
+//! the plugin cache view, and recovery from dropped watches and compaction.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+use tokio::sync::broadcast::Receiver;
+use wasmcm::cluster::{Cluster, ClusterConfig};
+use wasmcm::informers::{Change, Informers, PluginCache};
+use wasmcm_guest::{Cache, Kind, Selector};
+
+async fn start() -> (Cluster, Client) {
+    let cluster = Cluster::start(ClusterConfig::default()).await.unwrap();
+    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    (cluster, Client::try_from(config).unwrap())
+}
+
+async fn next(rx: &mut Receiver<Change>, name: &str) -> Change {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let c = rx.recv().await.unwrap();
+            if c.object.name == name {
+                return c;
+            }
+        }
+    })
+    .await
+    .expect("a change arrives")
+}
+
+fn cm(name: &str, app: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"app": app}}, "data": {"k": "v"}})).unwrap()
+}
+
+#[tokio::test]
+async fn informers_sync_share_and_report_changes() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(&PostParams::default(), &cm("before", "web")).await.unwrap();
+
+    let informers = Informers::new(client.clone());
+    let kind = Kind::new("v1", "ConfigMap");
+    let informer = informers.informer(&kind).await.unwrap();
+    let again = informers.informer(&kind).await.unwrap();
+    assert!(std::sync::Arc::ptr_eq(&informer, &again), "one informer per kind, shared");
+    tokio::time::timeout(Duration::from_secs(20), informer.wait_synced()).await.expect("syncs");
+    assert!(informer.get("default", "before").is_some(), "the initial list is in the store");
+
+    let mut rx = informer.subscribe();
+    cms.create(&PostParams::default(), &cm("a", "web")).await.unwrap();
+    let c = next(&mut rx, "a").await;
+    assert!(!c.deleted && c.old.is_none());
+    cms.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "w"}}))).await.unwrap();
+    let c = next(&mut rx, "a").await;
+    assert!(c.old.is_some_and(|o| o.resource_version != c.object.resource_version));
+    cms.delete("a", &DeleteParams::default()).await.unwrap();
+    assert!(next(&mut rx, "a").await.deleted);
+
+    let cache = PluginCache::new([informer.clone()]);
+    let json = cache.get(&kind, "default", "before").expect("served from the store");
+    assert!(json.contains("\"name\":\"before\""));
+    let web = Selector { match_labels: vec![("app".into(), "web".into())], ..Default::default() };
+    assert_eq!(cache.list(&kind, "default", &web).len(), 1);
+    assert!(cache.get(&Kind::new("v1", "Secret"), "default", "x").is_none(), "undeclared kinds are not in the view");
+}
+
+#[tokio::test]
+async fn informers_recover_from_dropped_watches_and_compaction() {
+    let (cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(&PostParams::default(), &cm("doomed", "web")).await.unwrap();
+    let informers = Informers::new(client.clone());
+    let informer = informers.informer(&Kind::new("v1", "ConfigMap")).await.unwrap();
+    informer.wait_synced().await;
+    let mut rx = informer.subscribe();
+
+    // Cut the watch, forget the history, and change things meanwhile: the informer must
+    // re-list and still report the deletion it could not see.
+    cluster.compact();
+    cluster.drop_watches();
+    cms.delete("doomed", &DeleteParams::default()).await.unwrap();
+    cms.create(&PostParams::default(), &cm("born", "web")).await.unwrap();
+    cluster.compact();
+    assert!(next(&mut rx, "doomed").await.deleted);
+    next(&mut rx, "born").await;
+    assert!(informer.get("default", "doomed").is_none());
+    assert!(informer.get("default", "born").is_some());
+}
