@@ -24,8 +24,15 @@ struct Pending {
     since: Instant,
 }
 
+#[derive(Default)]
+struct Inner {
+    pending: HashMap<String, Pending>,
+    /// Which key expects each deletion, so an informer can report one by identity alone.
+    deleting: HashMap<String, String>,
+}
+
 pub struct Expectations {
-    pending: Mutex<HashMap<String, Pending>>,
+    inner: Mutex<Inner>,
     timeout: Duration,
 }
 
@@ -37,11 +44,11 @@ impl Default for Expectations {
 
 impl Expectations {
     pub fn new(timeout: Duration) -> Self {
-        Expectations { pending: Mutex::new(HashMap::new()), timeout }
+        Expectations { inner: Mutex::new(Inner::default()), timeout }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn entry<'a>(map: &'a mut HashMap<String, Pending>, key: &str) -> &'a mut Pending {
@@ -56,34 +63,40 @@ impl Expectations {
 
     /// Before creating `n` children for `key`.
     pub fn expect_creations(&self, key: &str, n: usize) {
-        let mut map = self.lock();
-        Self::entry(&mut map, key).creates += n as i64;
+        let mut inner = self.lock();
+        Self::entry(&mut inner.pending, key).creates += n as i64;
     }
 
     /// A child of `key` was seen created, or its create failed (it will never be seen).
     pub fn creation_observed(&self, key: &str) {
-        if let Some(p) = self.lock().get_mut(key) {
+        if let Some(p) = self.lock().pending.get_mut(key) {
             p.creates -= 1;
         }
     }
 
-    /// Before deleting the children identified by `ids` (e.g. "namespace/name").
+    /// Before deleting the children identified by `ids` (see `writer::deletion_id`).
     pub fn expect_deletions(&self, key: &str, ids: impl IntoIterator<Item = String>) {
-        let mut map = self.lock();
-        Self::entry(&mut map, key).deletes.extend(ids);
+        let mut inner = self.lock();
+        let ids: Vec<String> = ids.into_iter().collect();
+        for id in &ids {
+            inner.deleting.insert(id.clone(), key.to_string());
+        }
+        Self::entry(&mut inner.pending, key).deletes.extend(ids);
     }
 
-    /// A child was seen deleted, or its delete failed or found it already gone.
-    pub fn deletion_observed(&self, key: &str, id: &str) {
-        if let Some(p) = self.lock().get_mut(key) {
+    /// An object was seen deleted, or its delete failed or found it already gone.
+    pub fn deletion_observed(&self, id: &str) {
+        let mut inner = self.lock();
+        let Some(key) = inner.deleting.remove(id) else { return };
+        if let Some(p) = inner.pending.get_mut(&key) {
             p.deletes.remove(id);
         }
     }
 
     /// Whether `key` may be reconciled: nothing outstanding, or waited long enough.
     pub fn satisfied(&self, key: &str) -> bool {
-        let mut map = self.lock();
-        let Some(p) = map.get(key) else { return true };
+        let mut inner = self.lock();
+        let Some(p) = inner.pending.get(key) else { return true };
         let fulfilled = p.creates <= 0 && p.deletes.is_empty();
         let expired = p.since.elapsed() > self.timeout;
         if expired && !fulfilled {
@@ -95,15 +108,23 @@ impl Expectations {
             );
         }
         if fulfilled || expired {
-            map.remove(key);
+            Self::remove(&mut inner, key);
             return true;
         }
         false
     }
 
+    fn remove(inner: &mut Inner, key: &str) {
+        if let Some(p) = inner.pending.remove(key) {
+            for id in p.deletes {
+                inner.deleting.remove(&id);
+            }
+        }
+    }
+
     /// The key's object is gone: nothing to wait for.
     pub fn forget(&self, key: &str) {
-        self.lock().remove(key);
+        Self::remove(&mut self.lock(), key);
     }
 }
 
@@ -129,11 +150,11 @@ mod tests {
     async fn deletions_are_matched_by_identity() {
         let e = Expectations::default();
         e.expect_deletions("ns/rs", ["ns/a".to_string(), "ns/b".to_string()]);
-        e.deletion_observed("ns/rs", "ns/zzz");
-        e.deletion_observed("ns/rs", "ns/a");
-        e.deletion_observed("ns/rs", "ns/a");
+        e.deletion_observed("ns/zzz");
+        e.deletion_observed("ns/a");
+        e.deletion_observed("ns/a");
         assert!(!e.satisfied("ns/rs"), "b is still expected");
-        e.deletion_observed("ns/rs", "ns/b");
+        e.deletion_observed("ns/b");
         assert!(e.satisfied("ns/rs"));
     }
 

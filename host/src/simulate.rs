@@ -1,7 +1,7 @@
 //! `wasmcm simulate`: one reconcile of one key against a snapshot, its writes applied as the
 //! API server would, printed as one JSON document. The plugin author's offline test tool.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use wasmcm_guest::{EventType, Instant, Request};
@@ -40,7 +40,7 @@ pub fn simulate(
 ) -> Result<Value, SimulateError> {
     let input = |msg: String| SimulateError::Input(msg);
     let items = snapshot::parse_objects(state_text).map_err(|e| input(format!("{state_name}: {e}")))?;
-    let mut snapshot = Snapshot::new(items, now);
+    let snapshot = Snapshot::new(items, now);
     let cache = snapshot.cache().map_err(|e| input(format!("{state_name}: {e}")))?;
 
     let (namespace, name) = match key.split_once('/') {
@@ -59,7 +59,13 @@ pub fn simulate(
 
     let request = Request { namespace: namespace.into(), name: name.into(), now, previous_failure: None };
     let outcome = plugin.reconcile(&request, Arc::new(cache))?;
-    let report = writer::execute(&mut snapshot, info, namespace, name, &outcome);
+    let api = Mutex::new(snapshot);
+    // The writer is async for live APIs; the snapshot answers at once.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| SimulateError::Input(format!("cannot start a runtime: {e}")))?;
+    let report = runtime.block_on(writer::execute(&api, info, namespace, name, &outcome, None));
+    let snapshot = api.into_inner().unwrap_or_else(|e| e.into_inner());
 
     let actions: Vec<Value> = report
         .actions

@@ -9,6 +9,9 @@ use wasmcm_guest::{Instant, Kind, MemoryCache, ObjectRef};
 
 use crate::status::{ApiError, Cause, group_and_plural};
 use crate::writer::Api;
+use std::future::{Future, ready};
+use std::sync::Mutex;
+use wasmcm_guest::Event;
 
 pub struct Snapshot {
     items: Vec<Value>,
@@ -192,8 +195,9 @@ fn spec_part(v: &Value) -> Map<String, Value> {
     m
 }
 
-impl Api for Snapshot {
-    fn create(&mut self, mut object: Value) -> Result<Value, ApiError> {
+/// API-server semantics on the snapshot; [`Api`] is implemented on `Mutex<Snapshot>`.
+impl Snapshot {
+    pub fn create(&mut self, mut object: Value) -> Result<Value, ApiError> {
         let kind = kind_of(&object);
         let ns = str_at(&object, "/metadata/namespace").to_string();
         let mut name = str_at(&object, "/metadata/name").to_string();
@@ -251,7 +255,7 @@ impl Api for Snapshot {
         Ok(object)
     }
 
-    fn update(&mut self, mut object: Value) -> Result<Value, ApiError> {
+    pub fn update(&mut self, mut object: Value) -> Result<Value, ApiError> {
         let i = self.current_for_write(&object)?;
         let kind = kind_of(&object);
         let rv = self.next_resource_version();
@@ -285,7 +289,7 @@ impl Api for Snapshot {
         Ok(object)
     }
 
-    fn update_status(&mut self, object: Value) -> Result<Value, ApiError> {
+    pub fn update_status(&mut self, object: Value) -> Result<Value, ApiError> {
         let i = self.current_for_write(&object)?;
         let rv = self.next_resource_version();
         let mut updated = self.items[i].clone();
@@ -295,7 +299,7 @@ impl Api for Snapshot {
         Ok(updated)
     }
 
-    fn delete(&mut self, target: &ObjectRef, uid: Option<&str>) -> Result<(), ApiError> {
+    pub fn delete(&mut self, target: &ObjectRef, uid: Option<&str>) -> Result<(), ApiError> {
         let i = self.position(&target.kind, &target.namespace, &target.name)?;
         let current = &self.items[i];
         if let Some(uid) = uid {
@@ -329,6 +333,33 @@ impl Api for Snapshot {
             self.items.remove(i);
         }
         Ok(())
+    }
+}
+
+fn locked(m: &Mutex<Snapshot>) -> std::sync::MutexGuard<'_, Snapshot> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Api for Mutex<Snapshot> {
+    fn create(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        ready(locked(self).create(object))
+    }
+
+    fn update(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        ready(locked(self).update(object))
+    }
+
+    fn update_status(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        ready(locked(self).update_status(object))
+    }
+
+    fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
+        ready(locked(self).delete(target, uid))
+    }
+
+    /// A snapshot keeps no events; the report lists them.
+    fn record_event(&self, _event: &Event) -> impl Future<Output = Result<(), ApiError>> + Send {
+        ready(Ok(()))
     }
 }
 

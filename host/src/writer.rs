@@ -1,23 +1,30 @@
 //! The API writer: turns a plugin's outcome into API calls. It checks every intent against
-//! what the plugin declared it may write and against the namespace of the key, runs the
-//! batches in order and stops after a failing one, and records the events KCM's PodControl
-//! records for the pods it creates and deletes.
+//! what the plugin declared it may write and against the namespace of the key, runs each
+//! batch's writes concurrently and stops after a failing batch, records the events KCM's
+//! PodControl records for the pods it creates and deletes, and tells the expectations what
+//! the informers should see next.
 //!
 //! It decides nothing about *what* to write (that is the plugin's) and knows nothing about
 //! how the API is reached (that is the [`Api`] implementation's).
 
+use std::future::Future;
+
 use serde_json::{Value, json};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
+use crate::expectations::Expectations;
+
 pub use crate::status::ApiError;
 
-/// The API as the writer needs it.
-pub trait Api {
+/// The API as the writer needs it. `&self` and `Send` futures: the writes of a batch run
+/// concurrently.
+pub trait Api: Sync {
     /// Returns the object as stored (with its generated name).
-    fn create(&mut self, object: Value) -> Result<Value, ApiError>;
-    fn update(&mut self, object: Value) -> Result<Value, ApiError>;
-    fn update_status(&mut self, object: Value) -> Result<Value, ApiError>;
-    fn delete(&mut self, target: &ObjectRef, uid: Option<&str>) -> Result<(), ApiError>;
+    fn create(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
+    fn update(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
+    fn update_status(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
+    fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn record_event(&self, event: &Event) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,100 +73,201 @@ pub struct Report {
     pub failure: Option<String>,
 }
 
-/// Executes `outcome`, produced by `plugin` for the key `namespace/name`.
-pub fn execute(api: &mut dyn Api, plugin: &PluginInfo, namespace: &str, name: &str, outcome: &Outcome) -> Report {
+/// The identity under which expectations track a deletion.
+pub fn deletion_id(kind: &Kind, namespace: &str, name: &str) -> String {
+    format!("{kind}/{namespace}/{name}")
+}
+
+/// A checked intent, ready to send.
+enum Op {
+    Write { verb: Verb, kind: Kind, object: Value, name: String, counted: bool },
+    Delete { target: ObjectRef, uid: Option<String>, tracked: bool },
+    Event(Event),
+}
+
+/// Executes `outcome`, produced by `plugin` for the key `namespace/name`. With
+/// `expectations`, creates of children the primary controls are counted and deletes of owned
+/// kinds tracked, before they are sent.
+pub async fn execute(
+    api: &impl Api,
+    plugin: &PluginInfo,
+    namespace: &str,
+    name: &str,
+    outcome: &Outcome,
+    expectations: Option<&Expectations>,
+) -> Report {
     let mut report = Report::default();
     let primary = ObjectRef { kind: plugin.primary.clone(), namespace: namespace.into(), name: name.into() };
+    let key = if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") };
     for batch in &outcome.batches {
-        // The writes of a batch are independent: all are attempted, then a failure stops the
-        // batches after it.
-        let mut batch_failure = None;
+        let mut failure: Option<String> = None;
+        let mut ops = Vec::new();
         for intent in batch {
-            if let Err(e) = execute_one(api, plugin, &primary, intent, &mut report) {
-                batch_failure.get_or_insert(e);
+            match check(plugin, &primary, intent) {
+                Ok(op) => ops.push(op),
+                Err(Refusal { intent, reason }) => {
+                    tracing::warn!(plugin = %plugin.name, %intent, "refused: {reason}");
+                    failure.get_or_insert(format!("{intent} refused: {reason}"));
+                    report.refused.push(Refusal { intent, reason });
+                }
             }
         }
-        if let Some(failure) = batch_failure {
-            report.failure = Some(failure);
+        if let Some(e) = expectations {
+            let creates = ops.iter().filter(|o| matches!(o, Op::Write { counted: true, .. })).count();
+            if creates > 0 {
+                e.expect_creations(&key, creates);
+            }
+            let deletes: Vec<String> = ops
+                .iter()
+                .filter_map(|o| match o {
+                    Op::Delete { target, tracked: true, .. } => {
+                        Some(deletion_id(&target.kind, &target.namespace, &target.name))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !deletes.is_empty() {
+                e.expect_deletions(&key, deletes);
+            }
+        }
+        // The writes of a batch are independent: all are attempted together; results are
+        // recorded in intent order.
+        let results = futures_util::future::join_all(ops.iter().map(|op| send(api, op))).await;
+        for (op, result) in ops.iter().zip(results) {
+            if let Err(e) = settle(&mut report, &primary, op, result, expectations, &key) {
+                failure.get_or_insert(e);
+            }
+        }
+        if let Some(f) = failure {
+            report.failure = Some(f);
             break;
+        }
+    }
+    for event in &report.events {
+        if let Err(e) = api.record_event(event).await {
+            tracing::debug!(reason = %event.reason, "recording an event failed: {e}");
         }
     }
     report
 }
 
-fn execute_one(
-    api: &mut dyn Api,
-    plugin: &PluginInfo,
-    primary: &ObjectRef,
-    intent: &Intent,
-    report: &mut Report,
-) -> Result<(), String> {
-    let refuse = |report: &mut Report, what: String, reason: String| {
-        tracing::warn!(plugin = %plugin.name, intent = %what, "refused: {reason}");
-        report.refused.push(Refusal { intent: what.clone(), reason: reason.clone() });
-        Err(format!("{what} refused: {reason}"))
-    };
+fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op, Refusal> {
+    let refusal = |intent: String, reason: String| Refusal { intent, reason };
     let (verb, json) = match intent {
         Intent::Create(o) => (Verb::Create, o),
         Intent::Update(o) => (Verb::Update, o),
         Intent::UpdateStatus(o) => (Verb::UpdateStatus, o),
         Intent::Delete(d) => {
             let what = format!("delete {} {}/{}", d.target.kind, d.target.namespace, d.target.name);
-            if let Err(reason) = check_target(plugin, primary, &d.target.kind, &d.target.namespace) {
-                return refuse(report, what, reason);
+            check_target(plugin, primary, &d.target.kind, &d.target.namespace).map_err(|r| refusal(what, r))?;
+            let mut target = d.target.clone();
+            if target.namespace.is_empty() {
+                target.namespace = primary.namespace.clone();
             }
-            let result = api.delete(&d.target, d.uid.as_deref());
-            // Already gone is what a delete wants: no failure, and no event (as PodControl).
-            if matches!(&result, Err(e) if e.code == 404) {
-                return record(report, Verb::Delete, d.target.clone(), Ok(()));
-            }
-            pod_event(report, primary, &d.target.kind, Verb::Delete, &d.target.name, result.as_ref().err());
-            return record(report, Verb::Delete, d.target.clone(), result);
+            let tracked = plugin.owns.contains(&target.kind);
+            return Ok(Op::Delete { target, uid: d.uid.clone(), tracked });
         }
         Intent::Event(e) => {
             if e.regarding.namespace != primary.namespace && !primary.namespace.is_empty() {
                 let reason = format!("events are confined to namespace {:?}", primary.namespace);
-                return refuse(report, format!("event {}", e.reason), reason);
+                return Err(refusal(format!("event {}", e.reason), reason));
             }
-            report.events.push(e.clone());
-            return Ok(());
+            return Ok(Op::Event(e.clone()));
         }
     };
     let mut object: Value = match serde_json::from_str(json) {
         Ok(v @ Value::Object(_)) => v,
-        Ok(_) => return refuse(report, verb.as_str().into(), "the object is not a JSON object".into()),
-        Err(e) => return refuse(report, verb.as_str().into(), format!("invalid JSON: {e}")),
+        Ok(_) => return Err(refusal(verb.as_str().into(), "the object is not a JSON object".into())),
+        Err(e) => return Err(refusal(verb.as_str().into(), format!("invalid JSON: {e}"))),
     };
     let kind = crate::snapshot::kind_of(&object);
     let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
     let what = format!("{} {kind} {ns}/{}", verb.as_str(), if name.is_empty() { "<generated>" } else { &name });
     if kind.kind.is_empty() || kind.api_version.is_empty() {
-        return refuse(report, what, "the object has no apiVersion or kind".into());
+        return Err(refusal(what, "the object has no apiVersion or kind".into()));
     }
-    if let Err(reason) = check_target(plugin, primary, &kind, &ns) {
-        return refuse(report, what, reason);
-    }
+    check_target(plugin, primary, &kind, &ns).map_err(|r| refusal(what, r))?;
     if ns.is_empty() && !primary.namespace.is_empty() {
         object["metadata"]["namespace"] = json!(primary.namespace);
     }
-    let target = |v: &Value, fallback: &str| ObjectRef {
-        kind: kind.clone(),
-        namespace: primary.namespace.clone(),
-        name: v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(fallback).to_string(),
-    };
-    match verb {
-        Verb::Create => {
-            let result = api.create(object);
-            let created = result.as_ref().map(|v| target(v, "")).unwrap_or_else(|_| target(&Value::Null, &name));
-            pod_event(report, primary, &kind, Verb::Create, &created.name, result.as_ref().err());
-            record(report, verb, created, result.map(drop))
-        }
-        Verb::Update => record(report, verb, target(&object, &name), api.update(object.clone()).map(drop)),
-        _ => record(report, verb, target(&object, &name), api.update_status(object.clone()).map(drop)),
+    // Only children the primary controls come back to its key through the informers.
+    let counted = verb == Verb::Create && controlled_by(&object, primary);
+    Ok(Op::Write { verb, kind, object, name, counted })
+}
+
+fn controlled_by(object: &Value, primary: &ObjectRef) -> bool {
+    object.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
+        refs.iter().any(|r| {
+            r.get("controller").and_then(Value::as_bool) == Some(true)
+                && r.get("kind").and_then(Value::as_str) == Some(primary.kind.kind.as_str())
+                && r.get("name").and_then(Value::as_str) == Some(primary.name.as_str())
+        })
+    })
+}
+
+/// What sending one op gave: the stored object's name for writes.
+type Sent = Result<Option<String>, ApiError>;
+
+async fn send(api: &impl Api, op: &Op) -> Sent {
+    let name_of = |v: Value| v.pointer("/metadata/name").and_then(Value::as_str).map(String::from);
+    match op {
+        Op::Write { verb: Verb::Create, object, .. } => api.create(object.clone()).await.map(name_of),
+        Op::Write { verb: Verb::Update, object, .. } => api.update(object.clone()).await.map(name_of),
+        Op::Write { object, .. } => api.update_status(object.clone()).await.map(name_of),
+        Op::Delete { target, uid, .. } => api.delete(target, uid.as_deref()).await.map(|_| None),
+        Op::Event(_) => Ok(None),
     }
 }
 
+fn settle(
+    report: &mut Report,
+    primary: &ObjectRef,
+    op: &Op,
+    result: Sent,
+    expectations: Option<&Expectations>,
+    key: &str,
+) -> Result<(), String> {
+    match op {
+        Op::Event(e) => {
+            report.events.push(e.clone());
+            Ok(())
+        }
+        Op::Delete { target, tracked, .. } => {
+            let result = result.map(drop);
+            let gone = matches!(&result, Err(e) if e.code == 404);
+            if let (Some(e), true) = (expectations, *tracked)
+                && result.is_err()
+            {
+                // Never to be observed: already gone, or not deleted at all.
+                e.deletion_observed(&deletion_id(&target.kind, &target.namespace, &target.name));
+            }
+            // Already gone is what a delete wants: no failure, and no event (as PodControl).
+            if gone {
+                return record(report, Verb::Delete, target.clone(), Ok(()));
+            }
+            pod_event(report, primary, &target.kind, Verb::Delete, &target.name, result.as_ref().err());
+            record(report, Verb::Delete, target.clone(), result)
+        }
+        Op::Write { verb, kind, name, counted, .. } => {
+            let target =
+                |n: &str| ObjectRef { kind: kind.clone(), namespace: primary.namespace.clone(), name: n.to_string() };
+            let stored = match &result {
+                Ok(Some(n)) => n.clone(),
+                _ => name.clone(),
+            };
+            if *verb == Verb::Create {
+                if let (Some(e), true) = (expectations, *counted)
+                    && result.is_err()
+                {
+                    e.creation_observed(key);
+                }
+                pod_event(report, primary, kind, Verb::Create, &stored, result.as_ref().err());
+            }
+            record(report, *verb, target(&stored), result.map(drop))
+        }
+    }
+}
 /// A plugin writes only the kinds it declared, only in the namespace of its key.
 fn check_target(plugin: &PluginInfo, primary: &ObjectRef, kind: &Kind, namespace: &str) -> Result<(), String> {
     if !plugin.writes.contains(kind) {

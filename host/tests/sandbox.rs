@@ -109,13 +109,14 @@ fn writes_beyond_the_declared_kinds_or_namespace_are_refused_and_never_sent() {
         ("other-namespace", "writes are confined to namespace \"default\", not \"kube-system\""),
     ] {
         let outcome = call(key).unwrap();
-        let mut api = Snapshot::new(vec![], now());
-        let r = writer::execute(&mut api, plugin.info(), "default", key, &outcome);
+        let api = std::sync::Mutex::new(Snapshot::new(vec![], now()));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let r = rt.block_on(writer::execute(&api, plugin.info(), "default", key, &outcome, None));
         assert!(r.actions.is_empty(), "{key}: nothing may be sent: {:?}", r.actions);
         assert_eq!(r.refused.len(), 1, "{key}");
         assert_eq!(r.refused[0].reason, reason);
         assert!(r.failure.is_some(), "{key}: a refusal fails the outcome");
-        assert_eq!(api.to_list()["items"], json!([]), "{key}");
+        assert_eq!(api.lock().unwrap().to_list()["items"], json!([]), "{key}");
     }
 }
 
