@@ -7,10 +7,10 @@
 toolchain:
 	rustup toolchain install
 
-# The main job. Until the live host lands this runs the ReplicaSet plugin on the example
-# snapshot; `cargo run -p wasmcm -- --help` lists everything.
+# The main job: the host with its built-in plugins on a new embedded cluster (or the cluster
+# of $KUBECONFIG). `cargo run -p wasmcm -- --help` lists everything.
 run: toolchain
-	cargo run -p wasmcm -- simulate --plugin replicaset --state examples/replicaset-scale-up.yaml --key default/web
+	cargo run -p wasmcm -- run
 
 # The embedded Kubernetes API server alone; prints the kubeconfig to use with kubectl.
 cluster: toolchain

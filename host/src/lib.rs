@@ -3,8 +3,11 @@
 
 pub mod builtin;
 pub mod cluster;
+pub mod controller;
 pub mod expectations;
+pub mod host;
 pub mod informers;
+pub mod kubeapi;
 pub mod plugins;
 pub mod queue;
 pub mod simulate;

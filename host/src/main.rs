@@ -21,11 +21,15 @@ struct Cli {
     no_cache: bool,
 
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the controller host with the built-in plugins (the default command): against the
+    /// cluster of --kubeconfig, in-cluster credentials when running in a pod, or else a new
+    /// embedded cluster.
+    Run(RunArgs),
     /// Run one reconcile of one key against a snapshot and print the writes and the result.
     Simulate(SimulateArgs),
     /// Start the embedded Kubernetes API server with simulated nodes, and keep it running.
@@ -53,6 +57,26 @@ struct SimulateArgs {
     now: Option<String>,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+#[derive(Args, Default)]
+struct RunArgs {
+    /// Use this kubeconfig's cluster instead of starting an embedded one (an ambient
+    /// $KUBECONFIG is deliberately not enough: without flags the host runs on its own cluster).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long)]
+    context: Option<String>,
+    /// Workers per plugin.
+    #[arg(long, default_value_t = 5)]
+    workers: usize,
+    /// Client-side API rate limit (queries per second).
+    #[arg(long, default_value_t = 20.0)]
+    kube_api_qps: f64,
+    /// Client-side API burst.
+    #[arg(long, default_value_t = 30)]
+    kube_api_burst: u32,
 }
 
 #[derive(Args)]
@@ -112,8 +136,15 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    match run(cli) {
+    let mut cli = Cli::parse();
+    // `wasmcm` alone runs the host.
+    let command = cli.command.take().unwrap_or(Command::Run(RunArgs {
+        workers: 5,
+        kube_api_qps: 20.0,
+        kube_api_burst: 30,
+        ..RunArgs::default()
+    }));
+    match run(cli, command) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -122,13 +153,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    if let Command::Cluster(args) = cli.command {
+fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
+    if let Command::Cluster(args) = command {
         return run_cluster(args);
     }
     let precompiled_dir = if cli.no_cache { None } else { cli.cache_dir.or_else(default_cache_dir) };
     let engine = Engine::new(&EngineConfig { precompiled_dir, ..EngineConfig::default() })?;
-    match cli.command {
+    match command {
+        Command::Run(args) => run_host(&engine, args),
         Command::Simulate(args) => {
             let plugin = load_plugin(&engine, &args.plugin, args.limits.limits())?;
             let now = match &args.now {
@@ -219,6 +251,53 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         println!("try: export KUBECONFIG={} && kubectl get nodes", cluster.kubeconfig.display());
         tokio::signal::ctrl_c().await?;
         cluster.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
+    use wasmcm::cluster::{Cluster, ClusterConfig};
+    use wasmcm::controller::ControllerConfig;
+    use wasmcm::host::{Host, HostConfig};
+    use wasmcm::kubeapi::ClientRate;
+    let plugins: Vec<std::sync::Arc<Plugin>> = builtin::names()
+        .map(|name| load_plugin(engine, name, Limits::default()).map(std::sync::Arc::new))
+        .collect::<anyhow::Result<_>>()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+        let (cluster, config) = match (&args.kubeconfig, in_cluster) {
+            (Some(path), _) => {
+                let kc =
+                    kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+                let opts = kube::config::KubeConfigOptions { context: args.context.clone(), ..Default::default() };
+                (None, kube::Config::from_custom_kubeconfig(kc, &opts).await?)
+            }
+            (None, true) => (None, kube::Config::incluster()?),
+            (None, false) => {
+                let cluster = Cluster::start(ClusterConfig::default()).await?;
+                let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
+                let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
+                println!("embedded cluster at {}", cluster.url);
+                println!(
+                    "try: export KUBECONFIG={} && kubectl create -f examples/replicaset.yaml && kubectl get pods",
+                    cluster.kubeconfig.display()
+                );
+                (Some(cluster), config)
+            }
+        };
+        let client = kube::Client::try_from(config)?;
+        let host_config = HostConfig {
+            controller: ControllerConfig { workers: args.workers, ..ControllerConfig::default() },
+            client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
+        };
+        let host = Host::start(client, plugins, host_config).await?;
+        println!("wasmcm running: {} (Ctrl-C to stop)", builtin::names().collect::<Vec<_>>().join(", "));
+        tokio::signal::ctrl_c().await?;
+        host.shutdown().await;
+        if let Some(c) = cluster {
+            c.shutdown().await;
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -64,7 +64,7 @@ pub fn simulate(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| SimulateError::Input(format!("cannot start a runtime: {e}")))?;
-    let report = runtime.block_on(writer::execute(&api, info, namespace, name, &outcome, None));
+    let report = runtime.block_on(writer::execute(&api, info, namespace, name, &outcome, Default::default()));
     let snapshot = api.into_inner().unwrap_or_else(|e| e.into_inner());
 
     let actions: Vec<Value> = report

@@ -358,7 +358,7 @@ impl Api for Mutex<Snapshot> {
     }
 
     /// A snapshot keeps no events; the report lists them.
-    fn record_event(&self, _event: &Event) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn record_event(&self, _event: &Event, _uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
         ready(Ok(()))
     }
 }

@@ -24,7 +24,8 @@ pub trait Api: Sync {
     fn update(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
     fn update_status(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
     fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send;
-    fn record_event(&self, event: &Event) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// `uid` is the regarding object's, when known (kubectl describe matches events by it).
+    fn record_event(&self, event: &Event, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,17 +86,26 @@ enum Op {
     Event(Event),
 }
 
-/// Executes `outcome`, produced by `plugin` for the key `namespace/name`. With
-/// `expectations`, creates of children the primary controls are counted and deletes of owned
-/// kinds tracked, before they are sent.
+/// What the writer knows of the key an outcome is for.
+#[derive(Clone, Copy, Default)]
+pub struct Context<'a> {
+    /// Counts creates of children the primary controls and tracks deletes of owned kinds
+    /// before they are sent.
+    pub expectations: Option<&'a Expectations>,
+    /// The primary's uid, for the events about it.
+    pub primary_uid: Option<&'a str>,
+}
+
+/// Executes `outcome`, produced by `plugin` for the key `namespace/name`.
 pub async fn execute(
     api: &impl Api,
     plugin: &PluginInfo,
     namespace: &str,
     name: &str,
     outcome: &Outcome,
-    expectations: Option<&Expectations>,
+    context: Context<'_>,
 ) -> Report {
+    let expectations = context.expectations;
     let mut report = Report::default();
     let primary = ObjectRef { kind: plugin.primary.clone(), namespace: namespace.into(), name: name.into() };
     let key = if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") };
@@ -144,7 +154,8 @@ pub async fn execute(
         }
     }
     for event in &report.events {
-        if let Err(e) = api.record_event(event).await {
+        let uid = if event.regarding == primary { context.primary_uid } else { None };
+        if let Err(e) = api.record_event(event, uid).await {
             tracing::debug!(reason = %event.reason, "recording an event failed: {e}");
         }
     }

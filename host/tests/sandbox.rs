@@ -111,7 +111,7 @@ fn writes_beyond_the_declared_kinds_or_namespace_are_refused_and_never_sent() {
         let outcome = call(key).unwrap();
         let api = std::sync::Mutex::new(Snapshot::new(vec![], now()));
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let r = rt.block_on(writer::execute(&api, plugin.info(), "default", key, &outcome, None));
+        let r = rt.block_on(writer::execute(&api, plugin.info(), "default", key, &outcome, Default::default()));
         assert!(r.actions.is_empty(), "{key}: nothing may be sent: {:?}", r.actions);
         assert_eq!(r.refused.len(), 1, "{key}");
         assert_eq!(r.refused[0].reason, reason);

@@ -1,0 +1,123 @@
+//! The host end to end on the embedded cluster: the ReplicaSet plugin, through informers,
+//! queue, expectations and the API writer, makes pods exist and status converge.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
+use wasmcm::host::{Host, HostConfig};
+use wasmcm::plugins::{Engine, EngineConfig, Limits};
+
+async fn start() -> (Cluster, Client, Host) {
+    let config = ClusterConfig {
+        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
+        ..ClusterConfig::default()
+    };
+    let cluster = Cluster::start(config).await.unwrap();
+    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    let client = Client::try_from(config).unwrap();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
+    let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
+    let plugin = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap();
+    let host = Host::start(client.clone(), vec![Arc::new(plugin)], HostConfig::default()).await.unwrap();
+    (cluster, client, host)
+}
+
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
+    }))
+    .unwrap()
+}
+
+async fn active_pods(pods: &Api<Pod>, app: &str) -> Vec<Pod> {
+    let list = pods.list(&ListParams::default().labels(&format!("app={app}"))).await.unwrap();
+    list.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
+    let (_cluster, client, host) = start().await;
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &replica_set("web", 3)).await.unwrap();
+
+    eventually("3 ready replicas in status", || async {
+        let rs = rss.get("web").await.ok()?;
+        let s = rs.status?;
+        (s.ready_replicas == Some(3) && s.replicas == 3 && s.observed_generation == Some(1)).then_some(())
+    })
+    .await;
+    let owned = active_pods(&pods, "web").await;
+    assert_eq!(owned.len(), 3, "exactly 3 pods, no duplicates");
+    assert!(owned.iter().all(|p| p.metadata.owner_references.as_ref().is_some_and(|r| r[0].name == "web")));
+
+    // A deleted pod is replaced.
+    let victim = owned[0].metadata.name.clone().unwrap();
+    pods.delete(&victim, &DeleteParams::default().grace_period(0)).await.unwrap();
+    eventually("the pod to be replaced", || async {
+        let now = active_pods(&pods, "web").await;
+        (now.len() == 3 && now.iter().all(|p| p.metadata.name.as_deref() != Some(victim.as_str()))).then_some(())
+    })
+    .await;
+
+    // Scaling through /scale.
+    rss.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}}))).await.unwrap();
+    eventually("scale down to 1", || async { (active_pods(&pods, "web").await.len() == 1).then_some(()) }).await;
+
+    // An orphan that matches is adopted (and then one pod too many is removed).
+    let orphan: Pod = serde_json::from_value(json!({"metadata": {"name": "orphan", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &orphan).await.unwrap();
+    eventually("adoption and convergence", || async {
+        let now = active_pods(&pods, "web").await;
+        let adopted = pods
+            .get("orphan")
+            .await
+            .ok()
+            .map(|p| p.metadata.owner_references.is_some_and(|r| r.iter().any(|r| r.name == "web")));
+        (now.len() == 1 && adopted != Some(false)).then_some(())
+    })
+    .await;
+
+    // Events name the ReplicaSet by uid too, which is how `kubectl describe` finds them.
+    let uid = rss.get("web").await.unwrap().metadata.uid.unwrap();
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let about_rs = ListParams::default().fields(&format!("involvedObject.uid={uid}"));
+    let reasons: Vec<String> =
+        events.list(&about_rs).await.unwrap().items.into_iter().filter_map(|e| e.reason).collect();
+    assert!(
+        reasons.iter().any(|r| r == "SuccessfulCreate") && reasons.iter().any(|r| r == "SuccessfulDelete"),
+        "{reasons:?}"
+    );
+
+    // Deleting the ReplicaSet cascades to its pods.
+    rss.delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("the pods to go with it", || async { active_pods(&pods, "web").await.is_empty().then_some(()) }).await;
+    host.shutdown().await;
+}
