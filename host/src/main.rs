@@ -111,6 +111,9 @@ struct ClusterArgs {
     /// Fault injection: compact the watch history this often (seconds), so watchers get 410.
     #[arg(long)]
     fault_compact_seconds: Option<u64>,
+    /// Fault injection: hold back every watch event this many milliseconds.
+    #[arg(long, default_value_t = 0)]
+    fault_watch_delay_ms: u64,
 }
 
 #[derive(Args)]
@@ -240,6 +243,7 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
             latency: Duration::from_millis(args.fault_latency_ms),
             watch_drop_interval: args.fault_watch_drop_seconds.map(Duration::from_secs),
             compact_interval: args.fault_compact_seconds.map(Duration::from_secs),
+            watch_delay: Duration::from_millis(args.fault_watch_delay_ms),
         },
         ..ClusterConfig::default()
     };

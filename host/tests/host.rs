@@ -121,3 +121,48 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     eventually("the pods to go with it", || async { active_pods(&pods, "web").await.is_empty().then_some(()) }).await;
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_replica_sets_converge_exactly_despite_lagging_watches_and_failing_writes() {
+    let (cluster, client, host) = start().await;
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    // From the start the host sees the cluster late (every watch event held back), loses its
+    // watches, and has 10% of its writes refused: retries then run on stale caches.
+    cluster.set_faults(wasmcm::cluster::FaultConfig {
+        write_error_rate: 0.1,
+        watch_delay: Duration::from_millis(300),
+        watch_drop_interval: Some(Duration::from_secs(3)),
+        ..Default::default()
+    });
+    let want: Vec<(String, i32)> = (0..50).map(|i| (format!("rs-{i:02}"), 1 + i % 4)).collect();
+    for (name, replicas) in &want {
+        // The test's own writes are refused now and then too.
+        while rss.create(&PostParams::default(), &replica_set(name, *replicas)).await.is_err() {
+            if rss.get(name).await.is_ok() {
+                break;
+            }
+        }
+    }
+    let total: i32 = want.iter().map(|(_, r)| r).sum();
+    eventually("every ReplicaSet to have exactly its pods", || async {
+        let all = pods.list(&ListParams::default()).await.ok()?.items;
+        let live: Vec<&Pod> = all.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+        if live.len() != total as usize {
+            return None;
+        }
+        want.iter()
+            .all(|(name, r)| {
+                live.iter().filter(|p| p.metadata.owner_references.as_ref().is_some_and(|o| o[0].name == *name)).count()
+                    == *r as usize
+            })
+            .then_some(())
+    })
+    .await;
+    cluster.set_faults(Default::default());
+    // Nothing was ever scaled down, so any pod deletion would mean a duplicate was created.
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let deletes = events.list(&ListParams::default().fields("reason=SuccessfulDelete")).await.unwrap().items.len();
+    assert_eq!(deletes, 0, "no pod was created twice");
+    host.shutdown().await;
+}

@@ -20,6 +20,9 @@ pub struct FaultConfig {
     pub watch_drop_interval: Option<Duration>,
     /// Forget the watch history this often, so resuming watchers get 410 and must re-list.
     pub compact_interval: Option<Duration>,
+    /// Hold back every watch event this long (a lagging watch cache): clients act on stale
+    /// caches, which is what expectations exist for.
+    pub watch_delay: Duration,
 }
 
 pub struct Faults {

@@ -513,6 +513,10 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
             tokio::select! {
                 event = watch.rx.recv() => match event {
                     Some(event) => {
+                        let lag = state_for_drops.faults.config().watch_delay;
+                        if !lag.is_zero() {
+                            tokio::time::sleep(lag).await;
+                        }
                         last_rv = event.rv;
                         if tx.send(frame(render_event(&rt, &event, &view))).await.is_err() {
                             return;
