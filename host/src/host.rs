@@ -1,28 +1,40 @@
 //! The controller host on a live API: shared informers, the API writer, and one controller
-//! per plugin. Owns their lifecycle: start (caches synced before any reconcile) and a
-//! shutdown that lets reconciles in flight finish and starts nothing new.
+//! per plugin. Owns their lifecycle: caches synced before any reconcile (and kept warm on a
+//! standby), workers only while this host leads, a lost lease stopping new reconciles at once,
+//! and a shutdown that lets reconciles in flight finish before releasing the lease.
 
 use std::sync::Arc;
+
+use tokio::sync::watch;
 
 use crate::controller::{Controller, ControllerConfig};
 use crate::informers::Informers;
 use crate::kubeapi::{ClientRate, KubeApi};
+use crate::leader::{Elector, LeaderConfig};
 use crate::plugins::Plugin;
 
 #[derive(Clone, Debug, Default)]
 pub struct HostConfig {
     pub controller: ControllerConfig,
     pub client_rate: ClientRate,
+    /// `None` runs without leader election (a single replica).
+    pub leader: Option<LeaderConfig>,
 }
 
 pub struct Host {
     controllers: Vec<Arc<Controller<KubeApi>>>,
     tasks: tokio::task::JoinSet<()>,
     informers: Arc<Informers>,
+    leading: watch::Receiver<bool>,
+    /// Keeps `leading` true when there is no election.
+    _always: Option<watch::Sender<bool>>,
+    stop: watch::Sender<bool>,
+    elector: Option<tokio::task::JoinHandle<bool>>,
 }
 
 impl Host {
     pub async fn start(client: kube::Client, plugins: Vec<Arc<Plugin>>, config: HostConfig) -> anyhow::Result<Host> {
+        let client_for_lease = client.clone();
         let informers = Arc::new(Informers::new(client.clone()));
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| format!("wasmcm-{}", std::process::id()));
         let api = Arc::new(KubeApi::new(client, config.client_rate.clone(), &instance));
@@ -35,22 +47,66 @@ impl Host {
             tracing::info!(plugin = %name, "caches synced; reconciling");
             controllers.push(c);
         }
+        let (stop, stop_rx) = watch::channel(false);
+        let (leading, always, elector) = match config.leader {
+            Some(lc) => {
+                let e = Elector::new(client_for_lease, lc);
+                (e.leading(), None, Some(tokio::spawn(e.run(stop_rx))))
+            }
+            None => {
+                let (tx, rx) = watch::channel(true);
+                (rx, Some(tx), None)
+            }
+        };
         let mut tasks = tokio::task::JoinSet::new();
-        for c in &controllers {
-            tasks.spawn(c.clone().run());
-        }
-        Ok(Host { controllers, tasks, informers })
+        let (workers, mut lead) = (controllers.clone(), leading.clone());
+        tasks.spawn(async move {
+            if lead.wait_for(|l| *l).await.is_err() {
+                return;
+            }
+            let mut runs = tokio::task::JoinSet::new();
+            for c in &workers {
+                runs.spawn(c.clone().run());
+            }
+            // Not leading any more (lost, or shutting down): start nothing new.
+            let _ = lead.wait_for(|l| !*l).await;
+            for c in &workers {
+                c.queue().shut_down_and_drain().await;
+            }
+            while runs.join_next().await.is_some() {}
+        });
+        Ok(Host { controllers, tasks, informers, leading, _always: always, stop, elector })
+    }
+
+    /// True while this host leads (always, without election).
+    pub fn leading(&self) -> watch::Receiver<bool> {
+        self.leading.clone()
     }
 
     pub fn informers(&self) -> &Arc<Informers> {
         &self.informers
     }
 
-    /// Stops starting reconciles, waits for those in flight, then stops.
+    /// Stops starting reconciles, waits for those in flight, then releases the lease.
     pub async fn shutdown(mut self) {
         for c in &self.controllers {
             c.queue().shut_down_and_drain().await;
         }
-        while self.tasks.join_next().await.is_some() {}
+        self.stop.send_replace(true);
+        if let Some(e) = self.elector.take() {
+            let _ = e.await;
+        }
+        self._always.take();
+        self.tasks.shutdown().await;
+    }
+}
+
+/// Dropped without `shutdown`, a host stops like a crashed process: the lease is not released
+/// and a standby must wait for it to expire.
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(e) = self.elector.take() {
+            e.abort();
+        }
     }
 }

@@ -8,6 +8,7 @@ pub mod expectations;
 pub mod host;
 pub mod informers;
 pub mod kubeapi;
+pub mod leader;
 pub mod plugins;
 pub mod queue;
 pub mod simulate;

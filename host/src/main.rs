@@ -59,7 +59,7 @@ struct SimulateArgs {
     limits: LimitArgs,
 }
 
-#[derive(Args, Default)]
+#[derive(Args)]
 struct RunArgs {
     /// Use this kubeconfig's cluster instead of starting an embedded one (an ambient
     /// $KUBECONFIG is deliberately not enough: without flags the host runs on its own cluster).
@@ -77,6 +77,24 @@ struct RunArgs {
     /// Client-side API burst.
     #[arg(long, default_value_t = 30)]
     kube_api_burst: u32,
+    /// Elect a leader through a Lease so that only one replica reconciles.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "wasmcm")]
+    leader_elect_resource_name: String,
+    /// Seconds a standby waits after the leader's last renewal before taking over.
+    #[arg(long, default_value_t = 15)]
+    leader_elect_lease_duration: u64,
+    /// Seconds the leader keeps trying to renew before giving up.
+    #[arg(long, default_value_t = 10)]
+    leader_elect_renew_deadline: u64,
+    /// Seconds between attempts to acquire or renew.
+    #[arg(long, default_value_t = 2)]
+    leader_elect_retry_period: u64,
 }
 
 #[derive(Args)]
@@ -141,12 +159,14 @@ fn main() -> ExitCode {
         .init();
     let mut cli = Cli::parse();
     // `wasmcm` alone runs the host.
-    let command = cli.command.take().unwrap_or(Command::Run(RunArgs {
-        workers: 5,
-        kube_api_qps: 20.0,
-        kube_api_burst: 30,
-        ..RunArgs::default()
-    }));
+    let command = match cli.command.take() {
+        Some(c) => c,
+        // Parsed rather than built, so `wasmcm` alone gets exactly `wasmcm run`'s defaults.
+        None => match Cli::try_parse_from(["wasmcm", "run"]).map(|c| c.command) {
+            Ok(Some(run)) => run,
+            _ => unreachable!("`wasmcm run` parses with its defaults"),
+        },
+    };
     match run(cli, command) {
         Ok(code) => code,
         Err(e) => {
@@ -264,6 +284,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     use wasmcm::controller::ControllerConfig;
     use wasmcm::host::{Host, HostConfig};
     use wasmcm::kubeapi::ClientRate;
+    use wasmcm::leader::LeaderConfig;
     let plugins: Vec<std::sync::Arc<Plugin>> = builtin::names()
         .map(|name| load_plugin(engine, name, Limits::default()).map(std::sync::Arc::new))
         .collect::<anyhow::Result<_>>()?;
@@ -291,17 +312,35 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let client = kube::Client::try_from(config)?;
+        let identity = std::env::var("HOSTNAME").unwrap_or_else(|_| format!("wasmcm-{}", std::process::id()));
+        let leader = args.leader_elect.then(|| LeaderConfig {
+            lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
+            renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
+            retry_period: Duration::from_secs(args.leader_elect_retry_period),
+            ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
+        });
         let host_config = HostConfig {
             controller: ControllerConfig { workers: args.workers, ..ControllerConfig::default() },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
+            leader,
         };
         let host = Host::start(client, plugins, host_config).await?;
         println!("wasmcm running: {} (Ctrl-C to stop)", builtin::names().collect::<Vec<_>>().join(", "));
-        tokio::signal::ctrl_c().await?;
+        let mut leading = host.leading();
+        let lost = async {
+            let _ = leading.wait_for(|l| *l).await;
+            let _ = leading.wait_for(|l| !*l).await;
+        };
+        // Like kube-controller-manager, a host that loses its lease exits: its restart
+        // rejoins as a standby with fresh state.
+        let code = tokio::select! {
+            r = tokio::signal::ctrl_c() => { r?; ExitCode::SUCCESS }
+            _ = lost => { tracing::error!("leadership lost; exiting"); ExitCode::from(1) }
+        };
         host.shutdown().await;
         if let Some(c) = cluster {
             c.shutdown().await;
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(code)
     })
 }
