@@ -14,6 +14,7 @@ use wasmcm_guest::{Instant, Kind, Request, Selector};
 
 use crate::expectations::Expectations;
 use crate::informers::{Change, Informer, Informers, Object, PluginCache};
+use crate::metrics::Metrics;
 use crate::plugins::{CallError, Plugin};
 use crate::queue::{RateLimit, WorkQueue};
 use crate::writer::{self, Api};
@@ -46,6 +47,7 @@ pub struct Controller<A> {
     /// Why each key's last outcome failed to be written.
     failures: Mutex<HashMap<String, String>>,
     config: ControllerConfig,
+    metrics: Arc<Metrics>,
 }
 
 fn group_of(api_version: &str) -> &str {
@@ -63,6 +65,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         informers: &Informers,
         api: Arc<A>,
         config: ControllerConfig,
+        metrics: Arc<Metrics>,
     ) -> anyhow::Result<Arc<Self>> {
         let info = plugin.info().clone();
         let primary = informers.informer(&info.primary).await?;
@@ -78,10 +81,21 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         for i in &all {
             i.wait_synced().await;
         }
+        let queue = Arc::new(WorkQueue::new(config.rate.clone()).with_metrics(metrics.clone(), &info.name));
+        {
+            let (queue, informers, m) = (queue.clone(), all.clone(), metrics.clone());
+            metrics.on_scrape(move || {
+                queue.refresh_metrics();
+                for i in &informers {
+                    m.informer_objects.get_or_create(&vec![("kind".into(), i.kind().to_string())]).set(i.len() as i64);
+                }
+            });
+        }
         Ok(Arc::new(Controller {
             cache: Arc::new(PluginCache::new(all.clone())),
             informers: all,
-            queue: Arc::new(WorkQueue::new(config.rate.clone())),
+            queue,
+            metrics,
             expectations: Expectations::default(),
             failures: Mutex::new(HashMap::new()),
             plugin,
@@ -221,13 +235,36 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         let plugin = self.plugin.clone();
         let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> = self.cache.clone();
         let started = std::time::Instant::now();
+        let outcome = self.reconcile(key, namespace, name, request, plugin, cache, started).await;
+        let labels = vec![
+            ("plugin".to_string(), info.name.clone()),
+            ("version".to_string(), info.version.clone()),
+            ("outcome".to_string(), outcome.to_string()),
+        ];
+        self.metrics.reconciles.get_or_create(&labels).inc();
+        self.metrics.reconcile_duration.get_or_create(&labels[..2].to_vec()).observe(started.elapsed().as_secs_f64());
+    }
+
+    /// Runs the plugin and the writer for `key`; returns the outcome's metric label.
+    #[allow(clippy::too_many_arguments)]
+    async fn reconcile(
+        &self,
+        key: &str,
+        namespace: &str,
+        name: &str,
+        request: Request,
+        plugin: Arc<Plugin>,
+        cache: Arc<dyn wasmcm_guest::Cache + Send + Sync>,
+        started: std::time::Instant,
+    ) -> &'static str {
+        let info = self.plugin.info();
         let result = tokio::task::spawn_blocking(move || plugin.reconcile(&request, cache)).await;
         let result = match result {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(plugin = %info.name, key, "reconcile task failed: {e}");
                 self.retry(key, "the reconcile task failed");
-                return;
+                return "error";
             }
         };
         match result {
@@ -243,6 +280,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
                             f.insert(key.to_string(), failure.clone());
                         }
                         self.retry(key, &failure);
+                        "write_failed"
                     }
                     None => {
                         if let Ok(mut f) = self.failures.lock() {
@@ -252,16 +290,24 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
                         if let Some(ms) = outcome.requeue_after_ms {
                             self.queue.add_after(key.to_string(), std::time::Duration::from_millis(ms));
                         }
+                        "success"
                     }
                 }
             }
             Err(e @ CallError::Plugin { retryable: false, .. }) => {
                 tracing::error!(plugin = %info.name, key, "{e}; not retrying until the object changes");
                 self.queue.forget(&key.to_string());
+                "error"
+            }
+            Err(e @ CallError::Plugin { .. }) => {
+                tracing::warn!(plugin = %info.name, key, "{e}");
+                self.retry(key, &e.to_string());
+                "error"
             }
             Err(e) => {
                 tracing::warn!(plugin = %info.name, key, "{e}");
                 self.retry(key, &e.to_string());
+                "trap"
             }
         }
     }

@@ -11,6 +11,7 @@ use crate::controller::{Controller, ControllerConfig};
 use crate::informers::Informers;
 use crate::kubeapi::{ClientRate, KubeApi};
 use crate::leader::{Elector, LeaderConfig};
+use crate::metrics::Metrics;
 use crate::plugins::Plugin;
 
 #[derive(Clone, Debug, Default)]
@@ -33,7 +34,12 @@ pub struct Host {
 }
 
 impl Host {
-    pub async fn start(client: kube::Client, plugins: Vec<Arc<Plugin>>, config: HostConfig) -> anyhow::Result<Host> {
+    pub async fn start(
+        client: kube::Client,
+        plugins: Vec<Arc<Plugin>>,
+        config: HostConfig,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Host> {
         let client_for_lease = client.clone();
         let informers = Arc::new(Informers::new(client.clone()));
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| format!("wasmcm-{}", std::process::id()));
@@ -41,7 +47,7 @@ impl Host {
         let mut controllers = Vec::new();
         for plugin in plugins {
             let name = plugin.info().name.clone();
-            let c = Controller::new(plugin, &informers, api.clone(), config.controller.clone())
+            let c = Controller::new(plugin, &informers, api.clone(), config.controller.clone(), metrics.clone())
                 .await
                 .map_err(|e| anyhow::anyhow!("plugin {name}: {e:#}"))?;
             tracing::info!(plugin = %name, "caches synced; reconciling");
@@ -60,16 +66,19 @@ impl Host {
         };
         let mut tasks = tokio::task::JoinSet::new();
         let (workers, mut lead) = (controllers.clone(), leading.clone());
+        let gauge = metrics.clone();
         tasks.spawn(async move {
             if lead.wait_for(|l| *l).await.is_err() {
                 return;
             }
+            gauge.leader.set(1);
             let mut runs = tokio::task::JoinSet::new();
             for c in &workers {
                 runs.spawn(c.clone().run());
             }
             // Not leading any more (lost, or shutting down): start nothing new.
             let _ = lead.wait_for(|l| !*l).await;
+            gauge.leader.set(0);
             for c in &workers {
                 c.queue().shut_down_and_drain().await;
             }

@@ -9,6 +9,7 @@ pub mod host;
 pub mod informers;
 pub mod kubeapi;
 pub mod leader;
+pub mod metrics;
 pub mod plugins;
 pub mod queue;
 pub mod simulate;

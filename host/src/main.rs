@@ -77,6 +77,9 @@ struct RunArgs {
     /// Client-side API burst.
     #[arg(long, default_value_t = 30)]
     kube_api_burst: u32,
+    /// Where to serve /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    metrics_bind_address: std::net::SocketAddr,
     /// Elect a leader through a Lease so that only one replica reconciles.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     leader_elect: bool,
@@ -324,7 +327,14 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
             leader,
         };
-        let host = Host::start(client, plugins, host_config).await?;
+        let metrics = std::sync::Arc::new(wasmcm::metrics::Metrics::default());
+        let (ready, ready_rx) = tokio::sync::watch::channel(false);
+        let bound = wasmcm::metrics::serve(args.metrics_bind_address, metrics.clone(), ready_rx)
+            .await
+            .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
+        println!("metrics: http://{bound}/metrics");
+        let host = Host::start(client, plugins, host_config, metrics).await?;
+        ready.send_replace(true);
         println!("wasmcm running: {} (Ctrl-C to stop)", builtin::names().collect::<Vec<_>>().join(", "));
         let mut leading = host.leading();
         let lost = async {

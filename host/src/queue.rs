@@ -8,11 +8,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::metrics::{Labels, Metrics};
 
 /// client-go's `DefaultControllerRateLimiter`.
 #[derive(Clone, Debug)]
@@ -46,6 +48,9 @@ struct State<K> {
     failures: HashMap<K, u32>,
     bucket: Bucket,
     shutting_down: bool,
+    /// When each queued key was added, and when each key in flight was handed out.
+    added_at: HashMap<K, Instant>,
+    started_at: HashMap<K, Instant>,
 }
 
 pub struct WorkQueue<K> {
@@ -53,6 +58,7 @@ pub struct WorkQueue<K> {
     limit: RateLimit,
     wake: Notify,
     idle: Notify,
+    metrics: Option<(Arc<Metrics>, Labels)>,
 }
 
 impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
@@ -68,11 +74,31 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 failures: HashMap::new(),
                 bucket: Bucket { tokens: f64::from(limit.burst), last: Instant::now() },
                 shutting_down: false,
+                added_at: HashMap::new(),
+                started_at: HashMap::new(),
             }),
             limit,
             wake: Notify::new(),
             idle: Notify::new(),
+            metrics: None,
         }
+    }
+
+    /// Reports client-go's workqueue metrics under `name="<name>"`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>, name: &str) -> Self {
+        self.metrics = Some((metrics, vec![("name".to_string(), name.to_string())]));
+        self
+    }
+
+    /// In-flight work: the total age and the oldest, for the gauges read at scrape time.
+    pub fn refresh_metrics(&self) {
+        let Some((m, labels)) = &self.metrics else { return };
+        let s = self.lock();
+        let ages = s.started_at.values().map(|t| t.elapsed().as_secs_f64());
+        let (total, longest) = ages.fold((0.0, 0.0f64), |(t, l), a| (t + a, l.max(a)));
+        m.unfinished_work.get_or_create(labels).set(total);
+        m.longest_running.get_or_create(labels).set(longest);
+        m.queue_depth.get_or_create(labels).set(s.queue.len() as i64);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
@@ -82,17 +108,28 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// Queues `key` now (no-op if already queued, or after shutdown).
     pub fn add(&self, key: K) {
         let mut s = self.lock();
-        Self::add_locked(&mut s, key);
+        self.add_locked(&mut s, key);
         drop(s);
         self.wake.notify_one();
     }
 
-    fn add_locked(s: &mut State<K>, key: K) {
+    fn add_locked(&self, s: &mut State<K>, key: K) {
         if s.shutting_down || !s.dirty.insert(key.clone()) {
             return;
         }
+        if let Some((m, labels)) = &self.metrics {
+            m.queue_adds.get_or_create(labels).inc();
+        }
+        s.added_at.entry(key.clone()).or_insert_with(Instant::now);
         if !s.processing.contains(&key) {
             s.queue.push_back(key);
+        }
+        self.set_depth(s);
+    }
+
+    fn set_depth(&self, s: &State<K>) {
+        if let Some((m, labels)) = &self.metrics {
+            m.queue_depth.get_or_create(labels).set(s.queue.len() as i64);
         }
     }
 
@@ -123,6 +160,9 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     /// Queues `key` after its rate-limited backoff, counting a failure.
     pub fn add_rate_limited(&self, key: K) {
+        if let Some((m, labels)) = &self.metrics {
+            m.queue_retries.get_or_create(labels).inc();
+        }
         let delay = self.when(&key);
         self.add_after(key, delay);
     }
@@ -166,14 +206,14 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     }
 
     /// Moves due delayed keys into the queue; returns when the next one is due.
-    fn promote(s: &mut State<K>, now: Instant) -> Option<Instant> {
+    fn promote(&self, s: &mut State<K>, now: Instant) -> Option<Instant> {
         while let Some((&(due, seq), _)) = s.by_due.iter().next() {
             if due > now {
                 return Some(due);
             }
             if let Some(key) = s.by_due.remove(&(due, seq)) {
                 s.delayed.remove(&key);
-                Self::add_locked(s, key);
+                self.add_locked(s, key);
             }
         }
         None
@@ -189,10 +229,16 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 if s.shutting_down {
                     return None;
                 }
-                let next_due = Self::promote(&mut s, Instant::now());
+                let next_due = self.promote(&mut s, Instant::now());
                 if let Some(key) = s.queue.pop_front() {
                     s.dirty.remove(&key);
                     s.processing.insert(key.clone());
+                    let now = Instant::now();
+                    if let (Some((m, labels)), Some(added)) = (&self.metrics, s.added_at.remove(&key)) {
+                        m.queue_duration.get_or_create(labels).observe(now.duration_since(added).as_secs_f64());
+                    }
+                    s.started_at.insert(key.clone(), now);
+                    self.set_depth(&s);
                     // Others may be waiting on keys that are also ready.
                     if !s.queue.is_empty() {
                         self.wake.notify_one();
@@ -217,6 +263,9 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     pub fn done(&self, key: &K) {
         let mut s = self.lock();
         s.processing.remove(key);
+        if let (Some((m, labels)), Some(started)) = (&self.metrics, s.started_at.remove(key)) {
+            m.work_duration.get_or_create(labels).observe(started.elapsed().as_secs_f64());
+        }
         if s.dirty.contains(key) && !s.shutting_down {
             s.queue.push_back(key.clone());
             drop(s);

@@ -12,9 +12,15 @@ use kube::{Client, Config};
 use serde_json::json;
 use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
+use wasmcm::metrics::Metrics;
 use wasmcm::plugins::{Engine, EngineConfig, Limits};
 
 async fn start() -> (Cluster, Client, Host) {
+    let (cluster, client, host, _) = start_with_metrics().await;
+    (cluster, client, host)
+}
+
+async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
     let config = ClusterConfig {
         kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
         ..ClusterConfig::default()
@@ -26,8 +32,29 @@ async fn start() -> (Cluster, Client, Host) {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
     let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
     let plugin = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap();
-    let host = Host::start(client.clone(), vec![Arc::new(plugin)], HostConfig::default()).await.unwrap();
-    (cluster, client, host)
+    let metrics = Arc::new(Metrics::default());
+    let host =
+        Host::start(client.clone(), vec![Arc::new(plugin)], HostConfig::default(), metrics.clone()).await.unwrap();
+    (cluster, client, host, metrics)
+}
+
+/// A plain HTTP GET, enough for the metrics endpoint.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, out)
+}
+
+/// The value of the first sample of `series` whose labels include `labels`.
+fn sample(text: &str, series: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(series) && l[series.len()..].starts_with(['{', ' ']))
+        .find(|l| labels.iter().all(|want| l.contains(want)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
 async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
@@ -61,7 +88,13 @@ async fn active_pods(pods: &Api<Pod>, app: &str) -> Vec<Pod> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
-    let (_cluster, client, host) = start().await;
+    let (_cluster, client, host, metrics) = start_with_metrics().await;
+    let (ready, ready_rx) = tokio::sync::watch::channel(false);
+    let addr = wasmcm::metrics::serve("127.0.0.1:0".parse().unwrap(), metrics, ready_rx).await.unwrap();
+    assert_eq!(http_get(addr, "/readyz").await.0, 503, "not ready before the host says so");
+    ready.send_replace(true);
+    assert_eq!(http_get(addr, "/readyz").await.0, 200);
+    assert_eq!(http_get(addr, "/healthz").await.0, 200);
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     rss.create(&PostParams::default(), &replica_set("web", 3)).await.unwrap();
@@ -115,6 +148,22 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
         reasons.iter().any(|r| r == "SuccessfulCreate") && reasons.iter().any(|r| r == "SuccessfulDelete"),
         "{reasons:?}"
     );
+
+    let (code, text) = http_get(addr, "/metrics").await;
+    assert_eq!(code, 200);
+    let q = "name=\"replicaset\"";
+    assert!(sample(&text, "workqueue_adds_total", &[q]).is_some_and(|v| v >= 3.0), "{text}");
+    assert!(sample(&text, "workqueue_depth", &[q]).is_some());
+    assert!(sample(&text, "workqueue_queue_duration_seconds_count", &[q]).is_some_and(|v| v >= 3.0));
+    assert!(sample(&text, "workqueue_work_duration_seconds_count", &[q]).is_some_and(|v| v >= 3.0));
+    assert!(sample(&text, "workqueue_retries_total", &[q]).is_some());
+    assert!(sample(&text, "workqueue_unfinished_work_seconds", &[q]).is_some());
+    assert!(sample(&text, "workqueue_longest_running_processor_seconds", &[q]).is_some());
+    let ok = ["plugin=\"replicaset\"", "version=\"0.1.0\"", "outcome=\"success\""];
+    assert!(sample(&text, "wasmcm_reconciles_total", &ok).is_some_and(|v| v >= 3.0), "{text}");
+    assert!(sample(&text, "wasmcm_reconcile_duration_seconds_count", &ok[..2]).is_some_and(|v| v >= 3.0));
+    assert_eq!(sample(&text, "wasmcm_leader", &[]), Some(1.0));
+    assert!(sample(&text, "wasmcm_informer_objects", &["kind=\"v1/Pod\""]).is_some_and(|v| v >= 1.0));
 
     // Deleting the ReplicaSet cascades to its pods.
     rss.delete("web", &DeleteParams::default()).await.unwrap();

@@ -35,7 +35,7 @@ async fn host(cluster: &Cluster, identity: &str) -> Host {
         ..LeaderConfig::new("kube-system", "wasmcm", identity)
     };
     let config = HostConfig { leader: Some(leader), ..HostConfig::default() };
-    Host::start(client(cluster).await, vec![plugin()], config).await.unwrap()
+    Host::start(client(cluster).await, vec![plugin()], config, Default::default()).await.unwrap()
 }
 
 async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut f: F) -> T
