@@ -86,7 +86,16 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     /// Reports client-go's workqueue metrics under `name="<name>"`.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>, name: &str) -> Self {
-        self.metrics = Some((metrics, vec![("name".to_string(), name.to_string())]));
+        let labels = vec![("name".to_string(), name.to_string())];
+        // Every series exists from the start, at zero, as client-go exposes them.
+        metrics.queue_adds.get_or_create(&labels);
+        metrics.queue_retries.get_or_create(&labels);
+        metrics.queue_depth.get_or_create(&labels);
+        metrics.queue_duration.get_or_create(&labels);
+        metrics.work_duration.get_or_create(&labels);
+        metrics.unfinished_work.get_or_create(&labels);
+        metrics.longest_running.get_or_create(&labels);
+        self.metrics = Some((metrics, labels));
         self
     }
 
