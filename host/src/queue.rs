@@ -88,13 +88,13 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     pub fn with_metrics(mut self, metrics: Arc<Metrics>, name: &str) -> Self {
         let labels = vec![("name".to_string(), name.to_string())];
         // Every series exists from the start, at zero, as client-go exposes them.
-        metrics.queue_adds.get_or_create(&labels);
-        metrics.queue_retries.get_or_create(&labels);
-        metrics.queue_depth.get_or_create(&labels);
-        metrics.queue_duration.get_or_create(&labels);
-        metrics.work_duration.get_or_create(&labels);
-        metrics.unfinished_work.get_or_create(&labels);
-        metrics.longest_running.get_or_create(&labels);
+        drop(metrics.queue_adds.get_or_create(&labels));
+        drop(metrics.queue_retries.get_or_create(&labels));
+        drop(metrics.queue_depth.get_or_create(&labels));
+        drop(metrics.queue_duration.get_or_create(&labels));
+        drop(metrics.work_duration.get_or_create(&labels));
+        drop(metrics.unfinished_work.get_or_create(&labels));
+        drop(metrics.longest_running.get_or_create(&labels));
         self.metrics = Some((metrics, labels));
         self
     }
