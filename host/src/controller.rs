@@ -235,7 +235,20 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         let plugin = self.plugin.clone();
         let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> = self.cache.clone();
         let started = std::time::Instant::now();
-        let outcome = self.reconcile(key, namespace, name, request, plugin, cache, started).await;
+        let span = tracing::info_span!(
+            "reconcile",
+            plugin = %info.name,
+            version = %info.version,
+            key,
+            duration_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let outcome =
+            tracing::Instrument::instrument(self.reconcile(key, namespace, name, request, plugin, cache), span.clone())
+                .await;
+        span.record("duration_ms", started.elapsed().as_millis() as u64);
+        span.record("outcome", outcome);
+        span.in_scope(|| tracing::debug!("reconciled"));
         let labels = vec![
             ("plugin".to_string(), info.name.clone()),
             ("version".to_string(), info.version.clone()),
@@ -246,7 +259,6 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
     }
 
     /// Runs the plugin and the writer for `key`; returns the outcome's metric label.
-    #[allow(clippy::too_many_arguments)]
     async fn reconcile(
         &self,
         key: &str,
@@ -255,7 +267,6 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         request: Request,
         plugin: Arc<Plugin>,
         cache: Arc<dyn wasmcm_guest::Cache + Send + Sync>,
-        started: std::time::Instant,
     ) -> &'static str {
         let info = self.plugin.info();
         let result = tokio::task::spawn_blocking(move || plugin.reconcile(&request, cache)).await;
@@ -272,8 +283,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
                 let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
                 let context = writer::Context { expectations: Some(&self.expectations), primary_uid: uid.as_deref() };
                 let report = writer::execute(&*self.api, info, namespace, name, &outcome, context).await;
-                tracing::debug!(plugin = %info.name, version = %info.version, key, duration_ms = started.elapsed().as_millis() as u64,
-                    actions = report.actions.len(), "reconciled");
+                tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
                 match report.failure {
                     Some(failure) => {
                         if let Ok(mut f) = self.failures.lock() {

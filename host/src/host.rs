@@ -40,10 +40,22 @@ impl Host {
         config: HostConfig,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Host> {
-        let client_for_lease = client.clone();
         let informers = Arc::new(Informers::new(client.clone()));
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| format!("wasmcm-{}", std::process::id()));
-        let api = Arc::new(KubeApi::new(client, config.client_rate.clone(), &instance));
+        let mut api = KubeApi::new(client.clone(), config.client_rate.clone(), &instance);
+        let (stop, stop_rx) = watch::channel(false);
+        let (leading, always, elector) = match config.leader {
+            Some(lc) => {
+                let e = Elector::new(client, lc);
+                (e.leading(), None, Some(e.run(stop_rx)))
+            }
+            None => {
+                let (tx, rx) = watch::channel(true);
+                (rx, Some(tx), None)
+            }
+        };
+        api = api.gated_by(leading.clone());
+        let api = Arc::new(api);
         let mut controllers = Vec::new();
         for plugin in plugins {
             let name = plugin.info().name.clone();
@@ -53,17 +65,8 @@ impl Host {
             tracing::info!(plugin = %name, "caches synced; reconciling");
             controllers.push(c);
         }
-        let (stop, stop_rx) = watch::channel(false);
-        let (leading, always, elector) = match config.leader {
-            Some(lc) => {
-                let e = Elector::new(client_for_lease, lc);
-                (e.leading(), None, Some(tokio::spawn(e.run(stop_rx))))
-            }
-            None => {
-                let (tx, rx) = watch::channel(true);
-                (rx, Some(tx), None)
-            }
-        };
+        // Campaign only once the caches are warm, so a new leader can act at once.
+        let elector = elector.map(tokio::spawn);
         let mut tasks = tokio::task::JoinSet::new();
         let (workers, mut lead) = (controllers.clone(), leading.clone());
         let gauge = metrics.clone();

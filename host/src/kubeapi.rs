@@ -41,6 +41,9 @@ pub struct KubeApi {
     /// Who records the events (`source.component`, `reportingInstance`).
     component: String,
     instance: String,
+    /// Writes are refused unless this says the host leads: a host that lost its lease
+    /// must never write, even with a reconcile still in flight.
+    leading: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 fn api_error(e: kube::Error) -> ApiError {
@@ -60,6 +63,20 @@ impl KubeApi {
             bucket: Mutex::new(bucket),
             component: "wasmcm".into(),
             instance: instance.into(),
+            leading: None,
+        }
+    }
+
+    /// Gates every write on `leading`.
+    pub fn gated_by(mut self, leading: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.leading = Some(leading);
+        self
+    }
+
+    fn check_leading(&self) -> Result<(), ApiError> {
+        match &self.leading {
+            Some(l) if !*l.borrow() => Err(ApiError::new(503, "NotLeader", "this host does not hold the leader lease")),
+            _ => Ok(()),
         }
     }
 
@@ -80,6 +97,7 @@ impl KubeApi {
     }
 
     async fn api(&self, kind: &Kind, namespace: &str) -> Result<Api<DynamicObject>, ApiError> {
+        self.check_leading()?;
         let cached = self.resources.lock().unwrap_or_else(|e| e.into_inner()).get(kind).cloned();
         let (resource, namespaced) = match cached {
             Some(r) => r,

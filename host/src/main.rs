@@ -20,6 +20,10 @@ struct Cli {
     #[arg(long, global = true)]
     no_cache: bool,
 
+    /// Log format: human-readable text, or one JSON object per line.
+    #[arg(long, global = true, env = "WASMCM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -63,40 +67,40 @@ struct SimulateArgs {
 struct RunArgs {
     /// Use this kubeconfig's cluster instead of starting an embedded one (an ambient
     /// $KUBECONFIG is deliberately not enough: without flags the host runs on its own cluster).
-    #[arg(long)]
+    #[arg(long, env = "WASMCM_KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use.
-    #[arg(long)]
+    #[arg(long, env = "WASMCM_CONTEXT")]
     context: Option<String>,
     /// Workers per plugin.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, env = "WASMCM_WORKERS", default_value_t = 5)]
     workers: usize,
     /// Client-side API rate limit (queries per second).
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, env = "WASMCM_KUBE_API_QPS", default_value_t = 20.0)]
     kube_api_qps: f64,
     /// Client-side API burst.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, env = "WASMCM_KUBE_API_BURST", default_value_t = 30)]
     kube_api_burst: u32,
     /// Where to serve /metrics, /healthz and /readyz.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "WASMCM_METRICS_BIND_ADDRESS", default_value = "127.0.0.1:8080")]
     metrics_bind_address: std::net::SocketAddr,
     /// Elect a leader through a Lease so that only one replica reconciles.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, env = "WASMCM_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     leader_elect: bool,
     /// Namespace of the leader-election Lease.
-    #[arg(long, default_value = "kube-system")]
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAMESPACE", default_value = "kube-system")]
     leader_elect_resource_namespace: String,
     /// Name of the leader-election Lease.
-    #[arg(long, default_value = "wasmcm")]
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAME", default_value = "wasmcm")]
     leader_elect_resource_name: String,
     /// Seconds a standby waits after the leader's last renewal before taking over.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, env = "WASMCM_LEADER_ELECT_LEASE_DURATION", default_value_t = 15)]
     leader_elect_lease_duration: u64,
     /// Seconds the leader keeps trying to renew before giving up.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RENEW_DEADLINE", default_value_t = 10)]
     leader_elect_renew_deadline: u64,
     /// Seconds between attempts to acquire or renew.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RETRY_PERIOD", default_value_t = 2)]
     leader_elect_retry_period: u64,
 }
 
@@ -154,20 +158,25 @@ impl LimitArgs {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,wasmcm=info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let mut cli = Cli::parse();
+    let filter = || tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,wasmcm=info".into());
+    if cli.log_format == "json" {
+        tracing_subscriber::fmt().json().with_env_filter(filter()).with_writer(std::io::stderr).init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).init();
+    }
     // `wasmcm` alone runs the host.
     let command = match cli.command.take() {
         Some(c) => c,
-        // Parsed rather than built, so `wasmcm` alone gets exactly `wasmcm run`'s defaults.
+        // Parsed rather than built, so `wasmcm` alone gets exactly `wasmcm run`'s defaults
+        // (including its environment variables).
         None => match Cli::try_parse_from(["wasmcm", "run"]).map(|c| c.command) {
             Ok(Some(run)) => run,
-            _ => unreachable!("`wasmcm run` parses with its defaults"),
+            Ok(None) => return ExitCode::from(2),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
         },
     };
     match run(cli, command) {
