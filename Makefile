@@ -28,3 +28,4 @@ test: toolchain
 bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
 	cargo bench -p wasmcm --bench cluster
+	cargo bench -p wasmcm --bench host

@@ -26,11 +26,13 @@ pub struct ControllerConfig {
     /// controller's `maxRetries`).
     pub max_retries: u32,
     pub rate: RateLimit,
+    /// Reconcile every primary this often even without changes (off by default).
+    pub resync: Option<std::time::Duration>,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        ControllerConfig { workers: 5, max_retries: 15, rate: RateLimit::default() }
+        ControllerConfig { workers: 5, max_retries: 15, rate: RateLimit::default(), resync: None }
     }
 }
 
@@ -131,6 +133,17 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             });
         }
         self.enqueue_all();
+        if let Some(period) = self.config.resync.filter(|p| !p.is_zero()) {
+            let me = self.clone();
+            tasks.spawn(async move {
+                let mut tick = tokio::time::interval(period);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    me.enqueue_all();
+                }
+            });
+        }
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..self.config.workers.max(1) {
             let me = self.clone();

@@ -81,6 +81,9 @@ struct RunArgs {
     /// Client-side API burst.
     #[arg(long, env = "WASMCM_KUBE_API_BURST", default_value_t = 30)]
     kube_api_burst: u32,
+    /// Reconcile every object this often (seconds) even without changes; 0 = off.
+    #[arg(long, env = "WASMCM_RESYNC_PERIOD", default_value_t = 0)]
+    resync_period: u64,
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, env = "WASMCM_METRICS_BIND_ADDRESS", default_value = "127.0.0.1:8080")]
     metrics_bind_address: std::net::SocketAddr,
@@ -332,7 +335,11 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
         });
         let host_config = HostConfig {
-            controller: ControllerConfig { workers: args.workers, ..ControllerConfig::default() },
+            controller: ControllerConfig {
+                workers: args.workers,
+                resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
+                ..ControllerConfig::default()
+            },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
             leader,
         };

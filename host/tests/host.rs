@@ -215,3 +215,47 @@ async fn fifty_replica_sets_converge_exactly_despite_lagging_watches_and_failing
     assert_eq!(deletes, 0, "no pod was created twice");
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn resync_reconciles_unchanged_objects_only_when_enabled() {
+    let reconciles = |m: &Metrics| -> f64 {
+        m.encode()
+            .lines()
+            .filter(|l| l.starts_with("wasmcm_reconciles_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    for resync in [None, Some(Duration::from_millis(200))] {
+        let cluster = Cluster::start(ClusterConfig::default()).await.unwrap();
+        let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+        let client =
+            Client::try_from(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap())
+                .unwrap();
+        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
+        let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
+        let plugin = Arc::new(
+            engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap(),
+        );
+        let metrics = Arc::new(Metrics::default());
+        let mut config = HostConfig::default();
+        config.controller.resync = resync;
+        let host = Host::start(client.clone(), vec![plugin], config, metrics.clone()).await.unwrap();
+        let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+        let mut rs = replica_set("quiet", 0);
+        rs.spec.replicas = Some(0);
+        rss.create(&PostParams::default(), &rs).await.unwrap();
+        eventually("the status to be written", || async {
+            rss.get("quiet").await.ok()?.status?.observed_generation.filter(|g| *g == 1)
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = reconciles(&metrics);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let grew = reconciles(&metrics) - before;
+        match resync {
+            None => assert_eq!(grew, 0.0, "nothing changed, nothing reconciled"),
+            Some(_) => assert!(grew >= 3.0, "resync reconciled {grew} times in 1.5 s"),
+        }
+        host.shutdown().await;
+    }
+}

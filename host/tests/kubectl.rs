@@ -304,3 +304,51 @@ fn get_watch_streams_changes() {
     assert!(lines.len() >= 2, "the watch printed the pod's changes: {text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(lines.iter().any(|l| l.contains("Running")), "{text}");
 }
+
+#[test]
+fn the_run_command_makes_kubectl_created_replica_sets_run() {
+    use std::io::{BufRead, BufReader};
+    let kubectl = kubectl_path();
+    let mut host = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
+        .env("RUST_LOG", "warn")
+        .env("WASMCM_CACHE_DIR", PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("wasmcm runs");
+    let mut lines = BufReader::new(host.stdout.take().unwrap()).lines();
+    let kubeconfig = loop {
+        let line = lines.next().expect("wasmcm prints the kubeconfig").unwrap();
+        if let Some(rest) = line.split("KUBECONFIG=").nth(1) {
+            break PathBuf::from(rest.split_whitespace().next().unwrap());
+        }
+    };
+    // Wait for the host itself to be up before creating.
+    for line in lines.by_ref() {
+        if line.unwrap().starts_with("wasmcm running") {
+            break;
+        }
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let kubectl_ok = |args: &[&str]| {
+        let out = Command::new(&kubectl).args(args).env("KUBECONFIG", &kubeconfig).output().unwrap();
+        assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    kubectl_ok(&["create", "-f", root.join("examples/replicaset.yaml").to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let phases = kubectl_ok(&["get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.phase}"]);
+        if phases.split_whitespace().filter(|p| *p == "Running").count() == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "pods did not run: {phases}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = host.kill();
+    let _ = host.wait();
+    if let Some(dir) = kubeconfig.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
