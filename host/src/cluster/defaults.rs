@@ -422,67 +422,14 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// A resource.Quantity in units of 10^-9, saturating; None when it does not parse.
-/// Precision below a nano-unit is irrelevant for QoS comparisons.
+/// A resource.Quantity in units of 10^-9 (JSON numbers are accepted too); None when it does
+/// not parse. Precision below a nano-unit is irrelevant for QoS comparisons.
 fn quantity_nanos(v: &Value) -> Option<i128> {
-    let s = match v {
-        Value::String(s) => s.as_str(),
-        Value::Number(n) => return n.as_f64().map(|f| (f * 1e9).ceil() as i128),
-        _ => return None,
-    };
-    let (negative, rest) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let split = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-    let (number, suffix) = rest.split_at(split);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
-        return None;
+    match v {
+        Value::String(s) => super::quantity::nanos(s),
+        Value::Number(n) => n.as_f64().map(|f| (f * 1e9).ceil() as i128),
+        _ => None,
     }
-    let (mut exp10, binary): (i32, u32) = match suffix {
-        "" => (0, 0),
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 1),
-        "Mi" => (0, 2),
-        "Gi" => (0, 3),
-        "Ti" => (0, 4),
-        "Pi" => (0, 5),
-        "Ei" => (0, 6),
-        _ => {
-            let exp = suffix.strip_prefix(['e', 'E'])?;
-            let digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            (exp.parse::<i32>().ok()?, 0)
-        }
-    };
-    let mut mantissa: i128 = 0;
-    for b in whole.bytes().chain(fraction.bytes()) {
-        mantissa = mantissa.saturating_mul(10).saturating_add(i128::from(b - b'0'));
-    }
-    exp10 = exp10.saturating_add(9).saturating_sub(i32::try_from(fraction.len()).ok()?);
-    let mut value = mantissa;
-    if exp10 >= 0 {
-        for _ in 0..exp10.min(60) {
-            value = value.saturating_mul(10);
-        }
-    } else {
-        let divisor = (0..(-exp10).min(40)).fold(1i128, |d, _| d.saturating_mul(10));
-        value = if value == 0 { 0 } else { value.saturating_add(divisor - 1) / divisor };
-    }
-    value = value.saturating_mul(1i128 << (10 * binary));
-    Some(if negative { -value } else { value })
 }
 
 #[cfg(test)]
