@@ -297,6 +297,10 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
                 let context = writer::Context { expectations: Some(&self.expectations), primary_uid: uid.as_deref() };
                 let report = writer::execute(&*self.api, info, namespace, name, &outcome, context).await;
                 tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
+                if !report.refused.is_empty() {
+                    let labels = vec![("plugin".to_string(), info.name.clone())];
+                    self.metrics.intents_refused.get_or_create(&labels).inc_by(report.refused.len() as u64);
+                }
                 match report.failure {
                     Some(failure) => {
                         if let Ok(mut f) = self.failures.lock() {
@@ -338,8 +342,31 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
     fn retry(&self, key: &str, why: &str) {
         let key = key.to_string();
         if self.queue.num_requeues(&key) >= self.config.max_retries {
-            tracing::error!(plugin = %self.plugin.info().name, key, "dropping after {} retries: {why}", self.config.max_retries);
+            let info = self.plugin.info();
+            tracing::error!(plugin = %info.name, key, "dropping after {} retries: {why}", self.config.max_retries);
             self.queue.forget(&key);
+            // Tell whoever looks at the object, as the log alone would not.
+            let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+            let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
+            let event = wasmcm_guest::Event {
+                regarding: wasmcm_guest::ObjectRef {
+                    kind: info.primary.clone(),
+                    namespace: namespace.into(),
+                    name: name.into(),
+                },
+                event_type: wasmcm_guest::EventType::Warning,
+                reason: "ReconcileFailed".into(),
+                message: format!(
+                    "plugin {} {} gave up after {} retries until the object changes: {why}",
+                    info.name, info.version, self.config.max_retries
+                ),
+            };
+            let api = self.api.clone();
+            tokio::spawn(async move {
+                if let Err(e) = api.record_event(&event, uid.as_deref()).await {
+                    tracing::debug!("recording ReconcileFailed: {e}");
+                }
+            });
             return;
         }
         // Conflicts are the normal price of optimistic concurrency: retried quietly.

@@ -38,6 +38,7 @@ pub struct Metrics {
     pub longest_running: Family<Labels, Gauge<f64, AtomicU64>>,
     pub reconciles: Family<Labels, Counter>,
     pub reconcile_duration: HistogramFamily,
+    pub intents_refused: Family<Labels, Counter>,
     pub leader: Gauge,
     pub informer_objects: Family<Labels, Gauge>,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
@@ -57,6 +58,7 @@ impl Default for Metrics {
             longest_running: Family::default(),
             reconciles: Family::default(),
             reconcile_duration: Family::new_with_constructor(latency_histogram),
+            intents_refused: Family::default(),
             leader: Gauge::default(),
             informer_objects: Family::default(),
             refreshers: Mutex::new(Vec::new()),
@@ -94,6 +96,11 @@ impl Default for Metrics {
             "wasmcm_reconcile_duration_seconds",
             "Duration of a reconcile (plugin call and writes) by plugin and version",
             m.reconcile_duration.clone(),
+        );
+        registry.register(
+            "wasmcm_intents_refused",
+            "Intents refused by the writer (undeclared kind, other namespace, malformed), by plugin",
+            m.intents_refused.clone(),
         );
         registry.register("wasmcm_leader", "1 while this host holds the leader lease", m.leader.clone());
         registry.register("wasmcm_informer_objects", "Objects in each informer's cache", m.informer_objects.clone());

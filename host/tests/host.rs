@@ -259,3 +259,50 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
         host.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let cluster = Cluster::start(ClusterConfig::default()).await.unwrap();
+    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let client =
+        Client::try_from(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap())
+            .unwrap();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
+    let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
+    let hostile = std::path::PathBuf::from(env!("WASMCM_GUEST_DIR")).join("wasmcm_hostile.wasm");
+    let limits = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(50) };
+    let plugin = Arc::new(engine.load_file(&hostile, limits).unwrap());
+    let metrics = Arc::new(Metrics::default());
+    let mut config = HostConfig::default();
+    config.controller.max_retries = 2;
+    let host = Host::start(client.clone(), vec![plugin], config, metrics.clone()).await.unwrap();
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in ["loop", "write-secret"] {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let dropped = eventually("the looping key to be given up with an event", || async {
+        let list =
+            events.list(&ListParams::default().fields("reason=ReconcileFailed,involvedObject.name=loop")).await.ok()?;
+        list.items.into_iter().next()
+    })
+    .await;
+    let message = dropped.message.unwrap_or_default();
+    assert!(message.contains("gave up after 2 retries") && message.contains("deadline"), "{message}");
+    eventually("the refused write to be counted", || async {
+        metrics
+            .encode()
+            .lines()
+            .any(|l| {
+                l.starts_with("wasmcm_intents_refused_total{") && l.contains("plugin=\"hostile\"") && !l.ends_with(" 0")
+            })
+            .then_some(())
+    })
+    .await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "default");
+    assert!(secrets.get_opt("stolen").await.unwrap().is_none(), "the refused write was never sent");
+    host.shutdown().await;
+}
