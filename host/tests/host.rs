@@ -21,6 +21,17 @@ async fn start() -> (Cluster, Client, Host) {
 }
 
 async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
+    let (cluster, client, engine) = cluster_and_engine().await;
+    let plugin = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let host =
+        Host::start(client.clone(), vec![Arc::new(plugin)], HostConfig::default(), metrics.clone()).await.unwrap();
+    (cluster, client, host, metrics)
+}
+
+/// An embedded cluster (pods start after 50 ms), a client for it, and an engine whose
+/// compiled plugins are shared by the test binaries.
+async fn cluster_and_engine() -> (Cluster, Client, Engine) {
     let config = ClusterConfig {
         kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
         ..ClusterConfig::default()
@@ -31,11 +42,7 @@ async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
     let client = Client::try_from(config).unwrap();
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
     let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
-    let plugin = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap();
-    let metrics = Arc::new(Metrics::default());
-    let host =
-        Host::start(client.clone(), vec![Arc::new(plugin)], HostConfig::default(), metrics.clone()).await.unwrap();
-    (cluster, client, host, metrics)
+    (cluster, client, engine)
 }
 
 /// A plain HTTP GET, enough for the metrics endpoint.
@@ -226,13 +233,7 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
             .sum()
     };
     for resync in [None, Some(Duration::from_millis(200))] {
-        let cluster = Cluster::start(ClusterConfig::default()).await.unwrap();
-        let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-        let client =
-            Client::try_from(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap())
-                .unwrap();
-        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
-        let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
+        let (_cluster, client, engine) = cluster_and_engine().await;
         let plugin = Arc::new(
             engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap(),
         );
@@ -263,13 +264,7 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted() {
     use k8s_openapi::api::core::v1::ConfigMap;
-    let cluster = Cluster::start(ClusterConfig::default()).await.unwrap();
-    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    let client =
-        Client::try_from(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap())
-            .unwrap();
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
-    let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
+    let (_cluster, client, engine) = cluster_and_engine().await;
     let hostile = std::path::PathBuf::from(env!("WASMCM_GUEST_DIR")).join("wasmcm_hostile.wasm");
     let limits = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(50) };
     let plugin = Arc::new(engine.load_file(&hostile, limits).unwrap());
