@@ -9,7 +9,9 @@ use std::process::Command;
 #[path = "build/protobuf_schema.rs"]
 mod protobuf_schema;
 
-const GUESTS: &[&str] = &["wasmcm-replicaset", "wasmcm-hostile"];
+/// Built one cargo invocation each: a plugin that uses another as a library turns that one's
+/// `component` feature off, and feature unification across one invocation would turn it back on.
+const GUESTS: &[&str] = &["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-hostile"];
 const TARGET: &str = "wasm32-unknown-unknown";
 
 fn main() {
@@ -26,11 +28,19 @@ fn main() {
     protobuf_schema::generate(&cargo, &root, &out_dir.join("protobuf_schema.rs"));
 
     let target_dir = root.join("target").join("guests");
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root).args(["build", "--profile", "guest", "--target", TARGET, "--target-dir"]).arg(&target_dir);
     for guest in GUESTS {
-        cmd.args(["-p", guest]);
+        build_guest(&cargo, &root, &target_dir, guest);
     }
+    let out = target_dir.join(TARGET).join("guest");
+    println!("cargo:rustc-env=WASMCM_GUEST_DIR={}", out.display());
+}
+
+fn build_guest(cargo: &str, root: &std::path::Path, target_dir: &std::path::Path, guest: &str) {
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--profile", "guest", "--target", TARGET, "--target-dir"])
+        .arg(target_dir)
+        .args(["-p", guest]);
     // What the outer build sets for the host must not leak into the guests' build: a clippy
     // or coverage wrapper, host rustflags, a forced target.
     for var in [
@@ -49,10 +59,8 @@ fn main() {
     let status = cmd.status().expect("cannot run cargo to build the guest plugins");
     if !status.success() {
         panic!(
-            "building the guest plugins for {TARGET} failed (see above). If the target is missing, \
+            "building the guest plugin {guest} for {TARGET} failed (see above). If the target is missing, \
              run `rustup toolchain install` in the repository: rust-toolchain.toml names it."
         );
     }
-    let out = target_dir.join(TARGET).join("guest");
-    println!("cargo:rustc-env=WASMCM_GUEST_DIR={}", out.display());
 }

@@ -2,8 +2,10 @@
 //! build script.
 
 /// (name, component bytes) of each built-in plugin.
-pub const BUILTINS: &[(&str, &[u8])] =
-    &[("replicaset", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_replicaset.wasm")))];
+pub const BUILTINS: &[(&str, &[u8])] = &[
+    ("replicaset", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_replicaset.wasm"))),
+    ("deployment", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_deployment.wasm"))),
+];
 
 pub fn get(name: &str) -> Option<&'static [u8]> {
     BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)

@@ -47,7 +47,7 @@ enum Command {
 
 #[derive(Args)]
 struct SimulateArgs {
-    /// A built-in plugin name (replicaset) or a path to a .wasm component.
+    /// A built-in plugin name (replicaset, deployment, rollback) or a path to a .wasm component.
     #[arg(long)]
     plugin: String,
     /// The cluster state: a Kubernetes List (JSON or YAML) or multi-document YAML.

@@ -294,6 +294,17 @@ impl Snapshot {
         let rv = self.next_resource_version();
         let mut updated = self.items[i].clone();
         updated["status"] = object.get("status").cloned().unwrap_or_else(|| json!({}));
+        let kind = |v: &Value, f: &str| v.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+        if crate::cluster::api::status_takes_annotations(&kind(&updated, "apiVersion"), &kind(&updated, "kind")) {
+            match object.pointer("/metadata/annotations") {
+                Some(a) if a.as_object().is_some_and(|m| !m.is_empty()) => {
+                    meta_mut(&mut updated).insert("annotations".into(), a.clone());
+                }
+                _ => {
+                    meta_mut(&mut updated).remove("annotations");
+                }
+            }
+        }
         meta_mut(&mut updated).insert("resourceVersion".into(), rv.into());
         self.items[i] = updated.clone();
         Ok(updated)

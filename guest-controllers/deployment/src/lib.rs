@@ -1,6 +1,45 @@
-//! The Deployment controller of kube-controller-manager (`pkg/controller/deployment`), being
-//! ported as a wasmcm plugin. So far: `util.rs`, the revision, surge/unavailable, proportional
-//! scaling, template-hash and condition helpers the sync, rolling, recreate, progress and
-//! rollback logic are built on. It is not exported as a plugin until that logic lands.
+//! The Deployment controller of kube-controller-manager (`pkg/controller/deployment`) as a
+//! wasmcm plugin: plain Rust over a cache view, exported as a component on wasm32.
+//!
+//! Files follow upstream's: [`sync`] (syncDeployment, ReplicaSet discovery, scaling, cleanup,
+//! status), [`rolling`], [`recreate`], [`progress`], [`rollback`] (revision bookkeeping the
+//! rollback plugin builds on) and [`util`].
 
+#[doc(hidden)]
+pub mod fixtures;
+pub mod progress;
+pub mod recreate;
+pub mod rollback;
+pub mod rolling;
+pub mod sync;
 pub mod util;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Kind, Outcome, PluginInfo, Request};
+
+pub struct DeploymentController;
+
+impl Controller for DeploymentController {
+    fn describe() -> PluginInfo {
+        PluginInfo {
+            name: "deployment".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            primary: Kind::of::<Deployment>(),
+            owns: vec![Kind::of::<ReplicaSet>()],
+            // Recreate waits until the old pods are gone.
+            watches: vec![Kind::of::<Pod>()],
+            // Deployment for its status (and revision annotation); ReplicaSets it creates,
+            // scales, adopts, releases and deletes.
+            writes: vec![Kind::of::<Deployment>(), Kind::of::<ReplicaSet>()],
+            contract: CONTRACT_VERSION.into(),
+        }
+    }
+
+    fn reconcile(request: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
+        sync::sync(request, cache)
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
+wasmcm_guest::export_plugin!(DeploymentController);

@@ -285,6 +285,11 @@ pub fn revision(meta: &ObjectMeta) -> i64 {
     annotation(meta, REVISION_ANNOTATION).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
+/// The revision annotation as written, `""` when absent.
+pub fn revision_string(meta: &ObjectMeta) -> String {
+    annotation(meta, REVISION_ANNOTATION).unwrap_or("").to_string()
+}
+
 pub fn max_revision(replica_sets: &[&ReplicaSet]) -> i64 {
     replica_sets.iter().map(|rs| revision(&rs.metadata)).fold(0, i64::max)
 }
@@ -477,7 +482,7 @@ pub fn get_available_replica_count_for_replica_sets(replica_sets: &[&ReplicaSet]
     sum(replica_sets, available_replicas)
 }
 
-fn available_replicas(rs: &ReplicaSet) -> i32 {
+pub fn available_replicas(rs: &ReplicaSet) -> i32 {
     rs.status.as_ref().and_then(|s| s.available_replicas).unwrap_or(0)
 }
 
@@ -590,6 +595,15 @@ pub fn find_old_replica_sets<'a>(
 pub fn replica_sets_by_creation_timestamp(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
     let (ta, tb) = (a.metadata.creation_timestamp.as_ref(), b.metadata.creation_timestamp.as_ref());
     ta.map(|t| t.0).cmp(&tb.map(|t| t.0)).then_with(|| a.metadata.name.cmp(&b.metadata.name))
+}
+
+/// `ReplicaSetsByRevision`: lowest revision first; equal or unreadable ones by age.
+pub fn replica_sets_by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
+    let parse = |rs: &ReplicaSet| annotation(&rs.metadata, REVISION_ANNOTATION).and_then(|v| v.parse::<i64>().ok());
+    match (parse(a), parse(b)) {
+        (Some(ra), Some(rb)) if ra != rb => ra.cmp(&rb),
+        _ => replica_sets_by_creation_timestamp(a, b),
+    }
 }
 
 /// Largest first, older first among equals: the order scale-downs take.

@@ -272,10 +272,27 @@ fn prepare_update(t: &Target, mut new: Value, current: &Value) -> Result<Option<
     Ok(Some(new))
 }
 
+/// Whether a write to the status subresource of this kind also takes `metadata.annotations`.
+/// Upstream's Deployment status strategy resets only spec and labels, and the deployment
+/// controller relies on it to set its revision annotation; other kinds keep their metadata.
+pub fn status_takes_annotations(api_version: &str, kind: &str) -> bool {
+    (api_version, kind) == ("apps/v1", "Deployment")
+}
+
 fn prepare_status_update(t: &Target, new: Value, current: &Value) -> Result<Option<Value>, ApiError> {
     check_rv(t, str_at(&new, "/metadata/resourceVersion"), current)?;
     let mut updated = current.clone();
     updated["status"] = new.get("status").cloned().unwrap_or(json!({}));
+    if status_takes_annotations(&t.rt.api_version(), &t.rt.kind) {
+        match new.pointer("/metadata/annotations") {
+            Some(a) if a.as_object().is_some_and(|m| !m.is_empty()) => {
+                meta(&mut updated).insert("annotations".into(), a.clone());
+            }
+            _ => {
+                meta(&mut updated).remove("annotations");
+            }
+        }
+    }
     Ok(if updated == *current { None } else { Some(updated) })
 }
 
