@@ -21,7 +21,7 @@ use crate::util::{
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rollback {
     /// Give the deployment this template and these annotations.
-    To { revision: i64, template: PodTemplateSpec, annotations: BTreeMap<String, String> },
+    To { revision: i64, template: Box<PodTemplateSpec>, annotations: BTreeMap<String, String> },
     /// Nothing to roll back to; the reason and message of the warning event.
     NotFound { message: String },
     /// The revision's template is the deployment's already.
@@ -111,7 +111,7 @@ pub fn to_replica_set(d: &Deployment, rs: &ReplicaSet, revision_number: i64) -> 
         &d.metadata.annotations.clone().unwrap_or_default(),
         &rs.metadata.annotations.clone().unwrap_or_default(),
     );
-    Rollback::To { revision: revision_number, template, annotations }
+    Rollback::To { revision: revision_number, template: Box::new(template), annotations }
 }
 
 #[cfg(test)]

@@ -1,0 +1,316 @@
+//! Table tests of the shared sync steps, natively: ReplicaSet discovery and adoption, hash
+//! collisions, proportional scaling, paused deployments, history cleanup, deletion.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use wasmcm_deployment::fixtures::{deployment, replica_set, request};
+use wasmcm_guest::{EventType, Intent};
+
+fn template(image: &str) -> Value {
+    json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": image}]}})
+}
+
+/// A ReplicaSet last sized for a deployment of `desired` replicas (max `max`).
+fn sized(name: &str, image: &str, revision: i64, replicas: i32, desired: i32, max: i32) -> Value {
+    replica_set(
+        name,
+        image,
+        revision,
+        replicas,
+        json!({"metadata": {"annotations": {"deployment.kubernetes.io/desired-replicas": desired.to_string(),
+                                            "deployment.kubernetes.io/max-replicas": max.to_string()}}}),
+    )
+}
+
+/// (what, new deployment size, previous size, new RS replicas, old RS replicas, expected new,
+/// expected olds)
+type ScaleCase<'a> = (&'a str, i32, i32, i32, &'a [i32], i32, &'a [i32]);
+
+#[test]
+fn proportional_scaling_as_upstream() {
+    // maxSurge and maxUnavailable 0 (unavailable resolves to 1), as upstream's TestScale;
+    // every ReplicaSet was sized for the previous size.
+    let cases: &[ScaleCase] = &[
+        ("5 -> 10", 10, 5, 2, &[3], 4, &[6]),
+        ("5 -> 3", 3, 5, 2, &[3], 1, &[2]),
+        ("9 -> 4", 4, 9, 8, &[1], 4, &[0]),
+        ("7 -> 10", 10, 7, 2, &[3, 2], 3, &[4, 3]),
+        ("13 -> 8", 8, 13, 2, &[8, 3], 1, &[5, 2]),
+        ("leftover 3 -> 4 goes to the newest of equals", 4, 3, 1, &[1, 1], 2, &[1, 1]),
+        ("to zero", 0, 5, 2, &[3], 0, &[0]),
+    ];
+    for (what, replicas, previous, new, olds, want_new, want_olds) in cases {
+        let mut objects = vec![deployment(
+            *replicas,
+            json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
+                            "template": template("nginx:new")},
+                   "status": {"replicas": previous}}),
+        )];
+        objects.push(sized("web-new", "nginx:new", 10, *new, *previous, *previous));
+        for (i, old) in olds.iter().enumerate() {
+            objects.push(sized(
+                &format!("web-old{i}"),
+                &format!("nginx:{i}"),
+                1 + i as i64,
+                *old,
+                *previous,
+                *previous,
+            ));
+        }
+        let o = reconcile(&objects);
+        let s = sizes(&o);
+        let size = |name: &str, current: i32| s.get(name).copied().unwrap_or(i64::from(current));
+        assert_eq!(size("web-new", *new), i64::from(*want_new), "{what}: {s:?}");
+        for (i, want) in want_olds.iter().enumerate() {
+            assert_eq!(size(&format!("web-old{i}"), olds[i]), i64::from(*want), "{what}: {s:?}");
+        }
+        // Every active ReplicaSet is re-annotated with the size it now serves.
+        for rs in updates(&o) {
+            assert_eq!(
+                rs["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"],
+                replicas.to_string()
+            );
+        }
+        assert!(creates(&o).is_empty(), "{what}: a scaling event rolls nothing out");
+    }
+}
+
+#[test]
+fn one_active_replica_set_takes_the_whole_size_and_a_saturated_one_retires_the_rest() {
+    let d = deployment(6, json!({}));
+    let o = reconcile(&[d.clone(), sized("web-1", "nginx:1", 1, 3, 3, 4)]);
+    assert_eq!(sizes(&o), [("web-1".to_string(), 6)].into());
+    assert_eq!(messages(&o), vec!["Scaled up replica set web-1 from 3 to 6"]);
+
+    // The new ReplicaSet owns all 6 desired replicas, available: old ones go to zero.
+    let d = deployment(6, json!({"spec": {"template": template("nginx:2")}}));
+    let o = reconcile(&[
+        d,
+        sized("web-1", "nginx:1", 1, 1, 5, 6),
+        replica_set(
+            "web-2",
+            "nginx:2",
+            2,
+            6,
+            json!({"metadata": {"annotations": {"deployment.kubernetes.io/desired-replicas": "6",
+                                                "deployment.kubernetes.io/max-replicas": "8"}}}),
+        ),
+    ]);
+    assert_eq!(sizes(&o)["web-1"], 0);
+}
+
+#[test]
+fn replica_sets_are_adopted_and_released_by_selector_never_stolen() {
+    let orphan = replica_set("web-1", "nginx:1", 1, 1, json!({"metadata": {"ownerReferences": null}}));
+    let foreign = replica_set(
+        "web-2",
+        "nginx:2",
+        2,
+        1,
+        json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "other",
+                                                  "uid": "other-uid", "controller": true}]}}),
+    );
+    let unmatched = replica_set("api-1", "nginx:1", 1, 1, json!({"metadata": {"labels": {"app": "api"}}}));
+    let o = reconcile(&[deployment(1, json!({})), orphan, foreign, unmatched]);
+    let written: Vec<Value> = updates(&o);
+    let by_name = |n: &str| written.iter().find(|v| v["metadata"]["name"] == n).cloned();
+    let adopted = by_name("web-1").expect("orphan adopted");
+    assert_eq!(adopted["metadata"]["ownerReferences"][0]["uid"], "d-uid-web");
+    assert_eq!(adopted["metadata"]["ownerReferences"][0]["controller"], true);
+    assert!(by_name("web-2").is_none(), "one controlled by another owner is left alone");
+    let released = by_name("api-1").expect("no longer matching: released");
+    assert!(released["metadata"].get("ownerReferences").is_none_or(|r| r == &json!([])), "{released}");
+    // The adopted orphan has the deployment's template: it is the new ReplicaSet, none created.
+    assert!(creates(&o).is_empty());
+}
+
+#[test]
+fn a_replica_set_made_by_kube_controller_manager_is_taken_over_as_it_is() {
+    // KCM's hash differs from ours; the template (ignoring the hash label) is what counts.
+    let kcm = replica_set("web-5d8b4c7f9", "nginx:1", 1, 3, json!({}));
+    let d = deployment(
+        3,
+        json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}},
+                                 "status": {"conditions": [{"type": "Progressing", "status": "True",
+                                     "reason": "NewReplicaSetAvailable", "message": "done",
+                                     "lastUpdateTime": "2026-06-01T11:00:00Z",
+                                     "lastTransitionTime": "2026-06-01T11:00:00Z"}],
+                                     "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
+                                     "availableReplicas": 3}}),
+    );
+    let o = reconcile(&[d, kcm]);
+    assert!(creates(&o).is_empty() && updates(&o).is_empty() && deletes(&o).is_empty(), "{o:?}");
+}
+
+#[test]
+fn a_name_taken_by_another_template_is_a_hash_collision() {
+    let d = deployment(2, json!({}));
+    let name = creates(&reconcile(std::slice::from_ref(&d)))[0]["metadata"]["name"].as_str().unwrap().to_string();
+    // Same name, another template, not ours.
+    let squatter = replica_set(
+        &name,
+        "other",
+        1,
+        0,
+        json!({"metadata": {"ownerReferences": null,
+        "labels": {"app": "squatter"}}}),
+    );
+    let o = reconcile(&[d.clone(), squatter.clone()]);
+    assert!(creates(&o).is_empty());
+    let status = status_write(&o).expect("collision counted");
+    assert_eq!(status["status"]["collisionCount"], 1);
+    // Counted, the next attempt gets another name.
+    let mut bumped = d;
+    bumped["status"]["collisionCount"] = 1.into();
+    let created = creates(&reconcile(&[bumped, squatter]));
+    assert_eq!(created.len(), 1);
+    assert_ne!(created[0]["metadata"]["name"], name.as_str());
+}
+
+#[test]
+fn an_empty_selector_selects_nothing_and_is_reported() {
+    let d = deployment(3, json!({"spec": {"selector": {"matchLabels": null}}, "metadata": {"generation": 2}}));
+    let o = reconcile(&[d, replica_set("web-1", "nginx:1", 1, 1, json!({"metadata": {"ownerReferences": null}}))]);
+    let e = events(&o);
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].event_type, e[0].reason.as_str()), (EventType::Warning, "SelectingAll"));
+    assert!(creates(&o).is_empty() && updates(&o).is_empty());
+    assert_eq!(status_write(&o).unwrap()["status"]["observedGeneration"], 2);
+}
+
+#[test]
+fn an_invalid_selector_is_a_permanent_error() {
+    let d = deployment(1, json!({"spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}}));
+    let err = <wasmcm_deployment::DeploymentController as wasmcm_guest::Controller>::reconcile(
+        &request("web"),
+        &wasmcm_deployment::fixtures::cache(&[d]),
+    )
+    .unwrap_err();
+    assert!(!err.retryable && err.message.contains("invalid selector"), "{err:?}");
+}
+
+#[test]
+fn paused_deployments_scale_but_roll_nothing_out() {
+    let d = deployment(
+        5,
+        json!({"spec": {"paused": true, "template": template("nginx:2")},
+               "metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}}),
+    );
+    let o = reconcile(&[d, sized("web-1", "nginx:1", 1, 3, 3, 4)]);
+    assert!(creates(&o).is_empty(), "no new ReplicaSet while paused");
+    assert_eq!(sizes(&o), [("web-1".to_string(), 5)].into());
+    let progressing = condition(&status_write(&o).unwrap(), "Progressing");
+    assert_eq!(
+        (progressing["status"].as_str(), progressing["reason"].as_str()),
+        (Some("Unknown"), Some("DeploymentPaused"))
+    );
+
+    // Resumed: the condition says so, and the rollout starts.
+    let resumed = deployment(
+        3,
+        json!({"spec": {"template": template("nginx:2")},
+               "status": {"replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
+                          "conditions": [{"type": "Progressing", "status": "Unknown", "reason": "DeploymentPaused",
+                   "message": "Deployment is paused", "lastUpdateTime": "2026-06-01T11:00:00Z",
+                   "lastTransitionTime": "2026-06-01T11:00:00Z"}]}}),
+    );
+    let o = reconcile(&[resumed, sized("web-1", "nginx:1", 1, 3, 3, 4)]);
+    assert_eq!(creates(&o).len(), 1);
+    // Created in the same sync, so NewReplicaSetCreated replaces DeploymentResumed.
+    assert_eq!(condition(&status_write(&o).unwrap(), "Progressing")["reason"], "NewReplicaSetCreated");
+}
+
+#[test]
+fn history_beyond_the_limit_is_deleted_oldest_revision_first() {
+    // Old history is only cleaned up once a rollout is complete.
+    let d = deployment(
+        2,
+        json!({"spec": {"revisionHistoryLimit": 2, "template": template("nginx:9")},
+               "status": {"replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2}}),
+    );
+    let mut objects = vec![d, replica_set("web-9", "nginx:9", 9, 2, json!({}))];
+    for r in 1..=5 {
+        objects.push(replica_set(&format!("web-{r}"), &format!("nginx:{r}"), r, 0, json!({"status": {"replicas": 0}})));
+    }
+    // web-2 still has a pod: kept, and it still counts against the limit (as upstream).
+    objects[3]["status"]["replicas"] = 1.into();
+    let o = reconcile(&objects);
+    assert_eq!(deletes(&o), vec!["web-1", "web-3"]);
+    // Deletes carry the uid as a precondition.
+    let uid = o.intents().find_map(|i| if let Intent::Delete(d) = i { d.uid.clone() } else { None });
+    assert_eq!(uid.as_deref(), Some("uid-web-1"));
+
+    // Not while a rollout is under way.
+    let mut rolling = objects.clone();
+    rolling[0]["status"]["updatedReplicas"] = 1.into();
+    assert!(deletes(&reconcile(&rolling)).is_empty());
+    // A limit of none keeps everything.
+    objects[0]["spec"].as_object_mut().unwrap().remove("revisionHistoryLimit");
+    assert!(deletes(&reconcile(&objects)).is_empty());
+}
+
+#[test]
+fn a_deployment_being_deleted_only_gets_status() {
+    let d = deployment(
+        3,
+        json!({"metadata": {"deletionTimestamp": "2026-06-01T11:59:00Z"},
+                                 "spec": {"template": template("nginx:2")}}),
+    );
+    let o = reconcile(&[d, replica_set("web-1", "nginx:1", 1, 3, json!({}))]);
+    assert!(creates(&o).is_empty() && updates(&o).is_empty());
+    assert_eq!(status_write(&o).unwrap()["status"]["replicas"], 3);
+}
+
+#[test]
+fn the_new_replica_set_follows_min_ready_seconds_and_change_cause_keeping_unknown_fields() {
+    let d = deployment(
+        3,
+        json!({"spec": {"minReadySeconds": 10},
+               "metadata": {"annotations": {"kubernetes.io/change-cause": "kubectl set image",
+                                            "deployment.kubernetes.io/revision": "1"}}}),
+    );
+    let rs = replica_set("web-1", "nginx:1", 1, 3, json!({"spec": {"futureField": {"x": 1}}}));
+    let o = reconcile(&[d, rs]);
+    let up = updates(&o);
+    assert_eq!(up.len(), 1);
+    assert_eq!(up[0]["spec"]["minReadySeconds"], 10);
+    assert_eq!(up[0]["metadata"]["annotations"]["kubernetes.io/change-cause"], "kubectl set image");
+    assert_eq!(up[0]["spec"]["futureField"], json!({"x": 1}));
+}
+
+#[test]
+fn a_failed_create_is_reported_before_it_is_retried() {
+    let d = deployment(3, json!({}));
+    let name = creates(&reconcile(std::slice::from_ref(&d)))[0]["metadata"]["name"].as_str().unwrap().to_string();
+    let mut req = request("web");
+    req.previous_failure = Some(format!("create apps/v1 ReplicaSet default/{name}: exceeded quota"));
+    let o = reconcile_req(&req, &[d]);
+    // The status saying so is the first batch: a create that keeps failing cannot hold it back.
+    let Intent::UpdateStatus(first) = &o.batches[0][0] else { panic!("status first: {o:?}") };
+    let progressing = condition(&parse(first), "Progressing");
+    assert_eq!(
+        (progressing["status"].as_str(), progressing["reason"].as_str()),
+        (Some("False"), Some("ReplicaSetCreateError"))
+    );
+    assert!(progressing["message"].as_str().unwrap().contains("exceeded quota"));
+    assert_eq!(creates(&o).len(), 1, "and the create is tried again");
+    assert!(events(&o).iter().any(|e| e.reason == "ReplicaSetCreateError" && e.event_type == EventType::Warning));
+}
+
+#[test]
+fn a_broken_replica_set_in_the_cache_is_named() {
+    let broken = replica_set("web-1", "nginx:1", 1, 1, json!({"spec": {"replicas": "three"}}));
+    let err = <wasmcm_deployment::DeploymentController as wasmcm_guest::Controller>::reconcile(
+        &request("web"),
+        &wasmcm_deployment::fixtures::cache(&[deployment(1, json!({})), broken]),
+    )
+    .unwrap_err();
+    assert!(err.retryable && err.message.contains("ReplicaSet default/web-1"), "{err:?}");
+}
+
+#[test]
+fn a_missing_deployment_is_nothing_to_do() {
+    assert_eq!(reconcile(&[]), wasmcm_guest::Outcome::default());
+}
