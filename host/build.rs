@@ -1,7 +1,8 @@
 //! Builds the guest components (built-in plugins and the sandbox-test guest) with a nested
 //! cargo for wasm32-unknown-unknown, into their own target dir (`target/guests`) so it never
-//! waits on the outer build's lock, and tells the host crate where they are. Also generates the
-//! schema of the API server's protobuf decoder (see build/protobuf_schema.rs).
+//! waits on the outer build's lock, and copies each component into OUT_DIR for the host crate
+//! (`WASMCM_GUEST_DIR`) as soon as it is built. Also generates the schema of the API server's
+//! protobuf decoder (see build/protobuf_schema.rs).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,7 +12,7 @@ mod protobuf_schema;
 
 /// Built one cargo invocation each: a plugin that uses another as a library turns that one's
 /// `component` feature off, and feature unification across one invocation would turn it back on.
-const GUESTS: &[&str] = &["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-hostile"];
+const GUESTS: &[&str] = &["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback", "wasmcm-hostile"];
 const TARGET: &str = "wasm32-unknown-unknown";
 
 fn main() {
@@ -28,10 +29,20 @@ fn main() {
     protobuf_schema::generate(&cargo, &root, &out_dir.join("protobuf_schema.rs"));
 
     let target_dir = root.join("target").join("guests");
+    let built = target_dir.join(TARGET).join("guest");
+    let out = out_dir.join("guests");
+    std::fs::create_dir_all(&out).expect("cannot create the guests directory in OUT_DIR");
     for guest in GUESTS {
         build_guest(&cargo, &root, &target_dir, guest);
+        // Each component is taken right after its own build: a guest that uses another as a
+        // library makes cargo build that one's cdylib too (without its `component` feature) and
+        // link it under the same name in `built`, where a later build (this one's, or a
+        // concurrent build's of the host) replaces it with a component that exports nothing.
+        let file = format!("{}.wasm", guest.replace('-', "_"));
+        if let Err(e) = std::fs::copy(built.join(&file), out.join(&file)) {
+            panic!("cannot copy the guest component {file} from {}: {e}", built.display());
+        }
     }
-    let out = target_dir.join(TARGET).join("guest");
     println!("cargo:rustc-env=WASMCM_GUEST_DIR={}", out.display());
 }
 

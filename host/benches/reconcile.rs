@@ -1,16 +1,21 @@
-//! Reconcile cost of the ReplicaSet plugin as a component (fresh instance per call) against
-//! the same logic compiled natively, measured in one run; plus the fixed cost of a call and
-//! of loading a plugin cold vs from the precompiled cache.
+//! Reconcile cost of the ReplicaSet and Deployment plugins as components (fresh instance per
+//! call) against the same logic compiled natively, measured in one run on the same inputs with
+//! the outcomes asserted equal; where the time goes (fixed call cost, cache reads crossing the
+//! boundary, JSON decoding); and the cost of loading a plugin cold vs from the precompiled cache.
 //!
 //! `cargo bench -p wasmcm --bench reconcile` (or `make bench`).
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use wasmcm::plugins::{Engine, EngineConfig, Limits};
-use wasmcm_guest::{Controller, MemoryCache};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use serde_json::{Value, json};
+use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm_deployment::DeploymentController;
+use wasmcm_deployment::fixtures as dfx;
+use wasmcm_guest::{Cache, CacheExt, Controller, Kind, MemoryCache, Request, Selector};
 use wasmcm_replicaset::ReplicaSetController;
 use wasmcm_replicaset::fixtures::{cache, fleet, request};
 
@@ -39,8 +44,67 @@ fn fmt(d: Duration) -> String {
     if us >= 1000.0 { format!("{:.2} ms", us / 1000.0) } else { format!("{us:.1} µs") }
 }
 
-fn json_bytes(objects: &[Value]) -> usize {
-    objects.iter().map(|o| o.to_string().len()).sum()
+/// A cache that counts what a reconcile reads through it: calls and JSON bytes.
+struct Counting {
+    inner: MemoryCache,
+    calls: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl Cache for Counting {
+    fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String> {
+        let v = self.inner.get(kind, namespace, name);
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(v.as_ref().map_or(0, String::len), Ordering::Relaxed);
+        v
+    }
+
+    fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
+        let v = self.inner.list(kind, namespace, selector);
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(v.iter().map(String::len).sum(), Ordering::Relaxed);
+        v
+    }
+}
+
+struct Row {
+    name: &'static str,
+    objects: Vec<Value>,
+    request: Request,
+}
+
+/// Times one scenario both ways and prints a row; returns (native, wasm).
+fn compare<C: Controller>(plugin: &Plugin, row: &Row) -> (Duration, Duration) {
+    let c = Arc::new(Counting { inner: cache(&row.objects), calls: AtomicUsize::new(0), bytes: AtomicUsize::new(0) });
+    let native_out = C::reconcile(&row.request, &*c).expect("native");
+    let (calls, bytes) = (c.calls.swap(0, Ordering::Relaxed), c.bytes.swap(0, Ordering::Relaxed));
+    let wasm_out = plugin.reconcile(&row.request, c.clone()).expect("wasm");
+    assert_eq!(native_out, wasm_out, "{}: WASM and native must agree", row.name);
+    let native = measure(|| {
+        black_box(C::reconcile(&row.request, &*c).ok());
+    });
+    let wasm = measure(|| {
+        black_box(plugin.reconcile(&row.request, c.clone()).ok());
+    });
+    let ratio = wasm.as_secs_f64() / native.as_secs_f64();
+    let read = format!("{calls} / {} KB", bytes.div_ceil(1024));
+    println!("{:<36} {read:>12} {:>11} {:>11} {ratio:>6.2}×", row.name, fmt(native), fmt(wasm));
+    (native, wasm)
+}
+
+fn header(title: &str) {
+    println!("{title}");
+    println!("{:<36} {:>12} {:>11} {:>11} {:>7}", "scenario", "reads / JSON", "native", "wasm", "ratio");
+}
+
+/// Native time to decode what a RollingUpdate sync reads (the deployment and the ReplicaSets
+/// of its namespace) into k8s-openapi types: the floor of any reconcile over JSON.
+fn decode_only(objects: &[Value]) -> Duration {
+    let c = cache(objects);
+    measure(|| {
+        black_box(c.get_as::<Deployment>(dfx::NAMESPACE, "web").ok());
+        black_box(c.list_as::<ReplicaSet>(dfx::NAMESPACE, &Selector::everything()).ok());
+    })
 }
 
 fn main() {
@@ -50,9 +114,8 @@ fn main() {
     let plugin = engine.load("replicaset", bytes, Limits::default()).expect("loads");
     let cold_compile = t.elapsed();
 
-    println!("ReplicaSet reconcile, WASM (fresh instance per call) vs native, same inputs");
-    println!("{:<34} {:>9} {:>11} {:>11} {:>7}", "scenario", "cache", "native", "wasm", "ratio");
-    let scenarios: Vec<(&str, Vec<Value>)> = vec![
+    header("ReplicaSet reconcile, WASM (fresh instance per call) vs native, same inputs");
+    let rs_rows = [
         ("missing key (fixed call cost)", vec![]),
         ("steady, 3 pods", fleet(3, 3)),
         ("scale up 0 → 3", fleet(3, 0)),
@@ -61,21 +124,55 @@ fn main() {
         ("scale up 0 → 500 (burst)", fleet(500, 0)),
         ("steady, 1000 pods", fleet(1000, 1000)),
     ];
-    for (name, objects) in scenarios {
-        let c: Arc<MemoryCache> = Arc::new(cache(&objects));
-        let req = request("web");
-        let native_out = ReplicaSetController::reconcile(&req, &*c).expect("native");
-        let wasm_out = plugin.reconcile(&req, c.clone()).expect("wasm");
-        assert_eq!(native_out, wasm_out, "{name}: WASM and native must agree");
-        let native = measure(|| {
-            black_box(ReplicaSetController::reconcile(&req, &*c).ok());
-        });
-        let wasm = measure(|| {
-            black_box(plugin.reconcile(&req, c.clone()).ok());
-        });
-        let size = format!("{} KB", json_bytes(&objects).div_ceil(1024));
-        let ratio = wasm.as_secs_f64() / native.as_secs_f64();
-        println!("{name:<34} {size:>9} {:>11} {:>11} {ratio:>6.1}×", fmt(native), fmt(wasm));
+    for (name, objects) in rs_rows {
+        compare::<ReplicaSetController>(&plugin, &Row { name, objects, request: request("web") });
+    }
+
+    println!();
+    header("Deployment reconcile, WASM (fresh instance per call) vs native, same inputs");
+    let deployment =
+        engine.load("deployment", wasmcm::builtin::get("deployment").expect("built in"), Limits::default());
+    let deployment = deployment.expect("loads");
+    let image = |i: &str| json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": i}]}}}});
+    let three = || {
+        let mut objects = vec![
+            dfx::deployment(3, json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}})),
+            dfx::replica_set("web-1", "nginx:1", 1, 3, json!({})),
+        ];
+        objects.extend((0..3).map(|i| dfx::pod(&format!("web-1-{i}"), "web-1", json!({}))));
+        objects
+    };
+    let mut rollout_start = three();
+    dfx::merge(&mut rollout_start[0], image("nginx:2"));
+    let mut proportional = dfx::rollout(10, 100);
+    dfx::merge(&mut proportional[0], json!({"spec": {"replicas": 150}}));
+    let rows = [
+        Row { name: "missing key (fixed call cost)", objects: vec![], request: dfx::request("web") },
+        Row { name: "3 replicas, steady", objects: three(), request: dfx::request("web") },
+        Row { name: "3 replicas, rollout starts", objects: rollout_start, request: dfx::request("web") },
+        Row { name: "10 ReplicaSets, 100 pods, rolling", objects: dfx::rollout(10, 100), request: dfx::request("web") },
+        Row { name: "10 ReplicaSets, 100 pods, scale 150", objects: proportional, request: dfx::request("web") },
+    ];
+    let mut timings = Vec::new();
+    for row in &rows {
+        timings.push(compare::<DeploymentController>(&deployment, row));
+    }
+    let fixed = timings[0].1;
+    println!();
+    println!("Where a Deployment reconcile's time goes (WASM = fixed call cost + the sync itself):");
+    for (row, (native, wasm)) in rows.iter().zip(&timings).skip(1) {
+        let decode = decode_only(&row.objects);
+        let sync = wasm.saturating_sub(fixed);
+        println!(
+            "  {:<34} fixed {:>9} ({:>4.1}%)  sync in WASM {:>9} = {:.2}× native   JSON decode natively {:>9} ({:.0}% of native)",
+            row.name,
+            fmt(fixed),
+            100.0 * fixed.as_secs_f64() / wasm.as_secs_f64(),
+            fmt(sync),
+            sync.as_secs_f64() / native.as_secs_f64(),
+            fmt(decode),
+            100.0 * decode.as_secs_f64() / native.as_secs_f64(),
+        );
     }
 
     let dir = std::env::temp_dir().join(format!("wasmcm-bench-{}", std::process::id()));

@@ -5,6 +5,7 @@
 pub const BUILTINS: &[(&str, &[u8])] = &[
     ("replicaset", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_replicaset.wasm"))),
     ("deployment", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_deployment.wasm"))),
+    ("rollback", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_rollback.wasm"))),
 ];
 
 pub fn get(name: &str) -> Option<&'static [u8]> {

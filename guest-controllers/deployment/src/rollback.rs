@@ -50,8 +50,12 @@ pub fn owned_replica_sets<'a>(d: &Deployment, replica_sets: &'a [ReplicaSet]) ->
         .collect()
 }
 
-/// The ReplicaSet whose current revision is `revision`.
+/// The ReplicaSet whose current revision is `revision` (revisions start at 1; one without the
+/// annotation has none).
 pub fn replica_set_for_revision<'a>(replica_sets: &[&'a ReplicaSet], revision_number: i64) -> Option<&'a ReplicaSet> {
+    if revision_number <= 0 {
+        return None;
+    }
     replica_sets.iter().copied().find(|rs| revision(&rs.metadata) == revision_number)
 }
 
@@ -97,6 +101,8 @@ pub fn plan(d: &Deployment, replica_sets: &[&ReplicaSet], to_revision: i64) -> R
 }
 
 /// `rollbackToTemplate`: `rs`'s template and annotations, unless the deployment has them already.
+/// The annotations keep the deployment's controller-owned ones, `deprecated.deployment.rollback.to`
+/// included: a caller acting on that request removes it.
 pub fn to_replica_set(d: &Deployment, rs: &ReplicaSet, revision_number: i64) -> Rollback {
     let template = template_from_replica_set(rs);
     if equal_ignore_hash(&d.spec.template, &template) {

@@ -25,8 +25,8 @@ use crate::util::*;
 pub(crate) struct Rs {
     pub value: ReplicaSet,
     /// The JSON the API served, so an update keeps fields this build does not know; `None` for
-    /// one this sync creates.
-    raw: Option<Value>,
+    /// one this sync creates. Parsed only if there is something to write.
+    served: Option<String>,
     dirty: bool,
 }
 
@@ -34,14 +34,16 @@ pub(crate) struct Rs {
 pub struct Sync<'a> {
     pub(crate) req: &'a Request,
     pub(crate) d: Deployment,
-    d_raw: Value,
+    d_json: String,
     /// The deployment's status and annotations as served, to tell whether to write them.
-    served: Deployment,
+    served_status: Option<DeploymentStatus>,
+    served_annotations: Option<std::collections::BTreeMap<String, String>>,
     pub(crate) rss: Vec<Rs>,
     /// ReplicaSets this deployment lets go of (selector no longer matches).
     released: Vec<Value>,
     /// Index into `rss` of the new ReplicaSet, once looked up.
     pub(crate) new_rs: Option<usize>,
+    searched: bool,
     events: Vec<Event>,
     deletes: Vec<DeleteTarget>,
     /// A create of the new ReplicaSet failed last time: the status saying so goes first, so the
@@ -56,8 +58,7 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
         log(Level::Debug, &format!("Deployment {}/{} has been deleted", req.namespace, req.name));
         return Ok(Outcome::default());
     };
-    let raw = obj.raw()?;
-    let mut s = Sync::new(req, obj.value, raw);
+    let mut s = Sync::new(req, obj.value, obj.json);
     let key = format!("{}/{}", req.namespace, req.name);
 
     let selector = s.d.spec.selector.clone();
@@ -104,15 +105,17 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
 }
 
 impl<'a> Sync<'a> {
-    pub(crate) fn new(req: &'a Request, d: Deployment, d_raw: Value) -> Self {
+    pub(crate) fn new(req: &'a Request, d: Deployment, d_json: String) -> Self {
         Sync {
             req,
-            served: d.clone(),
+            served_status: d.status.clone(),
+            served_annotations: d.metadata.annotations.clone(),
             d,
-            d_raw,
+            d_json,
             rss: Vec::new(),
             released: Vec::new(),
             new_rs: None,
+            searched: false,
             events: Vec::new(),
             deletes: Vec::new(),
             status_first: false,
@@ -165,15 +168,11 @@ impl<'a> Sync<'a> {
         for obj in cache.list_as::<ReplicaSet>(&self.req.namespace, &Selector::everything())? {
             let matches = selector.matches_opt(obj.value.metadata.labels.as_ref());
             match ownership::claim(&self.d.metadata, &obj.value.metadata, matches) {
-                Claim::Owned => {
-                    let raw = Some(obj.raw()?);
-                    self.rss.push(Rs { value: obj.value, raw, dirty: false })
-                }
+                Claim::Owned => self.rss.push(Rs { value: obj.value, served: Some(obj.json), dirty: false }),
                 Claim::Adopt => {
-                    let raw = Some(obj.raw()?);
                     let mut value = obj.value;
                     value.metadata.owner_references.get_or_insert_with(Vec::new).push(controller_ref.clone());
-                    self.rss.push(Rs { value, raw, dirty: true });
+                    self.rss.push(Rs { value, served: Some(obj.json), dirty: true });
                 }
                 Claim::Release => self.released.push(ownership::without_owner_ref(obj.raw()?, &controller_ref.uid)?),
                 Claim::Ignore => {}
@@ -204,11 +203,14 @@ impl<'a> Sync<'a> {
     /// ReplicaSet and brings revisions up to date.
     /// `create` carries the cache to check a new name against.
     pub(crate) fn get_all_replica_sets_and_sync_revision(&mut self, create: Option<&dyn Cache>) -> Result<(), Error> {
-        let found = {
+        // Templates do not change within a sync: look for the new ReplicaSet once.
+        if !self.searched {
             let all = self.all();
-            find_new_replica_set(&self.d, &all).and_then(|n| all.iter().position(|r| std::ptr::eq(*r, n)))
-        };
-        self.new_rs = found;
+            self.new_rs =
+                find_new_replica_set(&self.d, &all).and_then(|n| all.iter().position(|r| std::ptr::eq(*r, n)));
+            self.searched = true;
+        }
+        let found = self.new_rs;
         let max_old_revision = max_revision(&self.olds());
         let new_revision = (max_old_revision + 1).to_string();
         match found {
@@ -350,7 +352,7 @@ impl<'a> Sync<'a> {
             );
             set_deployment_condition(self.d.status.get_or_insert_with(Default::default), condition);
         }
-        self.rss.push(Rs { value: rs, raw: None, dirty: true });
+        self.rss.push(Rs { value: rs, served: None, dirty: true });
         self.new_rs = Some(self.rss.len() - 1);
         Ok(())
     }
@@ -612,9 +614,9 @@ impl<'a> Sync<'a> {
         let status_write = self.status_write()?;
         let mut writes: Vec<Intent> = self.released.iter().map(|raw| Intent::Update(raw.to_string())).collect();
         for rs in self.rss.iter().filter(|r| r.dirty) {
-            writes.push(match &rs.raw {
+            writes.push(match &rs.served {
                 None => Intent::Create(new_replica_set_json(&rs.value)?.to_string()),
-                Some(raw) => Intent::Update(updated_replica_set_json(raw, &rs.value)?.to_string()),
+                Some(json) => Intent::Update(updated_replica_set_json(json, &rs.value)?.to_string()),
             });
         }
         if self.status_first {
@@ -632,10 +634,12 @@ impl<'a> Sync<'a> {
 
     /// The deployment's status write, when its status or annotations moved.
     fn status_write(&self) -> Result<Option<Intent>, Error> {
-        if self.d.status == self.served.status && self.d.metadata.annotations == self.served.metadata.annotations {
+        let annotations_changed = self.d.metadata.annotations != self.served_annotations;
+        if self.d.status == self.served_status && !annotations_changed {
             return Ok(None);
         }
-        let mut raw = self.d_raw.clone();
+        let mut raw: Value =
+            serde_json::from_str(&self.d_json).map_err(|e| Error::retryable(format!("object JSON: {e}")))?;
         let status = serde_json::to_value(self.d.status.clone().unwrap_or_default()).map_err(encode_error)?;
         let mut merged = raw.get("status").and_then(Value::as_object).cloned().unwrap_or_default();
         // Fields this build does not know survive; the ones it computes are replaced.
@@ -648,7 +652,7 @@ impl<'a> Sync<'a> {
         raw["status"] = Value::Object(merged);
         // The status subresource of Deployments takes annotations (not labels): this is how
         // the revision annotation reaches the deployment, as upstream.
-        if self.d.metadata.annotations != self.served.metadata.annotations {
+        if annotations_changed {
             set_map(&mut raw, "/metadata", "annotations", self.d.metadata.annotations.as_ref())?;
         }
         Ok(Some(Intent::UpdateStatus(raw.to_string())))
@@ -685,8 +689,8 @@ fn new_replica_set_json(rs: &ReplicaSet) -> Result<Value, Error> {
 
 /// The served JSON with the fields a sync changes (size, minReadySeconds, annotations, owner
 /// references) taken from `rs`.
-fn updated_replica_set_json(raw: &Value, rs: &ReplicaSet) -> Result<Value, Error> {
-    let mut v = raw.clone();
+fn updated_replica_set_json(served: &str, rs: &ReplicaSet) -> Result<Value, Error> {
+    let mut v: Value = serde_json::from_str(served).map_err(|e| Error::retryable(format!("object JSON: {e}")))?;
     let spec =
         v.get_mut("spec").and_then(Value::as_object_mut).ok_or_else(|| Error::permanent("ReplicaSet has no spec"))?;
     spec.insert("replicas".into(), rs_replicas(rs).into());

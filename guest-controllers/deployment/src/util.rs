@@ -247,21 +247,19 @@ fn without_empty_arrays(v: &mut Value) {
 }
 
 fn comparable_template(t: &PodTemplateSpec) -> Value {
-    let mut t = t.clone();
-    if let Some(meta) = t.metadata.as_mut() {
-        if let Some(labels) = meta.labels.as_mut() {
+    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
             labels.remove(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY);
         }
         // nil and empty maps are equal to upstream too; these two are the ones that can be
         // emptied by the hash label removal or by a client.
-        if meta.labels.as_ref().is_some_and(BTreeMap::is_empty) {
-            meta.labels = None;
-        }
-        if meta.annotations.as_ref().is_some_and(BTreeMap::is_empty) {
-            meta.annotations = None;
+        for map in ["labels", "annotations"] {
+            if meta.get(map).and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {
+                meta.remove(map);
+            }
         }
     }
-    let mut v = serde_json::to_value(&t).unwrap_or(Value::Null);
     without_empty_arrays(&mut v);
     // Go's template holds metadata and spec by value: absent and empty are the same there.
     if let Value::Object(fields) = &mut v {
@@ -572,7 +570,8 @@ pub fn find_new_replica_set<'a>(d: &Deployment, replica_sets: &[&'a ReplicaSet])
     let mut sorted = replica_sets.to_vec();
     sorted.sort_by(|a, b| replica_sets_by_creation_timestamp(a, b));
     let empty = PodTemplateSpec::default();
-    sorted.into_iter().find(|rs| equal_ignore_hash(rs.spec.template.as_ref().unwrap_or(&empty), &d.spec.template))
+    let wanted = comparable_template(&d.spec.template);
+    sorted.into_iter().find(|rs| comparable_template(rs.spec.template.as_ref().unwrap_or(&empty)) == wanted)
 }
 
 /// `FindOldReplicaSets`: every ReplicaSet but the new one, and those of them with replicas wanted.
