@@ -108,6 +108,52 @@ fn scale_down_deletes_the_three_the_upstream_ranking_picks() {
     }
 }
 
+/// The item of `kind`/`name` in the state after the writes.
+fn item<'a>(out: &'a Value, kind: &str, name: &str) -> &'a Value {
+    out["state"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in the state"))
+}
+
+#[test]
+fn deployment_rolling_update_step_surges_the_new_replica_set_and_trims_the_old() {
+    let out = ok_json(simulate("deployment", &example("deployment-rolling-update.yaml"), "default/web", &[]));
+    let created: Vec<&Value> =
+        out["state"]["items"].as_array().unwrap().iter().filter(|i| i["kind"] == "ReplicaSet").collect();
+    assert_eq!(created.len(), 2, "one new ReplicaSet");
+    let new = created.iter().find(|rs| rs["metadata"]["name"] != "web-7c5ddbdf54").unwrap();
+    assert_eq!(new["spec"]["replicas"], 1, "25% of 4 surges by 1");
+    assert_eq!(new["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "2");
+    assert_eq!(new["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28");
+    assert_eq!(item(&out, "ReplicaSet", "web-7c5ddbdf54")["spec"]["replicas"], 3, "25% of 4 may be unavailable");
+    let d = item(&out, "Deployment", "web");
+    assert_eq!(d["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "2");
+    assert_eq!(d["status"]["observedGeneration"], 2);
+    let reasons: Vec<&str> = out["events"].as_array().unwrap().iter().map(|e| e["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["ScalingReplicaSet", "ScalingReplicaSet"]);
+}
+
+#[test]
+fn rollback_request_puts_the_old_template_back_and_records_it() {
+    let out = ok_json(simulate("rollback", &example("deployment-rollback.yaml"), "default/web", &[]));
+    assert_eq!(verbs(&out), [("update".to_string(), "Deployment".to_string())]);
+    let d = item(&out, "Deployment", "web");
+    assert!(d["metadata"]["annotations"].get("rollback.wasmcm.dev/to-revision").is_none(), "request consumed");
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert!(d["spec"]["template"]["metadata"]["labels"].get("pod-template-hash").is_none());
+    assert_eq!(
+        d["metadata"]["annotations"]["kubernetes.io/change-cause"],
+        "kubectl create deployment web --image=nginx:1.27"
+    );
+    let events = out["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["reason"], "DeploymentRollback");
+    assert_eq!(events[0]["message"], "Rolled back deployment \"web\" to revision 1");
+}
+
 #[test]
 fn json_lists_work_like_yaml() {
     let dir = tempfile::tempdir().unwrap();
