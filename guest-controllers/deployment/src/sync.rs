@@ -44,7 +44,8 @@ pub struct Sync<'a> {
     /// Index into `rss` of the new ReplicaSet, once looked up.
     pub(crate) new_rs: Option<usize>,
     searched: bool,
-    events: Vec<Event>,
+    /// Events, each with the ReplicaSet (index into `rss`) whose write earns it, if any.
+    events: Vec<(Option<usize>, Event)>,
     deletes: Vec<DeleteTarget>,
     /// A create of the new ReplicaSet failed last time: the status saying so goes first, so the
     /// failing create cannot hold it back.
@@ -128,16 +129,17 @@ impl<'a> Sync<'a> {
     }
 
     pub(crate) fn event(&mut self, event_type: EventType, reason: &str, message: String) {
-        self.events.push(Event {
-            regarding: ObjectRef {
-                kind: Kind::of::<Deployment>(),
-                namespace: self.req.namespace.clone(),
-                name: self.req.name.clone(),
-            },
-            event_type,
-            reason: reason.into(),
-            message,
-        });
+        self.event_for(None, event_type, reason, message);
+    }
+
+    /// An event recorded only once the write of ReplicaSet `rs` went through.
+    fn event_for(&mut self, rs: Option<usize>, event_type: EventType, reason: &str, message: String) {
+        let regarding = ObjectRef {
+            kind: Kind::of::<Deployment>(),
+            namespace: self.req.namespace.clone(),
+            name: self.req.name.clone(),
+        };
+        self.events.push((rs, Event { regarding, event_type, reason: reason.into(), message }));
     }
 
     pub(crate) fn all(&self) -> Vec<&ReplicaSet> {
@@ -334,7 +336,8 @@ impl<'a> Sync<'a> {
             self.event(EventType::Warning, FAILED_RS_CREATE_REASON, message);
         }
         if new_replicas > 0 {
-            self.event(
+            self.event_for(
+                Some(self.rss.len()),
                 EventType::Normal,
                 "ScalingReplicaSet",
                 format!("Scaled up replica set {name} from 0 to {new_replicas}"),
@@ -387,7 +390,8 @@ impl<'a> Sync<'a> {
         rs.dirty = true;
         if size_changed {
             let name = rs.value.metadata.name.clone().unwrap_or_default();
-            self.event(
+            self.event_for(
+                Some(i),
                 EventType::Normal,
                 "ScalingReplicaSet",
                 format!("Scaled {operation} replica set {name} from {old_scale} to {new_scale}"),
@@ -606,24 +610,29 @@ impl<'a> Sync<'a> {
     // The outcome
     // -----------------------------------------------------------------------------------------
 
-    /// Turns the working state into writes: ReplicaSet creates and updates together, then the
-    /// events they earned, then history cleanup, then the deployment's status (with its
-    /// revision annotation) last, so that it only ever reports what was written.
+    /// Turns the working state into writes: releases, then each ReplicaSet write followed by
+    /// the events it earned (so an event is recorded exactly when its write went through, and a
+    /// failed write stops the rest, as upstream's sequence of calls), then history cleanup, then
+    /// the deployment's status (with its revision annotation) last, so that it only ever
+    /// reports what was written.
     pub(crate) fn finish(self) -> Result<Outcome, Error> {
         let mut outcome = Outcome::default();
         let status_write = self.status_write()?;
-        let mut writes: Vec<Intent> = self.released.iter().map(|raw| Intent::Update(raw.to_string())).collect();
-        for rs in self.rss.iter().filter(|r| r.dirty) {
-            writes.push(match &rs.served {
-                None => Intent::Create(new_replica_set_json(&rs.value)?.to_string()),
-                Some(json) => Intent::Update(updated_replica_set_json(json, &rs.value)?.to_string()),
-            });
-        }
         if self.status_first {
             outcome.push_batch(status_write.clone().into_iter().collect());
         }
-        outcome.push_batch(writes);
-        outcome.push_batch(self.events.into_iter().map(Intent::Event).collect());
+        let (general, mut earned): (Vec<_>, Vec<_>) = self.events.into_iter().partition(|(rs, _)| rs.is_none());
+        outcome.push_batch(general.into_iter().map(|(_, e)| Intent::Event(e)).collect());
+        outcome.push_batch(self.released.iter().map(|raw| Intent::Update(raw.to_string())).collect());
+        for (i, rs) in self.rss.iter().enumerate().filter(|(_, r)| r.dirty) {
+            outcome.push_batch(vec![match &rs.served {
+                None => Intent::Create(new_replica_set_json(&rs.value)?.to_string()),
+                Some(json) => Intent::Update(updated_replica_set_json(json, &rs.value)?.to_string()),
+            }]);
+            let (mine, rest): (Vec<_>, Vec<_>) = earned.into_iter().partition(|(rs, _)| *rs == Some(i));
+            earned = rest;
+            outcome.push_batch(mine.into_iter().map(|(_, e)| Intent::Event(e)).collect());
+        }
         outcome.push_batch(self.deletes.into_iter().map(Intent::Delete).collect());
         if !self.status_first {
             outcome.push_batch(status_write.into_iter().collect());

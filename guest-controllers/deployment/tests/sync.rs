@@ -314,3 +314,39 @@ fn a_broken_replica_set_in_the_cache_is_named() {
 fn a_missing_deployment_is_nothing_to_do() {
     assert_eq!(reconcile(&[]), wasmcm_guest::Outcome::default());
 }
+
+#[test]
+fn each_scaling_event_follows_its_own_write() {
+    // Proportional scaling touches both ReplicaSets: a failure of the second write must not
+    // lose the first one's event, and no event may precede its write.
+    let objects = [
+        deployment(
+            10,
+            json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}},
+                                       "template": template("nginx:new")}}),
+        ),
+        sized("web-new", "nginx:new", 2, 2, 4, 5),
+        sized("web-old", "nginx:old", 1, 3, 4, 5),
+    ];
+    let o = reconcile(&objects);
+    let mut pending: Option<String> = None;
+    let mut seen = 0;
+    for batch in &o.batches {
+        for intent in batch {
+            match intent {
+                Intent::Update(s) => {
+                    assert!(pending.is_none(), "an update's event is recorded before the next write");
+                    assert_eq!(batch.len(), 1, "one ReplicaSet write per batch");
+                    pending = Some(parse(s)["metadata"]["name"].as_str().unwrap().to_string());
+                }
+                Intent::Event(e) => {
+                    let name = pending.take().expect("an event right after its write");
+                    assert!(e.message.contains(&format!("replica set {name} ")), "{}", e.message);
+                    seen += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(seen, 2, "{o:?}");
+}

@@ -138,6 +138,9 @@ fn intent_to_wit(intent: Intent) -> wit::Intent {
     }
 }
 
+#[global_allocator]
+static ALLOCATOR: crate::arena::Arena = crate::arena::Arena::new();
+
 /// Exports a [`Controller`] as the component's `controller` interface.
 #[macro_export]
 macro_rules! export_plugin {

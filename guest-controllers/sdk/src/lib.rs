@@ -8,6 +8,8 @@
 // Lets the generated bindings name this crate the same way from inside and from plugins.
 extern crate self as wasmcm_guest;
 
+#[cfg(target_arch = "wasm32")]
+pub mod arena;
 pub mod cache;
 #[cfg(target_arch = "wasm32")]
 pub mod component;

@@ -47,3 +47,29 @@ pub fn hostile() -> Arc<Plugin> {
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
+
+/// A built-in plugin loaded once per test binary, or `None` when this build does not ship it
+/// (so a test can depend on a plugin that is still being written).
+pub fn builtin(name: &str) -> Option<Arc<Plugin>> {
+    static LOADED: OnceLock<std::sync::Mutex<std::collections::HashMap<String, Arc<Plugin>>>> = OnceLock::new();
+    let bytes = wasmcm::builtin::get(name)?;
+    let mut loaded = LOADED.get_or_init(Default::default).lock().unwrap();
+    let plugin = loaded.entry(name.to_string()).or_insert_with(|| {
+        Arc::new(engine().load(name, bytes, Limits::default()).unwrap_or_else(|e| panic!("{name} loads: {e}")))
+    });
+    Some(plugin.clone())
+}
+
+/// The real kubectl v1.35, installed by `scripts/install-kubectl.sh` (`make test` runs it);
+/// `WASMCM_KUBECTL` points elsewhere. Missing, it fails the test: kubectl tests never skip.
+pub fn kubectl_path() -> PathBuf {
+    let path = std::env::var_os("WASMCM_KUBECTL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/tools/kubectl"));
+    assert!(
+        path.exists(),
+        "kubectl v1.35 is missing at {}: run scripts/install-kubectl.sh (make test does)",
+        path.display()
+    );
+    path
+}
