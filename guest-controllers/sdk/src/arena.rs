@@ -1,8 +1,10 @@
 //! The allocator of a plugin instance. An instance lives for exactly one call and is then
 //! thrown away, so nothing needs to be freed: memory is handed out by bumping a pointer through
 //! pages taken from `memory.grow`, and a free or shrink of the latest block gives it back.
-//! General-purpose allocators spend most of their time on reuse this model never needs.
-//! Growing past the host's memory cap fails the allocation, which traps as out of memory.
+//! General-purpose allocators spend most of their time on reuse this model never needs. The
+//! price: what is freed mid-call (but the latest block) is not reused, so a call needs about as
+//! much memory as it allocates in total; growing past the host's memory cap fails the
+//! allocation, which traps as out of memory.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
