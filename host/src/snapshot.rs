@@ -113,11 +113,7 @@ impl Snapshot {
     }
 
     pub fn cache(&self) -> Result<MemoryCache, String> {
-        let mut cache = MemoryCache::new();
-        for item in &self.items {
-            cache.insert(item)?;
-        }
-        Ok(cache)
+        MemoryCache::from_objects(&self.items)
     }
 
     pub fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<&Value> {

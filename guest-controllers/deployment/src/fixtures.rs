@@ -16,21 +16,8 @@ pub fn request(name: &str) -> Request {
     Request { namespace: NAMESPACE.into(), name: name.into(), now: now(), previous_failure: None }
 }
 
-/// Deep-merges `patch` into `base` (objects merge, null removes, anything else replaces).
-pub fn merge(base: &mut Value, patch: Value) {
-    match (base, patch) {
-        (Value::Object(b), Value::Object(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    b.remove(&k);
-                } else {
-                    merge(b.entry(k).or_insert(Value::Null), v);
-                }
-            }
-        }
-        (b, p) => *b = p,
-    }
-}
+/// Fixture overrides are JSON merge patches (`null` removes a field).
+pub use wasmcm_guest::json::merge_patch as merge;
 
 fn template(image: &str) -> Value {
     json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": image}]}})
@@ -96,11 +83,7 @@ pub fn pod(name: &str, rs: &str, fields: Value) -> Value {
 }
 
 pub fn cache(objects: &[Value]) -> MemoryCache {
-    let mut c = MemoryCache::new();
-    for o in objects {
-        c.insert(o).expect("fixture objects are well formed");
-    }
-    c
+    MemoryCache::from_objects(objects).expect("fixture objects are well formed")
 }
 
 /// A deployment of `pods` replicas in the middle of its `rss`-th rollout: revisions 1..rss, the

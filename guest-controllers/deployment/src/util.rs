@@ -753,19 +753,8 @@ mod tests {
                 },
             },
         });
-        merge(&mut d, fields);
+        wasmcm_guest::json::merge_patch(&mut d, fields);
         serde_json::from_value(d).unwrap()
-    }
-
-    fn merge(base: &mut Value, patch: Value) {
-        match (base, patch) {
-            (Value::Object(b), Value::Object(p)) => {
-                for (k, v) in p {
-                    merge(b.entry(k).or_insert(Value::Null), v);
-                }
-            }
-            (b, p) => *b = p,
-        }
     }
 
     fn rolling(replicas: i32, surge: Value, unavailable: Value) -> Deployment {
@@ -778,7 +767,7 @@ mod tests {
             "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"foo": "bar"}}},
         });
-        merge(&mut v, fields);
+        wasmcm_guest::json::merge_patch(&mut v, fields);
         serde_json::from_value(v).unwrap()
     }
 

@@ -16,17 +16,8 @@ pub fn request(name: &str) -> Request {
     Request { namespace: NAMESPACE.into(), name: name.into(), now: now(), previous_failure: None }
 }
 
-/// Deep-merges `patch` into `base` (objects merge, anything else replaces).
-pub fn merge(base: &mut Value, patch: Value) {
-    match (base, patch) {
-        (Value::Object(b), Value::Object(p)) => {
-            for (k, v) in p {
-                merge(b.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (b, p) => *b = p,
-    }
-}
+/// Fixture overrides are JSON merge patches (`null` removes a field).
+pub use wasmcm_guest::json::merge_patch as merge;
 
 /// ReplicaSet `web` selecting `app=web`, generation 1, with `fields` merged over it.
 pub fn replica_set(replicas: i32, fields: Value) -> Value {
@@ -65,11 +56,7 @@ pub fn pod(name: &str, fields: Value) -> Value {
 }
 
 pub fn cache(objects: &[Value]) -> MemoryCache {
-    let mut c = MemoryCache::new();
-    for o in objects {
-        c.insert(o).expect("fixture objects are well formed");
-    }
-    c
+    MemoryCache::from_objects(objects).expect("fixture objects are well formed")
 }
 
 /// A ReplicaSet of `replicas` wanting `desired`, its pods spread over 10 nodes with varied

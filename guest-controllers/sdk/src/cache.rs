@@ -103,6 +103,15 @@ impl MemoryCache {
         Ok(())
     }
 
+    /// A cache holding `objects` (see [`insert`](Self::insert)).
+    pub fn from_objects(objects: &[Value]) -> Result<Self, String> {
+        let mut c = Self::new();
+        for o in objects {
+            c.insert(o)?;
+        }
+        Ok(c)
+    }
+
     pub fn remove(&mut self, kind: &Kind, namespace: &str, name: &str) {
         if let Some(objects) = self.kinds.get_mut(kind) {
             objects.remove(&(namespace.to_string(), name.to_string()));

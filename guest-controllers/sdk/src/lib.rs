@@ -13,6 +13,7 @@ pub mod arena;
 pub mod cache;
 #[cfg(target_arch = "wasm32")]
 pub mod component;
+pub mod json;
 pub mod ownership;
 pub mod pod;
 pub mod selector;
