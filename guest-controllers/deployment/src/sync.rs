@@ -413,7 +413,7 @@ impl<'a> Sync<'a> {
     fn sync(&mut self) -> Result<(), Error> {
         // Revisions are synced without creating: a paused deployment rolls nothing out.
         self.get_all_replica_sets_and_sync_revision(None)?;
-        self.scale()?;
+        self.scale();
         if self.d.spec.paused == Some(true) {
             self.cleanup_deployment();
         }
@@ -429,28 +429,24 @@ impl<'a> Sync<'a> {
 
     /// `scale`: one active ReplicaSet takes the whole size; otherwise a rolling deployment
     /// spreads the change across active ReplicaSets in proportion to their size.
-    fn scale(&mut self) -> Result<(), Error> {
+    fn scale(&mut self) {
         let replicas = deployment_replicas(&self.d);
         let active_or_latest = {
             let olds = self.olds();
             find_active_or_latest(self.new_rs(), &olds).and_then(|a| self.index_of(a))
         };
         if let Some(i) = active_or_latest {
-            if rs_replicas(&self.rss[i].value) != replicas {
-                self.scale_and_record(i, replicas);
-            }
-            return Ok(());
+            self.scale_and_record(i, replicas);
+            return;
         }
         if is_saturated(&self.d, self.new_rs()) {
             for i in self.old_indices() {
-                if rs_replicas(&self.rss[i].value) > 0 {
-                    self.scale_and_record(i, 0);
-                }
+                self.scale_and_record(i, 0);
             }
-            return Ok(());
+            return;
         }
         if !is_rolling_update(&self.d) {
-            return Ok(());
+            return;
         }
         let mut active: Vec<usize> = (0..self.rss.len()).filter(|i| rs_replicas(&self.rss[*i].value) > 0).collect();
         let all_replicas = active.iter().fold(0i32, |acc, i| acc.wrapping_add(rs_replicas(&self.rss[*i].value)));
@@ -489,7 +485,6 @@ impl<'a> Sync<'a> {
         for (i, size) in active.into_iter().zip(sizes) {
             self.scale_replica_set(i, size, operation);
         }
-        Ok(())
     }
 
     fn index_of(&self, rs: &ReplicaSet) -> Option<usize> {
