@@ -22,7 +22,7 @@ test: toolchain
 	scripts/install-kubectl.sh
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-rollback -p wasmcm-hostile -- -D warnings
+	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
 	cargo test --workspace --locked
 
 bench: toolchain

@@ -244,6 +244,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             name: name.into(),
             now: Instant::from_timestamp(jiff::Timestamp::now()),
             previous_failure,
+            settings: "{}".into(),
         };
         let plugin = self.plugin.clone();
         let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> = self.cache.clone();

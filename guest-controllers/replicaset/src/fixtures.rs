@@ -13,7 +13,7 @@ pub fn now() -> Instant {
 }
 
 pub fn request(name: &str) -> Request {
-    Request { namespace: NAMESPACE.into(), name: name.into(), now: now(), previous_failure: None }
+    Request { namespace: NAMESPACE.into(), name: name.into(), now: now(), previous_failure: None, settings: "{}".into() }
 }
 
 /// Fixture overrides are JSON merge patches (`null` removes a field).

@@ -109,6 +109,7 @@ impl<C: Controller> wit::Guest for Plugin<C> {
             name: request.name,
             now: crate::Instant { seconds: request.now.seconds, nanoseconds: request.now.nanoseconds },
             previous_failure: request.previous_failure,
+            settings: request.settings,
         };
         match C::reconcile(&request, &HostCache) {
             Ok(outcome) => Ok(wit::Outcome {

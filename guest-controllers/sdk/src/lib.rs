@@ -25,7 +25,7 @@ pub use time::Instant;
 
 /// The contract version these types implement; the host refuses plugins built for an
 /// incompatible one.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.2.0";
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Kind {
@@ -74,6 +74,8 @@ pub struct Request {
     pub name: String,
     pub now: Instant,
     pub previous_failure: Option<String>,
+    /// The manifest's `settings`, a JSON object (`{}` when none).
+    pub settings: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

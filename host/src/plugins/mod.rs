@@ -443,6 +443,7 @@ impl Plugin {
             name: request.name.clone(),
             now: wit_types::Instant { seconds: request.now.seconds, nanoseconds: request.now.nanoseconds },
             previous_failure: request.previous_failure.clone(),
+            settings: request.settings.clone(),
         };
         let result =
             self.call(cache, &key, |p, store| p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request))?;
@@ -585,9 +586,10 @@ mod tests {
 
     #[test]
     fn only_contract_interfaces_may_be_imported() {
-        assert!(is_allowed_import("wasmcm:reconciler/cache@0.1.0"));
-        assert!(is_allowed_import("wasmcm:reconciler/log@0.1.7"));
-        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.2.0"));
+        assert!(is_allowed_import("wasmcm:reconciler/cache@0.2.0"));
+        assert!(is_allowed_import("wasmcm:reconciler/log@0.2.7"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.1.0"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.3.0"));
         assert!(!is_allowed_import("wasi:filesystem/types@0.2.0"));
         assert!(!is_allowed_import("wasmcm:reconciler/cache"));
     }
