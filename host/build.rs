@@ -12,7 +12,8 @@ mod protobuf_schema;
 
 /// Built one cargo invocation each: a plugin that uses another as a library turns that one's
 /// `component` feature off, and feature unification across one invocation would turn it back on.
-const GUESTS: &[&str] = &["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback", "wasmcm-hostile", "wasmcm-stamp"];
+const GUESTS: &[&str] =
+    &["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback", "wasmcm-hostile", "wasmcm-stamp"];
 const TARGET: &str = "wasm32-unknown-unknown";
 
 fn main() {

@@ -18,6 +18,7 @@ use serde_json::json;
 use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::kubeapi::ClientRate;
+use wasmcm::loader::Version;
 use wasmcm::metrics::Metrics;
 use wasmcm::plugins::{Engine, EngineConfig, Limits};
 
@@ -54,7 +55,9 @@ async fn main() {
     let metrics = Arc::new(Metrics::default());
     let host_config =
         HostConfig { client_rate: ClientRate { qps, burst: (qps * 1.5) as u32 }, ..HostConfig::default() };
-    let host = Host::start(client.clone(), vec![Arc::new(plugin)], host_config, metrics.clone()).await.expect("host");
+    let host = Host::start(client.clone(), vec![Version::of(Arc::new(plugin))], host_config, metrics.clone())
+        .await
+        .expect("host");
     let rss_host_idle = rss_mib();
 
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");

@@ -80,10 +80,12 @@ pub fn generate(cargo: &str, workspace_root: &Path, out: &Path) {
 
 fn locate_sources(cargo: &str, workspace_root: &Path) -> (PathBuf, PathBuf) {
     // Offline: the outer build has resolved and downloaded everything it needs already, and a
-    // build script must not reach for the network.
+    // build script must not reach for the network. Only for this platform: the packages of
+    // others (e.g. macOS's kqueue under `notify`) were never downloaded.
+    let host = std::env::var("HOST").unwrap_or_else(|_| "x86_64-unknown-linux-gnu".into());
     let output = Command::new(cargo)
         .current_dir(workspace_root)
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host])
         .output()
         .unwrap_or_else(|e| panic!("cannot run `cargo metadata`: {e}"));
     if !output.status.success() {

@@ -2,7 +2,8 @@
 //! primary of an owned object; every matching primary for an adoptable orphan; the primary
 //! above a watched object's owner), keys go through the work queue to N workers, each
 //! reconcile runs the plugin off the async threads and hands the outcome to the writer, and
-//! failures are retried with backoff up to a limit.
+//! failures are retried with backoff up to a limit. The version that runs (and a shadow
+//! candidate beside it) comes from the plugin's `Rollout`, read once per reconcile.
 //!
 //! It owns the queue, expectations and retry state of its plugin; it must not write to the
 //! cluster itself (the writer does) nor touch other plugins.
@@ -14,9 +15,11 @@ use wasmcm_guest::{Instant, Kind, Request, Selector};
 
 use crate::expectations::Expectations;
 use crate::informers::{Change, Informer, Informers, Object, PluginCache};
+use crate::loader::Version;
 use crate::metrics::Metrics;
-use crate::plugins::{CallError, Plugin};
+use crate::plugins::CallError;
 use crate::queue::{RateLimit, WorkQueue};
+use crate::rollout::{Offered, Reverted, Rollout};
 use crate::writer::{self, Api};
 
 #[derive(Clone, Debug)]
@@ -37,15 +40,16 @@ impl Default for ControllerConfig {
 }
 
 pub struct Controller<A> {
-    plugin: Arc<Plugin>,
+    rollout: Arc<Rollout>,
+    informers: Arc<Informers>,
     api: Arc<A>,
     queue: Arc<WorkQueue<String>>,
     expectations: Expectations,
+    /// Every informer any version declared: primary, owned, watched.
     cache: Arc<PluginCache>,
     primary: Arc<Informer>,
-    owned: Vec<Arc<Informer>>,
-    /// Every informer the plugin declared: primary, owned, watched.
-    informers: Vec<Arc<Informer>>,
+    /// Event routing tasks, one per informer, while running.
+    routes: Mutex<Option<tokio::task::JoinSet<()>>>,
     /// Why each key's last outcome failed to be written.
     failures: Mutex<HashMap<String, String>>,
     config: ControllerConfig,
@@ -60,50 +64,67 @@ fn refers_to(controller: &(String, String, String), kind: &Kind) -> bool {
     controller.1 == kind.kind && group_of(&controller.0) == group_of(&kind.api_version)
 }
 
+fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
 impl<A: Api + Send + Sync + 'static> Controller<A> {
     /// Starts the informers the plugin declared and waits until they have synced.
     pub async fn new(
-        plugin: Arc<Plugin>,
-        informers: &Informers,
+        version: Version,
+        informers: &Arc<Informers>,
         api: Arc<A>,
         config: ControllerConfig,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Arc<Self>> {
-        let info = plugin.info().clone();
+        let info = version.plugin.info().clone();
         let primary = informers.informer(&info.primary).await?;
-        let mut owned = Vec::new();
-        for k in &info.owns {
-            owned.push(informers.informer(k).await?);
+        let cache = Arc::new(PluginCache::new([primary.clone()]));
+        for kind in info.owns.iter().chain(&info.watches) {
+            cache.add(informers.informer(kind).await?);
         }
-        let mut watched = Vec::new();
-        for k in &info.watches {
-            watched.push(informers.informer(k).await?);
-        }
-        let all: Vec<Arc<Informer>> = std::iter::once(primary.clone()).chain(owned.clone()).chain(watched).collect();
-        for i in &all {
+        for i in cache.informers() {
             i.wait_synced().await;
         }
-        let queue = Arc::new(WorkQueue::new(config.rate.clone()).with_metrics(metrics.clone(), &info.name));
+        let name = version.name().to_string();
+        let config = ControllerConfig { workers: version.spec.workers.unwrap_or(config.workers), ..config };
+        let queue = Arc::new(WorkQueue::new(config.rate.clone()).with_metrics(metrics.clone(), &name));
+        let rollout = Arc::new(Rollout::new(version, metrics.clone()));
         {
-            let (queue, informers, m) = (queue.clone(), all.clone(), metrics.clone());
+            let (queue, cache, m, rollout) = (queue.clone(), cache.clone(), metrics.clone(), rollout.clone());
             metrics.on_scrape(move || {
                 queue.refresh_metrics();
-                for i in &informers {
-                    m.informer_objects.get_or_create(&vec![("kind".into(), i.kind().to_string())]).set(i.len() as i64);
+                for i in cache.informers() {
+                    m.informer_objects.get_or_create(&labels(&[("kind", &i.kind().to_string())])).set(i.len() as i64);
+                }
+                let (live, shadow) = rollout.current();
+                let info = |v: &Version, state: &str| {
+                    let l = labels(&[
+                        ("plugin", rollout.name()),
+                        ("version", &v.plugin.info().version),
+                        ("digest", v.plugin.digest()),
+                        ("state", state),
+                    ]);
+                    m.plugin_info.get_or_create(&l).set(1);
+                };
+                info(&live, "live");
+                if let Some(s) = shadow {
+                    info(&s, "shadow");
                 }
             });
         }
+        record_load(&metrics, &rollout.live());
         Ok(Arc::new(Controller {
-            cache: Arc::new(PluginCache::new(all.clone())),
-            informers: all,
+            rollout,
+            informers: informers.clone(),
+            cache,
             queue,
             metrics,
             expectations: Expectations::default(),
             failures: Mutex::new(HashMap::new()),
-            plugin,
+            routes: Mutex::new(None),
             api,
             primary,
-            owned,
             config,
         }))
     }
@@ -112,26 +133,57 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         &self.queue
     }
 
+    pub fn rollout(&self) -> &Arc<Rollout> {
+        &self.rollout
+    }
+
+    /// Hands a new version to the rollout, first starting (and syncing) informers for kinds
+    /// it reads that no version read before, so it never runs against a cold cache.
+    pub async fn offer(self: &Arc<Self>, version: Version) -> Result<Offered, String> {
+        let info = version.plugin.info().clone();
+        for kind in info.owns.iter().chain(&info.watches) {
+            if self.cache.has(kind) {
+                continue;
+            }
+            let informer = self.informers.informer(kind).await.map_err(|e| format!("cannot watch {kind}: {e:#}"))?;
+            informer.wait_synced().await;
+            self.cache.add(informer.clone());
+            if let Ok(mut routes) = self.routes.lock()
+                && let Some(routes) = routes.as_mut()
+            {
+                routes.spawn(self.clone().route_changes(informer));
+            }
+        }
+        record_load(&self.metrics, &version);
+        self.rollout.offer(version)
+    }
+
+    /// Routes one informer's changes to keys.
+    async fn route_changes(self: Arc<Self>, informer: Arc<Informer>) {
+        let mut changes = informer.subscribe();
+        loop {
+            match changes.recv().await {
+                Ok(change) => self.route(&change),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    // Events were lost: reconcile everything this plugin owns.
+                    tracing::warn!(plugin = %self.rollout.name(), missed = n, "event stream lagged; resyncing");
+                    self.enqueue_all();
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
     /// Routes changes and runs the workers until the queue is shut down.
     pub async fn run(self: Arc<Self>) {
-        let mut tasks = tokio::task::JoinSet::new();
-        for informer in self.informers.clone() {
-            let me = self.clone();
-            let mut changes = informer.subscribe();
-            tasks.spawn(async move {
-                loop {
-                    match changes.recv().await {
-                        Ok(change) => me.route(&change),
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                            // Events were lost: reconcile everything this plugin owns.
-                            tracing::warn!(plugin = %me.plugin.info().name, missed = n, "event stream lagged; resyncing");
-                            me.enqueue_all();
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    }
-                }
-            });
+        if let Ok(mut routes) = self.routes.lock() {
+            let mut set = tokio::task::JoinSet::new();
+            for informer in self.cache.informers() {
+                set.spawn(self.clone().route_changes(informer));
+            }
+            *routes = Some(set);
         }
+        let mut tasks = tokio::task::JoinSet::new();
         self.enqueue_all();
         if let Some(period) = self.config.resync.filter(|p| !p.is_zero()) {
             let me = self.clone();
@@ -156,6 +208,10 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         }
         while workers.join_next().await.is_some() {}
         tasks.shutdown().await;
+        let routes = self.routes.lock().ok().and_then(|mut r| r.take());
+        if let Some(mut routes) = routes {
+            routes.shutdown().await;
+        }
     }
 
     fn enqueue_all(&self) {
@@ -166,7 +222,8 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
 
     /// The keys a change concerns, and what it tells the expectations.
     fn route(&self, change: &Change) {
-        let info = self.plugin.info();
+        let live = self.rollout.live();
+        let info = live.plugin.info();
         let o = &change.object;
         if change.kind == info.primary {
             if change.deleted {
@@ -208,8 +265,8 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         if let Some(key) = owner_key(o) {
             self.queue.add(key);
         } else if let Some(c) = &o.controller
-            && let Some(parent_informer) = self.owned.iter().find(|i| refers_to(c, i.kind()))
-            && let Some(parent) = parent_informer.get(&o.namespace, &c.2)
+            && let Some(parent_kind) = info.owns.iter().find(|k| refers_to(c, k))
+            && let Some(parent) = self.cache.informer(parent_kind).and_then(|i| i.get(&o.namespace, &c.2))
             && let Some(key) = owner_key(&parent)
         {
             self.queue.add(key);
@@ -230,13 +287,16 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
     }
 
     async fn process(&self, key: &str) {
-        let info = self.plugin.info();
         if !self.expectations.satisfied(key) {
             // The informers have not seen this key's last writes yet; their events bring it
             // back. Expired expectations bring it back at the latest.
             self.queue.add_after(key.to_string(), crate::expectations::TIMEOUT);
             return;
         }
+        // Taken once: this reconcile runs on this version to the end, whatever is promoted
+        // meanwhile.
+        let (live, shadow) = self.rollout.current();
+        let info = live.plugin.info();
         let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         let previous_failure = self.failures.lock().ok().and_then(|f| f.get(key).cloned());
         let request = Request {
@@ -244,10 +304,8 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             name: name.into(),
             now: Instant::from_timestamp(jiff::Timestamp::now()),
             previous_failure,
-            settings: "{}".into(),
+            settings: live.spec.settings.clone(),
         };
-        let plugin = self.plugin.clone();
-        let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> = self.cache.clone();
         let started = std::time::Instant::now();
         let span = tracing::info_span!(
             "reconcile",
@@ -257,34 +315,36 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             duration_ms = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );
-        let outcome =
-            tracing::Instrument::instrument(self.reconcile(key, namespace, name, request, plugin, cache), span.clone())
-                .await;
+        let outcome = tracing::Instrument::instrument(self.reconcile(key, &live, shadow, request), span.clone()).await;
         span.record("duration_ms", started.elapsed().as_millis() as u64);
         span.record("outcome", outcome);
         span.in_scope(|| tracing::debug!("reconciled"));
-        let labels = vec![
-            ("plugin".to_string(), info.name.clone()),
-            ("version".to_string(), info.version.clone()),
-            ("outcome".to_string(), outcome.to_string()),
-        ];
-        self.metrics.reconciles.get_or_create(&labels).inc();
-        self.metrics.reconcile_duration.get_or_create(&labels[..2].to_vec()).observe(started.elapsed().as_secs_f64());
+        let l = labels(&[("plugin", &info.name), ("version", &info.version), ("outcome", outcome)]);
+        self.metrics.reconciles.get_or_create(&l).inc();
+        self.metrics.reconcile_duration.get_or_create(&l[..2].to_vec()).observe(started.elapsed().as_secs_f64());
     }
 
-    /// Runs the plugin and the writer for `key`; returns the outcome's metric label.
+    /// Runs the plugin (and its shadow candidate) and the writer for `key`; returns the
+    /// outcome's metric label.
     async fn reconcile(
         &self,
         key: &str,
-        namespace: &str,
-        name: &str,
+        live: &Arc<Version>,
+        shadow: Option<Arc<Version>>,
         request: Request,
-        plugin: Arc<Plugin>,
-        cache: Arc<dyn wasmcm_guest::Cache + Send + Sync>,
     ) -> &'static str {
-        let info = self.plugin.info();
-        let result = tokio::task::spawn_blocking(move || plugin.reconcile(&request, cache)).await;
-        let result = match result {
+        let info = live.plugin.info();
+        let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> = self.cache.clone();
+        let plugin = live.plugin.clone();
+        let shadow_plugin = shadow.as_ref().map(|s| (s.plugin.clone(), s.spec.settings.clone()));
+        let result = tokio::task::spawn_blocking(move || {
+            let result = plugin.reconcile(&request, cache.clone());
+            // The candidate sees the same request against the same cache, right after.
+            let candidate = shadow_plugin.map(|(p, settings)| p.reconcile(&Request { settings, ..request }, cache));
+            (result, candidate)
+        })
+        .await;
+        let (result, candidate) = match result {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(plugin = %info.name, key, "reconcile task failed: {e}");
@@ -292,15 +352,34 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
                 return "error";
             }
         };
+        if let (Some(version), Some(candidate)) = (&shadow, &candidate) {
+            if let Err(CallError::Trap { reason, .. }) = candidate {
+                let v = &version.plugin.info().version;
+                let l = labels(&[("plugin", &info.name), ("version", v), ("reason", &reason.to_string())]);
+                self.metrics.traps.get_or_create(&l).inc();
+            }
+            self.rollout.compare(version, key, &result, candidate);
+        }
+        if let Err(CallError::Trap { reason, .. }) = &result {
+            let l = labels(&[("plugin", &info.name), ("version", &info.version), ("reason", &reason.to_string())]);
+            self.metrics.traps.get_or_create(&l).inc();
+        }
+        if let Some(reverted) = self.rollout.record(live, result.is_err()) {
+            self.reverted(key, &reverted);
+        }
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         match result {
             Ok(outcome) => {
                 let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
                 let context = writer::Context { expectations: Some(&self.expectations), primary_uid: uid.as_deref() };
                 let report = writer::execute(&*self.api, info, namespace, name, &outcome, context).await;
                 tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
+                let l = labels(&[("plugin", &info.name), ("version", &info.version)]);
+                if !report.actions.is_empty() {
+                    self.metrics.intents_executed.get_or_create(&l).inc_by(report.actions.len() as u64);
+                }
                 if !report.refused.is_empty() {
-                    let labels = vec![("plugin".to_string(), info.name.clone())];
-                    self.metrics.intents_refused.get_or_create(&labels).inc_by(report.refused.len() as u64);
+                    self.metrics.intents_refused.get_or_create(&l).inc_by(report.refused.len() as u64);
                 }
                 match report.failure {
                     Some(failure) => {
@@ -340,40 +419,73 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         }
     }
 
+    /// Tells whoever looks at the object whose reconcile tipped the balance: the log alone
+    /// would not reach them.
+    fn reverted(&self, key: &str, r: &Reverted) {
+        let (from, to) = (r.from.plugin.info(), r.to.plugin.info());
+        let message = format!(
+            "plugin {}: version {} (sha256 {}) failed {} of its first {} reconciles; reverted to {} (sha256 {})",
+            self.rollout.name(),
+            from.version,
+            r.from.plugin.digest(),
+            r.failures,
+            r.reconciles,
+            to.version,
+            r.to.plugin.digest()
+        );
+        self.event(key, "PluginReverted", message);
+    }
+
+    fn event(&self, key: &str, reason: &str, message: String) {
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+        let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
+        let event = wasmcm_guest::Event {
+            regarding: wasmcm_guest::ObjectRef {
+                kind: self.rollout.live().plugin.info().primary.clone(),
+                namespace: namespace.into(),
+                name: name.into(),
+            },
+            event_type: wasmcm_guest::EventType::Warning,
+            reason: reason.into(),
+            message,
+        };
+        let api = self.api.clone();
+        tokio::spawn(async move {
+            if let Err(e) = api.record_event(&event, uid.as_deref()).await {
+                tracing::debug!("recording an event: {e}");
+            }
+        });
+    }
+
     fn retry(&self, key: &str, why: &str) {
         let key = key.to_string();
         if self.queue.num_requeues(&key) >= self.config.max_retries {
-            let info = self.plugin.info();
+            let live = self.rollout.live();
+            let info = live.plugin.info();
             tracing::error!(plugin = %info.name, key, "dropping after {} retries: {why}", self.config.max_retries);
             self.queue.forget(&key);
-            // Tell whoever looks at the object, as the log alone would not.
-            let (namespace, name) = key.split_once('/').unwrap_or(("", key.as_str()));
-            let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
-            let event = wasmcm_guest::Event {
-                regarding: wasmcm_guest::ObjectRef {
-                    kind: info.primary.clone(),
-                    namespace: namespace.into(),
-                    name: name.into(),
-                },
-                event_type: wasmcm_guest::EventType::Warning,
-                reason: "ReconcileFailed".into(),
-                message: format!(
-                    "plugin {} {} gave up after {} retries until the object changes: {why}",
-                    info.name, info.version, self.config.max_retries
-                ),
-            };
-            let api = self.api.clone();
-            tokio::spawn(async move {
-                if let Err(e) = api.record_event(&event, uid.as_deref()).await {
-                    tracing::debug!("recording ReconcileFailed: {e}");
-                }
-            });
+            let message = format!(
+                "plugin {} {} gave up after {} retries until the object changes: {why}",
+                info.name, info.version, self.config.max_retries
+            );
+            self.event(&key, "ReconcileFailed", message);
             return;
         }
         // Conflicts are the normal price of optimistic concurrency: retried quietly.
         if why.contains("Operation cannot be fulfilled") {
-            tracing::debug!(plugin = %self.plugin.info().name, key, "conflict, retrying");
+            tracing::debug!(plugin = %self.rollout.name(), key, "conflict, retrying");
         }
         self.queue.add_rate_limited(key);
     }
+}
+
+/// The compile (or precompiled-cache read) time of a version, as a gauge.
+fn record_load(metrics: &Metrics, v: &Version) {
+    let c = v.plugin.compiled();
+    let l = labels(&[
+        ("plugin", v.name()),
+        ("version", &v.plugin.info().version),
+        ("cached", if c.cached { "true" } else { "false" }),
+    ]);
+    metrics.plugin_load_seconds.get_or_create(&l).set(c.duration.as_secs_f64());
 }

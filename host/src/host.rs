@@ -11,8 +11,8 @@ use crate::controller::{Controller, ControllerConfig};
 use crate::informers::Informers;
 use crate::kubeapi::{ClientRate, KubeApi};
 use crate::leader::{Elector, LeaderConfig};
+use crate::loader::Version;
 use crate::metrics::Metrics;
-use crate::plugins::Plugin;
 
 #[derive(Clone, Debug, Default)]
 pub struct HostConfig {
@@ -36,7 +36,7 @@ pub struct Host {
 impl Host {
     pub async fn start(
         client: kube::Client,
-        plugins: Vec<Arc<Plugin>>,
+        plugins: Vec<Version>,
         config: HostConfig,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Host> {
@@ -57,9 +57,9 @@ impl Host {
         api = api.gated_by(leading.clone());
         let api = Arc::new(api);
         let mut controllers = Vec::new();
-        for plugin in plugins {
-            let name = plugin.info().name.clone();
-            let c = Controller::new(plugin, &informers, api.clone(), config.controller.clone(), metrics.clone())
+        for version in plugins {
+            let name = version.name().to_string();
+            let c = Controller::new(version, &informers, api.clone(), config.controller.clone(), metrics.clone())
                 .await
                 .map_err(|e| anyhow::anyhow!("plugin {name}: {e:#}"))?;
             tracing::info!(plugin = %name, "caches synced; reconciling");
@@ -93,6 +93,15 @@ impl Host {
     /// True while this host leads (always, without election).
     pub fn leading(&self) -> watch::Receiver<bool> {
         self.leading.clone()
+    }
+
+    /// The running plugins' controllers, to offer them new versions.
+    pub fn controllers(&self) -> &[Arc<Controller<KubeApi>>] {
+        &self.controllers
+    }
+
+    pub fn controller(&self, name: &str) -> Option<&Arc<Controller<KubeApi>>> {
+        self.controllers.iter().find(|c| c.rollout().name() == name)
     }
 
     pub fn informers(&self) -> &Arc<Informers> {

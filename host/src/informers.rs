@@ -229,23 +229,43 @@ async fn run(api: Api<DynamicObject>, informer: Arc<Informer>) {
 }
 
 /// The cache view a plugin gets: only the informers of the kinds it declared.
+/// The informers of every kind any version of a plugin declared. What one call may read is
+/// narrower and enforced by the engine (`Plugin`'s readable kinds), so versions share this.
 pub struct PluginCache {
-    informers: HashMap<Kind, Arc<Informer>>,
+    informers: RwLock<HashMap<Kind, Arc<Informer>>>,
 }
 
 impl PluginCache {
     pub fn new(informers: impl IntoIterator<Item = Arc<Informer>>) -> Self {
-        PluginCache { informers: informers.into_iter().map(|i| (i.kind.clone(), i)).collect() }
+        PluginCache { informers: RwLock::new(informers.into_iter().map(|i| (i.kind.clone(), i)).collect()) }
+    }
+
+    pub fn add(&self, informer: Arc<Informer>) {
+        if let Ok(mut m) = self.informers.write() {
+            m.insert(informer.kind.clone(), informer);
+        }
+    }
+
+    pub fn has(&self, kind: &Kind) -> bool {
+        self.informers.read().is_ok_and(|m| m.contains_key(kind))
+    }
+
+    pub fn informers(&self) -> Vec<Arc<Informer>> {
+        self.informers.read().map(|m| m.values().cloned().collect()).unwrap_or_default()
+    }
+
+    pub fn informer(&self, kind: &Kind) -> Option<Arc<Informer>> {
+        self.informers.read().ok()?.get(kind).cloned()
     }
 }
 
 impl Cache for PluginCache {
     fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String> {
-        self.informers.get(kind)?.get(namespace, name).map(|o| o.json.clone())
+        self.informer(kind)?.get(namespace, name).map(|o| o.json.clone())
     }
 
     fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
-        match self.informers.get(kind) {
+        match self.informer(kind) {
             Some(i) => i.list(namespace, selector).into_iter().map(|o| o.json.clone()).collect(),
             None => Vec::new(),
         }

@@ -38,11 +38,40 @@ enum Command {
     Simulate(SimulateArgs),
     /// Start the embedded Kubernetes API server with simulated nodes, and keep it running.
     Cluster(ClusterArgs),
-    /// Load plugins and print what each declares.
-    Describe {
+    /// Inspect plugin files, or list and steer the plugins of a running host.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+}
+
+#[derive(Subcommand)]
+enum PluginsCommand {
+    /// The plugins of a running host: versions, digests, states (live, shadow, previous,
+    /// failed) and counters.
+    List(AdminArgs),
+    /// Load plugin files offline and print what each declares, imports, its digest and size.
+    Inspect {
         /// Built-in plugin names or .wasm files [default: every built-in].
         plugins: Vec<String>,
     },
+    /// Promote a plugin's shadow candidate now.
+    Promote {
+        name: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// Drop a plugin's shadow candidate.
+    Abandon {
+        name: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+#[derive(Args)]
+struct AdminArgs {
+    /// The host's metrics/admin address (its --metrics-bind-address).
+    #[arg(long, env = "WASMCM_ADMIN_ADDRESS", default_value = "127.0.0.1:8080")]
+    address: std::net::SocketAddr,
 }
 
 #[derive(Args)]
@@ -72,7 +101,15 @@ struct RunArgs {
     /// The kubeconfig context to use.
     #[arg(long, env = "WASMCM_CONTEXT")]
     context: Option<String>,
-    /// Workers per plugin.
+    /// Plugin manifests: a file or a directory of them; repeatable, later ones override the
+    /// built-in default manifest and each other by plugin name. Watched: a changed plugin is
+    /// swapped in while the host runs.
+    #[arg(long, env = "WASMCM_PLUGINS", value_delimiter = ',')]
+    plugins: Vec<PathBuf>,
+    /// Refuse to start if any manifest or plugin fails to load (otherwise the others start).
+    #[arg(long, env = "WASMCM_STRICT")]
+    strict: bool,
+    /// Workers per plugin, unless its manifest says.
     #[arg(long, env = "WASMCM_WORKERS", default_value_t = 5)]
     workers: usize,
     /// Client-side API rate limit (queries per second).
@@ -219,25 +256,80 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Cluster(_) => unreachable!("handled above"),
-        Command::Describe { plugins } => {
+        Command::Plugins(PluginsCommand::Inspect { plugins }) => {
             let names: Vec<String> =
                 if plugins.is_empty() { builtin::names().map(String::from).collect() } else { plugins };
             for name in names {
                 let p = load_plugin(&engine, &name, Limits::default())?;
                 let i = p.info();
                 let kinds = |ks: &[wasmcm_guest::Kind]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
-                println!("{} {} (contract {}, sha256 {})", i.name, i.version, i.contract, p.digest());
+                println!("{} {} (contract {})", i.name, i.version, i.contract);
+                println!("  sha256:  {}\n  size:    {} bytes", p.digest(), p.compiled().size);
                 println!(
-                    "  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}",
+                    "  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}\n  imports: {}",
                     i.primary,
                     kinds(&i.owns),
                     kinds(&i.watches),
-                    kinds(&i.writes)
+                    kinds(&i.writes),
+                    p.imports().join(", ")
                 );
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Plugins(PluginsCommand::List(admin)) => {
+            admin_call(admin.address, hyper::Method::GET, "/plugins", |body| {
+                let statuses: Vec<serde_json::Value> = serde_json::from_str(body)?;
+                println!("{:<14} {:<10} {:<9} {:<14} COUNTERS", "NAME", "VERSION", "STATE", "DIGEST");
+                for s in &statuses {
+                    for v in s["versions"].as_array().into_iter().flatten() {
+                        let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
+                        let counters: Vec<String> = ["reconciles", "failures", "agreements", "mismatches"]
+                            .iter()
+                            .filter_map(|k| v[*k].as_u64().map(|n| format!("{k}={n}")))
+                            .chain(v["reason"].as_str().map(String::from))
+                            .collect();
+                        let digest = text("digest");
+                        println!(
+                            "{:<14} {:<10} {:<9} {:<14} {}",
+                            s["name"].as_str().unwrap_or(""),
+                            text("version"),
+                            text("state"),
+                            &digest[..digest.len().min(12)],
+                            counters.join(" ")
+                        );
+                    }
+                }
+                Ok(())
+            })
+        }
+        Command::Plugins(PluginsCommand::Promote { name, admin }) => {
+            admin_call(admin.address, hyper::Method::POST, &format!("/plugins/{name}/promote"), print_body)
+        }
+        Command::Plugins(PluginsCommand::Abandon { name, admin }) => {
+            admin_call(admin.address, hyper::Method::POST, &format!("/plugins/{name}/abandon"), print_body)
+        }
     }
+}
+
+fn print_body(body: &str) -> anyhow::Result<()> {
+    print!("{body}");
+    Ok(())
+}
+
+/// One call to a running host's admin endpoint; a non-2xx answer is an error carrying its body.
+fn admin_call(
+    address: std::net::SocketAddr,
+    method: hyper::Method,
+    path: &str,
+    show: impl FnOnce(&str) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (status, body) = runtime.block_on(wasmcm::admin::request(address, method, path))?;
+    if !(200..300).contains(&status) {
+        anyhow::bail!("{address}{path}: {status}: {}", body.trim());
+    }
+    show(&body)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A plugin by built-in name or by path.
@@ -294,15 +386,23 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The namespace this host runs in: the pod's (downward API or service-account mount), else
+/// `default`. ConfigMap plugin sources that name no namespace are read from it.
+fn own_namespace() -> String {
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
 fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     use wasmcm::cluster::{Cluster, ClusterConfig};
     use wasmcm::controller::ControllerConfig;
     use wasmcm::host::{Host, HostConfig};
     use wasmcm::kubeapi::ClientRate;
     use wasmcm::leader::LeaderConfig;
-    let plugins: Vec<std::sync::Arc<Plugin>> = builtin::names()
-        .map(|name| load_plugin(engine, name, Limits::default()).map(std::sync::Arc::new))
-        .collect::<anyhow::Result<_>>()?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
@@ -327,6 +427,18 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let client = kube::Client::try_from(config)?;
+        let namespace = own_namespace();
+        let (versions, failures) = wasmcm::loader::load_all(engine, &args.plugins, &namespace, Some(&client)).await;
+        for f in &failures {
+            tracing::error!("not loaded: {f}");
+        }
+        if args.strict && !failures.is_empty() {
+            anyhow::bail!("--strict: {} failed to load:\n  {}", failures.len(), failures.join("\n  "));
+        }
+        if versions.is_empty() {
+            anyhow::bail!("no plugin to run: every one is disabled or failed to load");
+        }
+        let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
         let identity = std::env::var("HOSTNAME").unwrap_or_else(|_| format!("wasmcm-{}", std::process::id()));
         let leader = args.leader_elect.then(|| LeaderConfig {
             lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
@@ -345,13 +457,24 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         };
         let metrics = std::sync::Arc::new(wasmcm::metrics::Metrics::default());
         let (ready, ready_rx) = tokio::sync::watch::channel(false);
-        let bound = wasmcm::metrics::serve(args.metrics_bind_address, metrics.clone(), ready_rx)
+        let (plugins, plugins_rx) = tokio::sync::watch::channel(Vec::new());
+        let admin = wasmcm::admin::Admin { metrics: metrics.clone(), ready: ready_rx, plugins: plugins_rx };
+        let bound = wasmcm::admin::serve(args.metrics_bind_address, admin)
             .await
             .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
         println!("metrics: http://{bound}/metrics");
-        let host = Host::start(client, plugins, host_config, metrics).await?;
+        let host = Host::start(client.clone(), versions, host_config, metrics).await?;
+        plugins.send_replace(host.controllers().iter().map(|c| c.rollout().clone()).collect());
+        let reloader = wasmcm::reload::Reloader {
+            engine: engine.clone(),
+            client: Some(client),
+            namespace,
+            paths: args.plugins.clone(),
+            controllers: host.controllers().to_vec(),
+        }
+        .spawn()?;
         ready.send_replace(true);
-        println!("wasmcm running: {} (Ctrl-C to stop)", builtin::names().collect::<Vec<_>>().join(", "));
+        println!("wasmcm running: {} (Ctrl-C to stop)", names.join(", "));
         let mut leading = host.leading();
         let lost = async {
             let _ = leading.wait_for(|l| *l).await;
@@ -363,6 +486,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             r = tokio::signal::ctrl_c() => { r?; ExitCode::SUCCESS }
             _ = lost => { tracing::error!("leadership lost; exiting"); ExitCode::from(1) }
         };
+        reloader.abort();
         host.shutdown().await;
         if let Some(c) = cluster {
             c.shutdown().await;

@@ -1,23 +1,16 @@
 //! Observability: the Prometheus metrics of the host (client-go's workqueue metric names,
 //! reconciles by outcome and duration per plugin and version, leader status, informer object
-//! counts) and the HTTP endpoint serving them with `/healthz` and `/readyz`. It records what
-//! others report and reads nothing from the cluster.
+//! counts, plugin versions, traps, shadow comparisons, swaps and reverts). It records what
+//! others report and reads nothing from the cluster; `admin` serves it.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use tokio::sync::watch;
 
 pub type Labels = Vec<(String, String)>;
 type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
@@ -39,6 +32,13 @@ pub struct Metrics {
     pub reconciles: Family<Labels, Counter>,
     pub reconcile_duration: HistogramFamily,
     pub intents_refused: Family<Labels, Counter>,
+    pub intents_executed: Family<Labels, Counter>,
+    pub traps: Family<Labels, Counter>,
+    pub shadow_comparisons: Family<Labels, Counter>,
+    pub plugin_swaps: Family<Labels, Counter>,
+    pub plugin_reverts: Family<Labels, Counter>,
+    pub plugin_info: Family<Labels, Gauge>,
+    pub plugin_load_seconds: Family<Labels, Gauge<f64, AtomicU64>>,
     pub leader: Gauge,
     pub informer_objects: Family<Labels, Gauge>,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
@@ -59,6 +59,13 @@ impl Default for Metrics {
             reconciles: Family::default(),
             reconcile_duration: Family::new_with_constructor(latency_histogram),
             intents_refused: Family::default(),
+            intents_executed: Family::default(),
+            traps: Family::default(),
+            shadow_comparisons: Family::default(),
+            plugin_swaps: Family::default(),
+            plugin_reverts: Family::default(),
+            plugin_info: Family::default(),
+            plugin_load_seconds: Family::default(),
             leader: Gauge::default(),
             informer_objects: Family::default(),
             refreshers: Mutex::new(Vec::new()),
@@ -99,8 +106,35 @@ impl Default for Metrics {
         );
         registry.register(
             "wasmcm_intents_refused",
-            "Intents refused by the writer (undeclared kind, other namespace, malformed), by plugin",
+            "Intents refused by the writer (undeclared kind, other namespace, malformed), by plugin and version",
             m.intents_refused.clone(),
+        );
+        registry.register(
+            "wasmcm_intents_executed",
+            "Intents the writer performed, by plugin and version",
+            m.intents_executed.clone(),
+        );
+        registry.register(
+            "wasmcm_plugin_traps",
+            "Plugin calls that trapped, by plugin, version and reason (deadline, memory, panic, capability, ...)",
+            m.traps.clone(),
+        );
+        registry.register(
+            "wasmcm_shadow_comparisons",
+            "Shadow candidate outcomes compared with the live version's, by plugin, candidate version and result",
+            m.shadow_comparisons.clone(),
+        );
+        registry.register("wasmcm_plugin_swaps", "New plugin versions promoted while running", m.plugin_swaps.clone());
+        registry.register("wasmcm_plugin_reverts", "Promoted versions reverted for failing", m.plugin_reverts.clone());
+        registry.register(
+            "wasmcm_plugin_info",
+            "1 for each loaded plugin version, with its digest and state (live, shadow)",
+            m.plugin_info.clone(),
+        );
+        registry.register(
+            "wasmcm_plugin_load_seconds",
+            "Time to compile (or read from the precompiled cache) each loaded plugin version",
+            m.plugin_load_seconds.clone(),
         );
         registry.register("wasmcm_leader", "1 while this host holds the leader lease", m.leader.clone());
         registry.register("wasmcm_informer_objects", "Objects in each informer's cache", m.informer_objects.clone());
@@ -128,47 +162,4 @@ impl Metrics {
         }
         out
     }
-}
-
-/// Serves `/metrics`, `/healthz` and `/readyz` (ready once every plugin's caches synced).
-pub async fn serve(
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    ready: watch::Receiver<bool>,
-) -> anyhow::Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
-            let (metrics, ready) = (metrics.clone(), ready.clone());
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (metrics, ready) = (metrics.clone(), ready.clone());
-                    async move {
-                        let (code, content_type, body) = match req.uri().path() {
-                            "/metrics" => {
-                                (StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", metrics.encode())
-                            }
-                            "/healthz" | "/livez" => (StatusCode::OK, "text/plain", "ok".to_string()),
-                            "/readyz" if *ready.borrow() => (StatusCode::OK, "text/plain", "ok".to_string()),
-                            "/readyz" => {
-                                (StatusCode::SERVICE_UNAVAILABLE, "text/plain", "caches not synced".to_string())
-                            }
-                            _ => (StatusCode::NOT_FOUND, "text/plain", "not found".to_string()),
-                        };
-                        let mut r = Response::new(Full::new(Bytes::from(body)));
-                        *r.status_mut() = code;
-                        r.headers_mut()
-                            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
-                        Ok::<_, Infallible>(r)
-                    }
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    Ok(bound)
 }

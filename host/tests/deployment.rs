@@ -25,7 +25,7 @@ use kube::{Client, Config};
 use serde_json::Value;
 use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
-use wasmcm::plugins::Plugin;
+use wasmcm::loader::Version;
 
 /// How long any one expectation may take to come true.
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -44,10 +44,10 @@ const SURGE_1_UNAVAILABLE_1: &str = r#"{"spec":{"strategy":{"rollingUpdate":{"ma
 
 /// The plugins under test (the rollback plugin whenever this build ships it; the test of
 /// automatic rollback requires it).
-fn plugins() -> Vec<Arc<Plugin>> {
+fn plugins() -> Vec<Version> {
     let mut plugins = vec![common::replicaset(), common::builtin("deployment").expect("deployment is built in")];
     plugins.extend(common::builtin("rollback"));
-    plugins
+    plugins.into_iter().map(Version::of).collect()
 }
 
 /// A cluster, a host on it, and kubectl pointed at it. Every test names its deployment `web`

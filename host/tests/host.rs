@@ -12,6 +12,7 @@ use kube::{Client, Config};
 use serde_json::json;
 use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
+use wasmcm::loader::Version;
 use wasmcm::metrics::Metrics;
 use wasmcm::plugins::{Engine, EngineConfig, Limits};
 
@@ -24,8 +25,9 @@ async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
     let (cluster, client, engine) = cluster_and_engine().await;
     let plugin = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap();
     let metrics = Arc::new(Metrics::default());
-    let host =
-        Host::start(client.clone(), vec![Arc::new(plugin)], HostConfig::default(), metrics.clone()).await.unwrap();
+    let host = Host::start(client.clone(), vec![Version::of(Arc::new(plugin))], HostConfig::default(), metrics.clone())
+        .await
+        .unwrap();
     (cluster, client, host, metrics)
 }
 
@@ -97,7 +99,9 @@ async fn active_pods(pods: &Api<Pod>, app: &str) -> Vec<Pod> {
 async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     let (_cluster, client, host, metrics) = start_with_metrics().await;
     let (ready, ready_rx) = tokio::sync::watch::channel(false);
-    let addr = wasmcm::metrics::serve("127.0.0.1:0".parse().unwrap(), metrics, ready_rx).await.unwrap();
+    let plugins = tokio::sync::watch::channel(host.controllers().iter().map(|c| c.rollout().clone()).collect()).1;
+    let admin = wasmcm::admin::Admin { metrics, ready: ready_rx, plugins };
+    let addr = wasmcm::admin::serve("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
     assert_eq!(http_get(addr, "/readyz").await.0, 503, "not ready before the host says so");
     ready.send_replace(true);
     assert_eq!(http_get(addr, "/readyz").await.0, 200);
@@ -240,7 +244,7 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
         let metrics = Arc::new(Metrics::default());
         let mut config = HostConfig::default();
         config.controller.resync = resync;
-        let host = Host::start(client.clone(), vec![plugin], config, metrics.clone()).await.unwrap();
+        let host = Host::start(client.clone(), vec![Version::of(plugin)], config, metrics.clone()).await.unwrap();
         let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
         let mut rs = replica_set("quiet", 0);
         rs.spec.replicas = Some(0);
@@ -271,7 +275,7 @@ async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted
     let metrics = Arc::new(Metrics::default());
     let mut config = HostConfig::default();
     config.controller.max_retries = 2;
-    let host = Host::start(client.clone(), vec![plugin], config, metrics.clone()).await.unwrap();
+    let host = Host::start(client.clone(), vec![Version::of(plugin)], config, metrics.clone()).await.unwrap();
 
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     for name in ["loop", "write-secret"] {

@@ -14,6 +14,7 @@ use serde_json::json;
 use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::leader::LeaderConfig;
+use wasmcm::loader::Version;
 use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
 
 async fn client(cluster: &Cluster) -> Client {
@@ -35,7 +36,7 @@ async fn host(cluster: &Cluster, identity: &str) -> Host {
         ..LeaderConfig::new("kube-system", "wasmcm", identity)
     };
     let config = HostConfig { leader: Some(leader), ..HostConfig::default() };
-    Host::start(client(cluster).await, vec![plugin()], config, Default::default()).await.unwrap()
+    Host::start(client(cluster).await, vec![Version::of(plugin())], config, Default::default()).await.unwrap()
 }
 
 async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut f: F) -> T

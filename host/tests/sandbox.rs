@@ -14,7 +14,13 @@ use wasmcm_guest::{Intent, MemoryCache, Outcome, Request};
 use wasmcm_replicaset::fixtures::{cache, now, replica_set, request};
 
 fn call(key: &str) -> Result<Outcome, CallError> {
-    let req = Request { namespace: "default".into(), name: key.into(), now: now(), previous_failure: None, settings: "{}".into() };
+    let req = Request {
+        namespace: "default".into(),
+        name: key.into(),
+        now: now(),
+        previous_failure: None,
+        settings: "{}".into(),
+    };
     common::hostile().reconcile(&req, Arc::new(MemoryCache::new()))
 }
 

@@ -13,7 +13,13 @@ pub fn now() -> Instant {
 }
 
 pub fn request(name: &str) -> Request {
-    Request { namespace: NAMESPACE.into(), name: name.into(), now: now(), previous_failure: None, settings: "{}".into() }
+    Request {
+        namespace: NAMESPACE.into(),
+        name: name.into(),
+        now: now(),
+        previous_failure: None,
+        settings: "{}".into(),
+    }
 }
 
 /// Fixture overrides are JSON merge patches (`null` removes a field).

@@ -15,7 +15,7 @@ pub mod kubelet;
 mod openapi;
 mod patch;
 mod protobuf;
-mod quantity;
+pub(crate) mod quantity;
 pub mod query;
 pub mod resources;
 mod server;

@@ -316,17 +316,18 @@ impl Engine {
         if !bytes.starts_with(b"\0asm") {
             return Err(not_a_component("no WebAssembly header".into()));
         }
-        let component = match &self.precompiled {
+        let started = std::time::Instant::now();
+        let (component, cached) = match &self.precompiled {
             Some(cache) => cache.load_or_compile(&self.engine, bytes, &digest),
-            None => Component::new(&self.engine, bytes),
+            None => Component::new(&self.engine, bytes).map(|c| (c, false)),
         }
         .map_err(|e| not_a_component(format!("{e:#}")))?;
+        let compiled = Compiled { duration: started.elapsed(), cached, size: bytes.len() };
 
         let ty = component.component_type();
-        for (name, _) in ty.imports(&self.engine) {
-            if !is_allowed_import(name) {
-                return Err(LoadError::ForbiddenImport { source_name: source_name.into(), import: name.into() });
-            }
+        let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        if let Some(name) = imports.iter().find(|name| !is_allowed_import(name)) {
+            return Err(LoadError::ForbiddenImport { source_name: source_name.into(), import: name.clone() });
         }
         let pre = self
             .linker
@@ -342,6 +343,8 @@ impl Engine {
             readable: Arc::new(HashSet::new()),
             digest,
             limits,
+            compiled,
+            imports,
         };
         let info = plugin
             .call(Arc::new(MemoryCache::new()), "describe()", |p, store| {
@@ -350,9 +353,7 @@ impl Engine {
             .map_err(|e| LoadError::Describe { source_name: source_name.into(), error: Box::new(e) })?;
         let info = plugin_info_from_wit(info);
         validate_info(source_name, &info)?;
-        let readable =
-            std::iter::once(info.primary.clone()).chain(info.owns.iter().cloned()).chain(info.watches.iter().cloned());
-        plugin.readable = Arc::new(readable.collect());
+        plugin.readable = readable(&info);
         plugin.info = info;
         Ok(plugin)
     }
@@ -395,6 +396,12 @@ fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(
     Ok(())
 }
 
+/// What a plugin may read: its primary, owned and watched kinds.
+fn readable(info: &wasmcm_guest::PluginInfo) -> Arc<HashSet<Kind>> {
+    let kinds = std::iter::once(&info.primary).chain(&info.owns).chain(&info.watches);
+    Arc::new(kinds.cloned().collect())
+}
+
 fn placeholder_info(source_name: &str) -> wasmcm_guest::PluginInfo {
     wasmcm_guest::PluginInfo {
         name: source_name.to_string(),
@@ -407,6 +414,17 @@ fn placeholder_info(source_name: &str) -> wasmcm_guest::PluginInfo {
     }
 }
 
+/// How a plugin's code was obtained.
+#[derive(Clone, Copy, Debug)]
+pub struct Compiled {
+    /// Compiling, or reading the precompiled artefact.
+    pub duration: Duration,
+    /// Whether the precompiled cache had it.
+    pub cached: bool,
+    /// Size of the component.
+    pub size: usize,
+}
+
 /// A loaded plugin, ready to be called from any thread.
 pub struct Plugin {
     engine: wasmtime::Engine,
@@ -415,6 +433,8 @@ pub struct Plugin {
     readable: Arc<HashSet<Kind>>,
     digest: String,
     limits: Limits,
+    compiled: Compiled,
+    imports: Vec<String>,
 }
 
 impl Plugin {
@@ -429,6 +449,39 @@ impl Plugin {
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    pub fn compiled(&self) -> Compiled {
+        self.compiled
+    }
+
+    /// The interfaces the component imports (all within the contract, or it would not load).
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Runs this plugin as `name` (several copies of one component can run side by side),
+    /// with its reads and writes narrowed to the kinds given. A manifest may only narrow: a
+    /// kind the plugin did not declare is an error, and its primary kind cannot be taken away.
+    pub fn configure(mut self, name: &str, reads: Option<&[Kind]>, writes: Option<&[Kind]>) -> Result<Self, String> {
+        let info = &mut self.info;
+        if let Some(reads) = reads {
+            let declared: Vec<&Kind> = info.owns.iter().chain(&info.watches).chain([&info.primary]).collect();
+            if let Some(k) = reads.iter().find(|k| !declared.contains(k)) {
+                return Err(format!("capabilities.reads names {k}, which the plugin does not declare"));
+            }
+            info.owns.retain(|k| reads.contains(k));
+            info.watches.retain(|k| reads.contains(k));
+        }
+        if let Some(writes) = writes {
+            if let Some(k) = writes.iter().find(|k| !info.writes.contains(k)) {
+                return Err(format!("capabilities.writes names {k}, which the plugin does not declare"));
+            }
+            info.writes.retain(|k| writes.contains(k));
+        }
+        info.name = name.to_string();
+        self.readable = readable(info);
+        Ok(self)
     }
 
     /// One reconcile of `request` against `cache`, in a fresh instance.

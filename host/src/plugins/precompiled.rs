@@ -33,14 +33,14 @@ impl Precompiled {
         engine: &wasmtime::Engine,
         bytes: &[u8],
         digest: &str,
-    ) -> wasmtime::Result<Component> {
+    ) -> wasmtime::Result<(Component, bool)> {
         let path = self.path(digest);
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of this same engine
             // configuration into the host's own cache directory (named by digest and engine
             // hash); wasmtime validates its header and refuses other engines' artefacts.
             match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(c) => return Ok(c),
+                Ok(c) => return Ok((c, true)),
                 Err(e) => tracing::warn!(path = %path.display(), "recompiling: precompiled plugin refused: {e:#}"),
             }
         }
@@ -48,7 +48,7 @@ impl Precompiled {
         if let Err(e) = self.store(&path, &component) {
             tracing::warn!(path = %path.display(), "cannot keep the compiled plugin: {e:#}");
         }
-        Ok(component)
+        Ok((component, false))
     }
 
     /// Writes to a temporary file and renames, so concurrent hosts never read a half file.

@@ -75,9 +75,9 @@ impl Controller for Stamp {
         if limit.is_some_and(|l| count >= l) {
             return Ok(Outcome::default());
         }
-        let data = cm.as_object_mut().and_then(|o| {
-            o.entry("data").or_insert_with(|| serde_json::json!({})).as_object_mut().map(std::mem::take)
-        });
+        let data = cm
+            .as_object_mut()
+            .and_then(|o| o.entry("data").or_insert_with(|| serde_json::json!({})).as_object_mut().map(std::mem::take));
         let mut data = data.unwrap_or_default();
         data.insert("stamp".into(), stamp.into());
         data.insert("count".into(), (count + 1).to_string().into());

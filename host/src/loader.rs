@@ -1,0 +1,161 @@
+//! From a manifest entry to a plugin version ready to run: reads the component (built into
+//! the binary, a file, or a ConfigMap key), checks the digest pin, compiles it through the
+//! engine (and its precompiled cache) on a blocking thread, and applies the manifest's name,
+//! capabilities, limits and settings. It never touches running controllers: offering a
+//! version to one is the caller's decision.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::manifest::{MAX_CONFIGMAP_PLUGIN_BYTES, PluginSpec, Source};
+use crate::plugins::{Engine, Limits, Plugin};
+
+/// A loaded plugin with the manifest entry that made it.
+pub struct Version {
+    pub plugin: Arc<Plugin>,
+    pub spec: PluginSpec,
+}
+
+impl Version {
+    /// A plugin loaded by other means, run with the manifest defaults (tests, benchmarks).
+    pub fn of(plugin: Arc<Plugin>) -> Version {
+        let defaults = Limits::default();
+        let info = plugin.info();
+        let spec = PluginSpec {
+            name: info.name.clone(),
+            manifest: None,
+            source: Source::Builtin(info.name.clone()),
+            sha256: None,
+            enabled: true,
+            memory_bytes: defaults.memory_bytes,
+            deadline: defaults.deadline,
+            workers: None,
+            reads: None,
+            writes: None,
+            settings: "{}".into(),
+            rollout: Default::default(),
+            revert: Default::default(),
+        };
+        Version { plugin, spec }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Same bytes run the same way: offering it again changes nothing.
+    pub fn same_as(&self, other: &Version) -> bool {
+        self.plugin.digest() == other.plugin.digest() && self.same_spec(&other.spec)
+    }
+
+    /// The same manifest entry, wherever it was read from.
+    pub fn same_spec(&self, spec: &PluginSpec) -> bool {
+        let ignore_origin = |s: &PluginSpec| PluginSpec { manifest: None, ..s.clone() };
+        ignore_origin(&self.spec) == ignore_origin(spec)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("plugin {plugin}: {message}")]
+pub struct LoadFailure {
+    pub plugin: String,
+    /// Says which file or object and why.
+    pub message: String,
+}
+
+/// The component bytes of `spec`. ConfigMap sources need a client.
+pub async fn read(spec: &PluginSpec, client: Option<&kube::Client>) -> Result<Vec<u8>, LoadFailure> {
+    let fail = |message: String| LoadFailure { plugin: spec.name.clone(), message };
+    match &spec.source {
+        Source::Builtin(name) => crate::builtin::get(name).map(<[u8]>::to_vec).ok_or_else(|| {
+            let known = crate::builtin::names().collect::<Vec<_>>().join(", ");
+            fail(format!("no built-in plugin {name:?} (built-ins: {known})"))
+        }),
+        Source::File(path) => {
+            tokio::fs::read(path).await.map_err(|e| fail(format!("{}: cannot read: {e}", path.display())))
+        }
+        Source::ConfigMap { namespace, name, key } => {
+            let Some(client) = client else {
+                return Err(fail(format!("{}: ConfigMap sources need a cluster", spec.source)));
+            };
+            let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+                kube::Api::namespaced(client.clone(), namespace);
+            let cm = api.get(name).await.map_err(|e| fail(format!("{}: {e}", spec.source)))?;
+            configmap_bytes(&cm, key).map_err(|e| fail(format!("{}: {e}", spec.source)))
+        }
+    }
+}
+
+/// A plugin from a ConfigMap's `binaryData` (or, for a text-safe component, `data`).
+pub fn configmap_bytes(cm: &k8s_openapi::api::core::v1::ConfigMap, key: &str) -> Result<Vec<u8>, String> {
+    let bytes = match (cm.binary_data.as_ref().and_then(|d| d.get(key)), cm.data.as_ref().and_then(|d| d.get(key))) {
+        (Some(b), _) => b.0.clone(),
+        (None, Some(text)) => text.as_bytes().to_vec(),
+        (None, None) => return Err(format!("has no key {key:?} in binaryData")),
+    };
+    if bytes.len() > MAX_CONFIGMAP_PLUGIN_BYTES {
+        return Err(format!("{} bytes; a ConfigMap holds at most 1 MiB", bytes.len()));
+    }
+    Ok(bytes)
+}
+
+/// Verifies the digest pin and compiles `bytes`; blocking (compiling takes up to seconds).
+pub fn compile(engine: &Engine, spec: &PluginSpec, bytes: &[u8]) -> Result<Version, LoadFailure> {
+    let fail = |message: String| LoadFailure { plugin: spec.name.clone(), message };
+    if let Some(pin) = &spec.sha256 {
+        let actual = hex::encode(Sha256::digest(bytes));
+        if &actual != pin {
+            return Err(fail(format!(
+                "{}: digest mismatch: the manifest pins sha256 {pin}, the component is {actual}",
+                spec.source
+            )));
+        }
+    }
+    let limits = Limits { memory_bytes: spec.memory_bytes, deadline: spec.deadline };
+    let plugin = engine.load(&spec.source.to_string(), bytes, limits).map_err(|e| fail(e.to_string()))?;
+    let plugin = plugin
+        .configure(&spec.name, spec.reads.as_deref(), spec.writes.as_deref())
+        .map_err(|e| fail(format!("{}: {e}", spec.source)))?;
+    Ok(Version { plugin: Arc::new(plugin), spec: spec.clone() })
+}
+
+/// `read` then `compile` off the async threads.
+pub async fn load(engine: &Engine, spec: &PluginSpec, client: Option<&kube::Client>) -> Result<Version, LoadFailure> {
+    let bytes = read(spec, client).await?;
+    let (engine, owned) = (engine.clone(), spec.clone());
+    tokio::task::spawn_blocking(move || compile(&engine, &owned, &bytes))
+        .await
+        .map_err(|e| LoadFailure { plugin: spec.name.clone(), message: format!("compile task failed: {e}") })?
+}
+
+/// Every enabled plugin of the default manifest and `paths`, loaded, and what failed: each
+/// failure names its file or source, its plugin and the reason.
+pub async fn load_all(
+    engine: &Engine,
+    paths: &[std::path::PathBuf],
+    namespace: &str,
+    client: Option<&kube::Client>,
+) -> (Vec<Version>, Vec<String>) {
+    let (specs, manifest_errors) = crate::manifest::resolve(paths, namespace);
+    let mut failures: Vec<String> = manifest_errors.iter().map(|e| e.to_string()).collect();
+    let mut versions = Vec::new();
+    for spec in specs.iter().filter(|s| s.enabled) {
+        match load(engine, spec, client).await {
+            Ok(v) => {
+                let c = v.plugin.compiled();
+                tracing::info!(
+                    plugin = %spec.name,
+                    version = %v.plugin.info().version,
+                    digest = %v.plugin.digest(),
+                    cached = c.cached,
+                    "loaded in {:.1} ms",
+                    c.duration.as_secs_f64() * 1e3
+                );
+                versions.push(v);
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    (versions, failures)
+}

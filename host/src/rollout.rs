@@ -1,0 +1,498 @@
+//! The versions of one running plugin and the moves between them: the live version, a shadow
+//! candidate whose writes are compared with the live ones and never performed, the version the
+//! live one replaced (kept while the new one is on probation, for auto-revert), and the digests
+//! marked bad so the same bytes are not promoted again.
+//!
+//! It only decides. It does not call plugins, write to the cluster, or touch the queue, caches
+//! or expectations: a swap is one pointer changing under a lock, so a reconcile that started on
+//! the old version finishes on it and every key stays where it was in the queue.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use wasmcm_guest::{Intent, Outcome};
+
+use crate::loader::Version;
+use crate::manifest::Rollout as Strategy;
+use crate::metrics::Metrics;
+use crate::plugins::CallError;
+
+pub struct Rollout {
+    name: String,
+    state: Mutex<State>,
+    metrics: Arc<Metrics>,
+}
+
+struct State {
+    live: Arc<Version>,
+    live_counts: Counts,
+    /// The version `live` replaced, while `live` is on probation.
+    previous: Option<Arc<Version>>,
+    probation: Option<Probation>,
+    shadow: Option<Shadow>,
+    /// Digests that were reverted or abandoned, with why, and the version they claimed.
+    bad: HashMap<String, (String, String)>,
+}
+
+#[derive(Clone, Copy, Default, Serialize)]
+pub struct Counts {
+    pub reconciles: u64,
+    pub failures: u64,
+}
+
+struct Probation {
+    reconciles: u64,
+    failures: u64,
+}
+
+struct Shadow {
+    candidate: Arc<Version>,
+    started: Instant,
+    agreements: u64,
+    mismatches: u64,
+}
+
+/// What offering a version did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Offered {
+    /// Same bytes, same manifest entry: nothing to do.
+    Unchanged,
+    Promoted,
+    Shadowing,
+}
+
+/// A newly promoted version that failed too often and was replaced by the one before it.
+pub struct Reverted {
+    pub from: Arc<Version>,
+    pub to: Arc<Version>,
+    pub failures: u64,
+    pub reconciles: u64,
+}
+
+/// How a shadow comparison ended the shadow period, if it did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ShadowEnd {
+    Promoted,
+    Abandoned,
+}
+
+/// One version as `wasmcm plugins list` shows it.
+#[derive(Serialize)]
+pub struct VersionStatus {
+    pub version: String,
+    pub digest: String,
+    /// live, shadow, previous, or failed.
+    pub state: &'static str,
+    pub source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconciles: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreements: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mismatches: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct Status {
+    pub name: String,
+    pub primary: String,
+    pub versions: Vec<VersionStatus>,
+}
+
+fn short(digest: &str) -> &str {
+    &digest[..digest.len().min(12)]
+}
+
+fn describe(v: &Version) -> String {
+    format!("{} (sha256 {})", v.plugin.info().version, short(v.plugin.digest()))
+}
+
+impl Rollout {
+    pub fn new(live: Version, metrics: Arc<Metrics>) -> Self {
+        let name = live.name().to_string();
+        let state = State {
+            live: Arc::new(live),
+            live_counts: Counts::default(),
+            previous: None,
+            probation: None,
+            shadow: None,
+            bad: HashMap::new(),
+        };
+        Rollout { name, state: Mutex::new(state), metrics }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves consistent state (every update is one
+        // assignment), so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The version that reconciles now, and the shadow candidate if there is one.
+    pub fn current(&self) -> (Arc<Version>, Option<Arc<Version>>) {
+        let s = self.lock();
+        (s.live.clone(), s.shadow.as_ref().map(|sh| sh.candidate.clone()))
+    }
+
+    pub fn live(&self) -> Arc<Version> {
+        self.lock().live.clone()
+    }
+
+    /// Whether the live or shadow version already is these bytes run this way.
+    pub fn is_current(&self, digest: &str, spec: &crate::manifest::PluginSpec) -> bool {
+        let s = self.lock();
+        let same = |v: &Version| v.plugin.digest() == digest && v.same_spec(spec);
+        same(&s.live) || s.shadow.as_ref().is_some_and(|sh| same(&sh.candidate))
+    }
+
+    /// Takes a new version of this plugin: refused if its bytes were marked bad or it is not
+    /// a version of the same controller; otherwise promoted or shadowed as its manifest says.
+    pub fn offer(&self, candidate: Version) -> Result<Offered, String> {
+        let mut s = self.lock();
+        let digest = candidate.plugin.digest().to_string();
+        if let Some((why, _)) = s.bad.get(&digest) {
+            return Err(format!("sha256 {digest} was rejected before ({why}); the same bytes are not promoted again"));
+        }
+        if candidate.same_as(&s.live) || s.shadow.as_ref().is_some_and(|sh| candidate.same_as(&sh.candidate)) {
+            return Ok(Offered::Unchanged);
+        }
+        let (old, new) = (s.live.plugin.info(), candidate.plugin.info());
+        if old.primary != new.primary {
+            return Err(format!(
+                "{} reconciles {}, the running version {}: that is another controller, not a new version of this one",
+                describe(&candidate),
+                new.primary,
+                old.primary
+            ));
+        }
+        let changes = capability_changes(old, new);
+        if !changes.is_empty() {
+            tracing::info!(plugin = %self.name, "{} changes capabilities: {}", describe(&candidate), changes.join("; "));
+        }
+        match candidate.spec.rollout {
+            Strategy::Immediate => {
+                self.promote_locked(&mut s, Arc::new(candidate));
+                Ok(Offered::Promoted)
+            }
+            Strategy::Shadow { .. } => {
+                tracing::info!(plugin = %self.name, "{} runs in shadow beside {}", describe(&candidate), describe(&s.live));
+                s.shadow = Some(Shadow {
+                    candidate: Arc::new(candidate),
+                    started: Instant::now(),
+                    agreements: 0,
+                    mismatches: 0,
+                });
+                Ok(Offered::Shadowing)
+            }
+        }
+    }
+
+    fn promote_locked(&self, s: &mut State, candidate: Arc<Version>) {
+        tracing::info!(plugin = %self.name, "promoted {} (was {})", describe(&candidate), describe(&s.live));
+        let revert = candidate.spec.revert;
+        s.previous = Some(std::mem::replace(&mut s.live, candidate));
+        s.live_counts = Counts::default();
+        s.probation = (revert.window > 0).then_some(Probation { reconciles: 0, failures: 0 });
+        s.shadow = None;
+        self.metrics.plugin_swaps.get_or_create(&vec![("plugin".into(), self.name.clone())]).inc();
+    }
+
+    /// Promotes the shadow candidate now, whatever its comparisons say.
+    pub fn promote(&self) -> Result<String, String> {
+        let mut s = self.lock();
+        let Some(shadow) = s.shadow.take() else { return Err(format!("plugin {} has no shadow candidate", self.name)) };
+        let what = describe(&shadow.candidate);
+        self.promote_locked(&mut s, shadow.candidate);
+        Ok(format!("promoted {what}"))
+    }
+
+    /// Drops the shadow candidate.
+    pub fn abandon(&self) -> Result<String, String> {
+        let mut s = self.lock();
+        let Some(shadow) = s.shadow.take() else { return Err(format!("plugin {} has no shadow candidate", self.name)) };
+        tracing::info!(plugin = %self.name, "abandoned shadow candidate {}", describe(&shadow.candidate));
+        Ok(format!("abandoned {}", describe(&shadow.candidate)))
+    }
+
+    /// Counts a reconcile of `version`; a live version on probation that fails too often is
+    /// reverted. Reconciles of a version no longer live (started before a swap) count nowhere.
+    pub fn record(&self, version: &Arc<Version>, failed: bool) -> Option<Reverted> {
+        let mut s = self.lock();
+        if !Arc::ptr_eq(version, &s.live) {
+            return None;
+        }
+        s.live_counts.reconciles += 1;
+        s.live_counts.failures += u64::from(failed);
+        let revert = version.spec.revert;
+        let p = s.probation.as_mut()?;
+        p.reconciles += 1;
+        p.failures += u64::from(failed);
+        let (reconciles, failures) = (p.reconciles, p.failures);
+        if failures > revert.max_failures
+            && let Some(previous) = s.previous.take()
+        {
+            let from = std::mem::replace(&mut s.live, previous.clone());
+            let why = format!("reverted after {failures} failures in its first {reconciles} reconciles");
+            s.bad.insert(from.plugin.digest().to_string(), (why, from.plugin.info().version.clone()));
+            s.probation = None;
+            s.live_counts = Counts::default();
+            self.metrics.plugin_reverts.get_or_create(&vec![("plugin".into(), self.name.clone())]).inc();
+            tracing::error!(plugin = %self.name, "{} failed {failures} of its first {reconciles} reconciles; reverted to {}", describe(&from), describe(&previous));
+            return Some(Reverted { from, to: previous, failures, reconciles });
+        }
+        if reconciles >= revert.window {
+            // Trusted now: the old version is not needed any more.
+            s.probation = None;
+            s.previous = None;
+        }
+        None
+    }
+
+    /// Compares what the shadow `candidate` wanted with what the live version did on the same
+    /// request; may promote or abandon it.
+    pub fn compare(
+        &self,
+        candidate: &Arc<Version>,
+        key: &str,
+        live: &Result<Outcome, CallError>,
+        shadow: &Result<Outcome, CallError>,
+    ) -> Option<ShadowEnd> {
+        let mut s = self.lock();
+        let sh = s.shadow.as_mut().filter(|sh| Arc::ptr_eq(&sh.candidate, candidate))?;
+        let difference = match (live, shadow) {
+            (Ok(a), Ok(b)) => outcome_diff(a, b),
+            (Err(a), Err(b)) if a.to_string() == b.to_string() => None,
+            (Ok(_), Err(e)) => Some(format!("the candidate failed where the live version did not: {e}")),
+            (Err(e), Ok(_)) => Some(format!("the candidate succeeded where the live version failed ({e})")),
+            (Err(a), Err(b)) => Some(format!("both failed, differently: live {a}; candidate {b}")),
+        };
+        let version = candidate.plugin.info().version.clone();
+        let result = if difference.is_some() { "mismatch" } else { "agreement" };
+        let labels =
+            vec![("plugin".into(), self.name.clone()), ("version".into(), version), ("result".into(), result.into())];
+        self.metrics.shadow_comparisons.get_or_create(&labels).inc();
+        let Strategy::Shadow { agreements, duration, abandon_on_mismatch } = candidate.spec.rollout else {
+            return None;
+        };
+        match difference {
+            Some(diff) => {
+                sh.mismatches += 1;
+                tracing::warn!(plugin = %self.name, key, "shadow {} disagrees: {diff}", describe(candidate));
+                if abandon_on_mismatch {
+                    let why = format!("abandoned in shadow: disagreed on {key}: {diff}");
+                    s.bad.insert(candidate.plugin.digest().to_string(), (why, candidate.plugin.info().version.clone()));
+                    s.shadow = None;
+                    tracing::warn!(plugin = %self.name, "abandoned shadow candidate {}", describe(candidate));
+                    return Some(ShadowEnd::Abandoned);
+                }
+                None
+            }
+            None => {
+                sh.agreements += 1;
+                let enough = agreements.is_some_and(|n| sh.agreements >= n)
+                    || duration.is_some_and(|d: Duration| sh.started.elapsed() >= d);
+                if enough && sh.mismatches == 0 {
+                    let candidate = candidate.clone();
+                    self.promote_locked(&mut s, candidate);
+                    return Some(ShadowEnd::Promoted);
+                }
+                None
+            }
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        let s = self.lock();
+        let entry = |v: &Version, state: &'static str| VersionStatus {
+            version: v.plugin.info().version.clone(),
+            digest: v.plugin.digest().to_string(),
+            state,
+            source: v.spec.source.to_string(),
+            reconciles: None,
+            failures: None,
+            agreements: None,
+            mismatches: None,
+            reason: None,
+        };
+        let mut versions = vec![VersionStatus {
+            reconciles: Some(s.live_counts.reconciles),
+            failures: Some(s.live_counts.failures),
+            ..entry(&s.live, "live")
+        }];
+        if let Some(sh) = &s.shadow {
+            versions.push(VersionStatus {
+                agreements: Some(sh.agreements),
+                mismatches: Some(sh.mismatches),
+                ..entry(&sh.candidate, "shadow")
+            });
+        }
+        if let Some(p) = &s.previous {
+            versions.push(entry(p, "previous"));
+        }
+        let mut bad: Vec<_> = s.bad.iter().collect();
+        bad.sort();
+        for (digest, (why, version)) in bad {
+            versions.push(VersionStatus {
+                version: version.clone(),
+                digest: digest.clone(),
+                state: "failed",
+                source: String::new(),
+                reconciles: None,
+                failures: None,
+                agreements: None,
+                mismatches: None,
+                reason: Some(why.clone()),
+            });
+        }
+        Status { name: self.name.clone(), primary: s.live.plugin.info().primary.to_string(), versions }
+    }
+}
+
+fn capability_changes(old: &wasmcm_guest::PluginInfo, new: &wasmcm_guest::PluginInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    for (what, a, b) in
+        [("owns", &old.owns, &new.owns), ("watches", &old.watches, &new.watches), ("writes", &old.writes, &new.writes)]
+    {
+        for k in b.iter().filter(|k| !a.contains(k)) {
+            out.push(format!("{what} +{k}"));
+        }
+        for k in a.iter().filter(|k| !b.contains(k)) {
+            out.push(format!("{what} -{k}"));
+        }
+    }
+    out
+}
+
+/// Where two outcomes differ, compared as JSON (field order and formatting do not count);
+/// `None` when they agree.
+pub fn outcome_diff(live: &Outcome, candidate: &Outcome) -> Option<String> {
+    if live.requeue_after_ms != candidate.requeue_after_ms {
+        return Some(format!("requeue after {:?} ms vs {:?} ms", live.requeue_after_ms, candidate.requeue_after_ms));
+    }
+    let (a, b): (Vec<_>, Vec<_>) = (live.intents().collect(), candidate.intents().collect());
+    if a.len() != b.len() || live.batches.len() != candidate.batches.len() {
+        return Some(format!(
+            "{} intents in {} batches vs {} in {}",
+            a.len(),
+            live.batches.len(),
+            b.len(),
+            candidate.batches.len()
+        ));
+    }
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let (vx, vy) = (intent_json(x), intent_json(y));
+        let mut paths = Vec::new();
+        json_diff(&vx, &vy, &mut String::new(), &mut paths);
+        if !paths.is_empty() {
+            return Some(format!("intent {i} ({}): {}", intent_label(x), paths.join(", ")));
+        }
+    }
+    None
+}
+
+fn intent_label(i: &Intent) -> String {
+    let object = |o: &str| {
+        let v: Value = serde_json::from_str(o).unwrap_or(Value::Null);
+        let m = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        format!("{} {}/{}", m("/kind"), m("/metadata/namespace"), m("/metadata/name"))
+    };
+    match i {
+        Intent::Create(o) => format!("create {}", object(o)),
+        Intent::Update(o) => format!("update {}", object(o)),
+        Intent::UpdateStatus(o) => format!("update status {}", object(o)),
+        Intent::Delete(d) => format!("delete {} {}/{}", d.target.kind, d.target.namespace, d.target.name),
+        Intent::Event(e) => format!("event {}", e.reason),
+    }
+}
+
+fn intent_json(i: &Intent) -> Value {
+    let parse = |o: &str| serde_json::from_str(o).unwrap_or_else(|_| Value::String(o.to_string()));
+    match i {
+        Intent::Create(o) => serde_json::json!({"create": parse(o)}),
+        Intent::Update(o) => serde_json::json!({"update": parse(o)}),
+        Intent::UpdateStatus(o) => serde_json::json!({"updateStatus": parse(o)}),
+        Intent::Delete(d) => serde_json::json!({"delete": {
+            "kind": d.target.kind.to_string(), "namespace": d.target.namespace, "name": d.target.name, "uid": d.uid,
+        }}),
+        Intent::Event(e) => serde_json::json!({"event": {
+            "regarding": format!("{} {}/{}", e.regarding.kind, e.regarding.namespace, e.regarding.name),
+            "type": format!("{:?}", e.event_type), "reason": e.reason, "message": e.message,
+        }}),
+    }
+}
+
+/// JSON pointers (with both values) where `a` and `b` differ; at most 5.
+fn json_diff(a: &Value, b: &Value, path: &mut String, out: &mut Vec<String>) {
+    const MAX: usize = 5;
+    if out.len() >= MAX || a == b {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))).collect();
+            keys.sort();
+            for k in keys {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                json_diff(x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null), path, out);
+                path.truncate(len);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("/{i}"));
+                json_diff(p, q, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {
+            let show = |v: &Value| {
+                let mut s = v.to_string();
+                if s.len() > 80 {
+                    s.truncate(
+                        s.char_indices().take_while(|(i, _)| *i < 80).last().map_or(0, |(i, c)| i + c.len_utf8()),
+                    );
+                    s.push('…');
+                }
+                s
+            };
+            out.push(format!("{}: {} → {}", if path.is_empty() { "/" } else { path }, show(a), show(b)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(json: &str) -> Outcome {
+        Outcome { batches: vec![vec![Intent::Update(json.into())]], requeue_after_ms: None }
+    }
+
+    #[test]
+    fn outcomes_compare_as_json() {
+        let a = update(r#"{"kind":"ConfigMap","metadata":{"name":"x","namespace":"d"},"data":{"stamp":"v1","n":"1"}}"#);
+        let same =
+            update(r#"{"data":{"n":"1","stamp":"v1"},"metadata":{"namespace":"d","name":"x"},"kind":"ConfigMap"}"#);
+        let other =
+            update(r#"{"kind":"ConfigMap","metadata":{"name":"x","namespace":"d"},"data":{"stamp":"v2","n":"1"}}"#);
+        assert_eq!(outcome_diff(&a, &same), None);
+        assert_eq!(
+            outcome_diff(&a, &other).as_deref(),
+            Some(r#"intent 0 (update ConfigMap d/x): /update/data/stamp: "v1" → "v2""#)
+        );
+        assert_eq!(outcome_diff(&a, &Outcome::default()).as_deref(), Some("1 intents in 1 batches vs 0 in 0"));
+    }
+}
