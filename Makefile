@@ -29,3 +29,4 @@ bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
 	cargo bench -p wasmcm --bench cluster
 	cargo bench -p wasmcm --bench host
+	cargo bench -p wasmcm --bench lifecycle

@@ -92,6 +92,8 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         let rollout = Arc::new(Rollout::new(version, metrics.clone()));
         {
             let (queue, cache, m, rollout) = (queue.clone(), cache.clone(), metrics.clone(), rollout.clone());
+            // The info series of versions no longer loaded are removed, not left at 1.
+            let shown = Mutex::new(Vec::<Vec<(String, String)>>::new());
             metrics.on_scrape(move || {
                 queue.refresh_metrics();
                 for i in cache.informers() {
@@ -99,17 +101,23 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
                 }
                 let (live, shadow) = rollout.current();
                 let info = |v: &Version, state: &str| {
-                    let l = labels(&[
+                    labels(&[
                         ("plugin", rollout.name()),
                         ("version", &v.plugin.info().version),
                         ("digest", v.plugin.digest()),
                         ("state", state),
-                    ]);
-                    m.plugin_info.get_or_create(&l).set(1);
+                    ])
                 };
-                info(&live, "live");
-                if let Some(s) = shadow {
-                    info(&s, "shadow");
+                let now: Vec<_> =
+                    std::iter::once(info(&live, "live")).chain(shadow.map(|s| info(&s, "shadow"))).collect();
+                if let Ok(mut shown) = shown.lock() {
+                    for old in shown.iter().filter(|l| !now.contains(l)) {
+                        m.plugin_info.remove(old);
+                    }
+                    *shown = now.clone();
+                }
+                for l in &now {
+                    m.plugin_info.get_or_create(l).set(1);
                 }
             });
         }

@@ -41,7 +41,10 @@ impl Host {
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Host> {
         let informers = Arc::new(Informers::new(client.clone()));
-        let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| format!("wasmcm-{}", std::process::id()));
+        let instance = match &config.leader {
+            Some(l) => l.identity.clone(),
+            None => crate::leader::default_identity(),
+        };
         let mut api = KubeApi::new(client.clone(), config.client_rate.clone(), &instance);
         let (stop, stop_rx) = watch::channel(false);
         let (leading, always, elector) = match config.leader {

@@ -25,6 +25,19 @@ pub struct LeaderConfig {
     pub retry_period: Duration,
 }
 
+/// Who this host is in the Lease and in events: its pod's name (downward API `POD_NAME`), else
+/// `wasmcm-` and a random suffix, so two processes never share an identity.
+pub fn default_identity() -> String {
+    if let Ok(pod) = std::env::var("POD_NAME")
+        && !pod.is_empty()
+    {
+        return pod;
+    }
+    let mut suffix = [0u8; 4];
+    let _ = getrandom::fill(&mut suffix);
+    format!("wasmcm-{}", hex::encode(suffix))
+}
+
 impl LeaderConfig {
     /// kube-controller-manager's defaults: 15 s lease, 10 s renew deadline, 2 s retry.
     pub fn new(namespace: &str, name: &str, identity: &str) -> Self {

@@ -139,6 +139,10 @@ struct RunArgs {
     /// Seconds the leader keeps trying to renew before giving up.
     #[arg(long, env = "WASMCM_LEADER_ELECT_RENEW_DEADLINE", default_value_t = 10)]
     leader_elect_renew_deadline: u64,
+    /// Seconds a stopping host waits for reconciles in flight before exiting anyway; keep it
+    /// below the pod's terminationGracePeriodSeconds.
+    #[arg(long, env = "WASMCM_SHUTDOWN_GRACE_PERIOD", default_value_t = 25)]
+    shutdown_grace_period: u64,
     /// Seconds between attempts to acquire or renew.
     #[arg(long, env = "WASMCM_LEADER_ELECT_RETRY_PERIOD", default_value_t = 2)]
     leader_elect_retry_period: u64,
@@ -386,6 +390,18 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Ctrl-C, or SIGTERM (what the kubelet sends a pod's container to stop it).
+async fn stop_signal() -> std::io::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r,
+        _ = term.recv() => {
+            tracing::info!("SIGTERM: shutting down");
+            Ok(())
+        }
+    }
+}
+
 /// The namespace this host runs in: the pod's (downward API or service-account mount), else
 /// `default`. ConfigMap plugin sources that name no namespace are read from it.
 fn own_namespace() -> String {
@@ -439,7 +455,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("no plugin to run: every one is disabled or failed to load");
         }
         let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
-        let identity = std::env::var("HOSTNAME").unwrap_or_else(|_| format!("wasmcm-{}", std::process::id()));
+        let identity = wasmcm::leader::default_identity();
         let leader = args.leader_elect.then(|| LeaderConfig {
             lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
             renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
@@ -483,11 +499,16 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         // Like kube-controller-manager, a host that loses its lease exits: its restart
         // rejoins as a standby with fresh state.
         let code = tokio::select! {
-            r = tokio::signal::ctrl_c() => { r?; ExitCode::SUCCESS }
+            r = stop_signal() => { r?; ExitCode::SUCCESS }
             _ = lost => { tracing::error!("leadership lost; exiting"); ExitCode::from(1) }
         };
         reloader.abort();
-        host.shutdown().await;
+        // Stop taking work, let reconciles in flight finish, release the lease; a reconcile
+        // stuck past the grace period is abandoned (its key is retried by the next leader).
+        let grace = Duration::from_secs(args.shutdown_grace_period);
+        if tokio::time::timeout(grace, host.shutdown()).await.is_err() {
+            tracing::warn!("reconciles still running after the {grace:?} grace period; exiting without waiting");
+        }
         if let Some(c) = cluster {
             c.shutdown().await;
         }

@@ -3,17 +3,29 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wasmcm::plugins::{CallError, TrapReason};
+use wasmcm::plugins::{CallError, Limits, Plugin, TrapReason};
 use wasmcm::snapshot::Snapshot;
 use wasmcm::writer;
 use wasmcm_guest::{Intent, MemoryCache, Outcome, Request};
 use wasmcm_replicaset::fixtures::{cache, now, replica_set, request};
 
+/// RSS is the whole process's, and the tests of a binary run at once: the RSS test runs
+/// alone, every other test holds this shared.
+static RSS: RwLock<()> = RwLock::new(());
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    RSS.read().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn call(key: &str) -> Result<Outcome, CallError> {
+    call_with(&common::hostile(), key)
+}
+
+fn call_with(plugin: &Plugin, key: &str) -> Result<Outcome, CallError> {
     let req = Request {
         namespace: "default".into(),
         name: key.into(),
@@ -21,11 +33,15 @@ fn call(key: &str) -> Result<Outcome, CallError> {
         previous_failure: None,
         settings: "{}".into(),
     };
-    common::hostile().reconcile(&req, Arc::new(MemoryCache::new()))
+    plugin.reconcile(&req, Arc::new(MemoryCache::new()))
 }
 
 fn trap(key: &str) -> (TrapReason, String) {
-    match call(key) {
+    trap_with(&common::hostile(), key)
+}
+
+fn trap_with(plugin: &Plugin, key: &str) -> (TrapReason, String) {
+    match call_with(plugin, key) {
         Err(e @ CallError::Trap { reason, .. }) => (reason, e.to_string()),
         other => panic!("{key}: expected a trap, got {other:?}"),
     }
@@ -40,6 +56,7 @@ fn report(o: &Outcome) -> String {
 
 #[test]
 fn an_infinite_loop_is_interrupted_at_the_deadline() {
+    let _rss = shared();
     let started = Instant::now();
     let (reason, msg) = trap("loop");
     assert_eq!(reason, TrapReason::Deadline);
@@ -49,6 +66,7 @@ fn an_infinite_loop_is_interrupted_at_the_deadline() {
 
 #[test]
 fn a_huge_allocation_hits_the_memory_cap() {
+    let _rss = shared();
     let (reason, msg) = trap("alloc");
     assert_eq!(reason, TrapReason::Memory);
     assert!(msg.contains("memory limit of 64 MiB exceeded"), "{msg}");
@@ -56,6 +74,7 @@ fn a_huge_allocation_hits_the_memory_cap() {
 
 #[test]
 fn a_panic_is_reported_with_its_message() {
+    let _rss = shared();
     let (reason, msg) = trap("panic");
     assert_eq!(reason, TrapReason::Panic);
     assert!(msg.contains("hostile plugin panics on purpose"), "{msg}");
@@ -63,6 +82,7 @@ fn a_panic_is_reported_with_its_message() {
 
 #[test]
 fn runaway_recursion_exhausts_the_stack_not_the_host() {
+    let _rss = shared();
     assert_eq!(trap("recurse").0, TrapReason::StackOverflow);
     // Frames with arrays live on Rust's shadow stack in linear memory; overflowing it runs off
     // the bottom of memory, which the sandbox stops as an out-of-bounds access.
@@ -73,6 +93,7 @@ fn runaway_recursion_exhausts_the_stack_not_the_host() {
 
 #[test]
 fn reading_an_undeclared_kind_traps() {
+    let _rss = shared();
     let (reason, msg) = trap("read-secret");
     assert_eq!(reason, TrapReason::Capability);
     assert!(msg.contains("read of v1/Secret, a kind the plugin did not declare"), "{msg}");
@@ -80,6 +101,7 @@ fn reading_an_undeclared_kind_traps() {
 
 #[test]
 fn files_network_and_environment_are_unreachable() {
+    let _rss = shared();
     let r = report(&call("ambient").expect("the guest survives the attempts"));
     for what in ["file: ", "net: ", "env: "] {
         assert!(r.contains(what), "{r}");
@@ -91,6 +113,7 @@ fn files_network_and_environment_are_unreachable() {
 
 #[test]
 fn there_is_no_clock_to_read() {
+    let _rss = shared();
     let (reason, msg) = trap("clock");
     assert_eq!(reason, TrapReason::Panic, "{msg}");
     assert!(msg.contains("time not implemented"), "{msg}");
@@ -98,6 +121,7 @@ fn there_is_no_clock_to_read() {
 
 #[test]
 fn a_plugin_error_is_not_a_trap() {
+    let _rss = shared();
     match call("fail") {
         Err(CallError::Plugin { message, retryable, .. }) => {
             assert_eq!(message, "hostile plugin refuses");
@@ -109,6 +133,7 @@ fn a_plugin_error_is_not_a_trap() {
 
 #[test]
 fn writes_beyond_the_declared_kinds_or_namespace_are_refused_and_never_sent() {
+    let _rss = shared();
     let plugin = common::hostile();
     for (key, reason) in [
         ("write-secret", "plugin hostile may not write v1/Secret (it declared: v1/ConfigMap)"),
@@ -128,6 +153,7 @@ fn writes_beyond_the_declared_kinds_or_namespace_are_refused_and_never_sent() {
 
 #[test]
 fn the_host_keeps_serving_while_and_after_plugins_misbehave() {
+    let _rss = shared();
     let rs = Arc::new(cache(&[replica_set(3, json!({}))]));
     // A looping call occupies one thread until its deadline; meanwhile other keys and another
     // plugin go on.
@@ -149,4 +175,119 @@ fn the_host_keeps_serving_while_and_after_plugins_misbehave() {
     }
     assert_eq!(report(&call("fine").unwrap()), "ok fine", "the hostile plugin itself still serves");
     assert!(common::replicaset().reconcile(&request("web"), rs).is_ok());
+}
+
+#[test]
+fn an_outcome_with_too_many_intents_is_refused() {
+    let _rss = shared();
+    let intents = |key| call(key).map(|o| o.intents().count());
+    assert_eq!(intents("intents-10000").unwrap(), 10_000, "the cap itself is accepted");
+    let (reason, msg) = trap("intents-10001");
+    assert_eq!(reason, TrapReason::Outcome, "{msg}");
+    assert!(
+        msg.contains("trapped (outcome too large): outcome has 10001 intents; the host accepts at most 10000"),
+        "{msg}"
+    );
+    // Empty batches are no way round it.
+    assert_eq!(call("batches-10000").unwrap().batches.len(), 10_000);
+    let (reason, msg) = trap("batches-10001");
+    assert_eq!(reason, TrapReason::Outcome, "{msg}");
+    assert!(msg.contains("outcome has 10001 batches; the host accepts at most 10000"), "{msg}");
+
+    // Two million intents do not even fit in 64 MiB: the memory limit stops them first.
+    let (reason, msg) = trap("many-intents");
+    assert_eq!(reason, TrapReason::Memory, "{msg}");
+    // With room for them in the plugin, they are more than the host copies out of a call
+    // (well over 128 MiB in the host's form), so they are refused before it could count them.
+    let (reason, msg) = trap_with(&common::hostile_roomy(), "many-intents");
+    assert_eq!(reason, TrapReason::Outcome, "{msg}");
+    assert!(msg.contains("the result needs more than the 128 MiB the host copies out of one call"), "{msg}");
+    assert_eq!(report(&call_with(&common::hostile_roomy(), "fine").unwrap()), "ok fine", "the plugin still serves");
+}
+
+#[test]
+fn import_arguments_past_the_copy_limit_trap_but_are_no_outcome() {
+    let _rss = shared();
+    // A 150 MB log message fits in the roomy plugin, not in what the host copies out of it.
+    let (reason, msg) = trap_with(&common::hostile_roomy(), "huge-log");
+    assert_eq!(reason, TrapReason::Other, "{msg}");
+    assert!(msg.contains("fuel allocated for hostcalls has been exhausted"), "{msg}");
+}
+
+#[test]
+fn an_outcome_with_too_much_text_is_refused() {
+    let _rss = shared();
+    let (reason, msg) = trap("huge-string");
+    assert_eq!(reason, TrapReason::Memory, "100 MB do not fit in 64 MiB: {msg}");
+    let (reason, msg) = trap_with(&common::hostile_roomy(), "huge-string");
+    assert_eq!(reason, TrapReason::Outcome, "{msg}");
+    let text: usize = msg
+        .split_once("outcome has ")
+        .and_then(|(_, rest)| rest.split_once(" bytes of text")?.0.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in {msg}"));
+    assert!((100_000_000..100_001_000).contains(&text), "the 100 MB object and its envelope: {msg}");
+    assert!(msg.ends_with("the host accepts at most 16777216"), "{msg}");
+}
+
+/// The process's resident set, from /proc (Linux pages are 4 KiB on the machines this runs on).
+fn rss_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm is readable");
+    let pages: usize =
+        statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("statm: {statm}"));
+    pages * 4096
+}
+
+#[test]
+fn misbehaving_plugins_do_not_grow_the_hosts_memory() {
+    let _alone = RSS.write().unwrap_or_else(PoisonError::into_inner);
+    // The loop's deadline is short so that a thousand calls stay quick.
+    let limits = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(20) };
+    let quick = common::engine().load_file(&common::guest("wasmcm_hostile.wasm"), limits).expect("hostile loads");
+    let roomy = common::hostile_roomy();
+    // Every misbehaviour, and whether the call fails (the writer, not the engine, refuses the
+    // last ones' writes).
+    let tight: Vec<(&Plugin, &str, bool)> = [
+        ("loop", true),
+        ("alloc", true),
+        ("panic", true),
+        ("recurse", true),
+        ("smash-stack", true),
+        ("read-secret", true),
+        ("clock", true),
+        ("fail", true),
+        ("many-intents", true),
+        ("huge-string", true),
+        ("intents-10001", true),
+        ("batches-10001", true),
+        ("ambient", false),
+        ("write-secret", false),
+        ("other-namespace", false),
+    ]
+    .into_iter()
+    .map(|(key, fails)| (&quick, key, fails))
+    .collect();
+    // With room for what the memory limit stops above: two million intents, more than the
+    // host copies out; a refused 100 MB object; a 150 MB log message. At up to a second each
+    // they are a few among the thousand.
+    let roomy = [(&*roomy, "many-intents", true), (&*roomy, "huge-string", true), (&*roomy, "huge-log", true)];
+    let run = |(plugin, key, fails): (&Plugin, &str, bool)| {
+        let result = call_with(plugin, key);
+        assert_eq!(result.is_err(), fails, "{key}: {result:?}");
+    };
+
+    for &kind in &tight {
+        (0..50).for_each(|_| run(kind));
+    }
+    for &kind in &roomy {
+        (0..3).for_each(|_| run(kind));
+    }
+    let before = rss_bytes();
+    for i in 0..1000 {
+        run(if i % 50 == 49 { roomy[i / 50 % roomy.len()] } else { tight[i % tight.len()] });
+    }
+    let after = rss_bytes();
+    let mib = |bytes: usize| bytes as f64 / f64::from(1 << 20);
+    eprintln!("RSS before 1,000 misbehaving calls: {:.1} MiB, after: {:.1} MiB", mib(before), mib(after));
+    let grown = after.saturating_sub(before);
+    assert!(grown < 64 << 20, "RSS grew by {} MiB over 1,000 misbehaving calls", grown >> 20);
 }

@@ -96,6 +96,8 @@ pub enum TrapReason {
     OutOfBounds,
     Panic,
     Capability,
+    /// The call returned more than the host accepts from one outcome.
+    Outcome,
     Other,
 }
 
@@ -108,6 +110,7 @@ impl fmt::Display for TrapReason {
             TrapReason::OutOfBounds => "out of bounds",
             TrapReason::Panic => "panic",
             TrapReason::Capability => "capability",
+            TrapReason::Outcome => "outcome too large",
             TrapReason::Other => "trap",
         })
     }
@@ -172,6 +175,15 @@ impl ResourceLimiter for CallState {
     }
 }
 
+/// Whether wasmtime refused to copy the call's result out of the guest for exceeding
+/// `MAX_COPY_OUT`. wasmtime exports no type for it, only the message. Raised once the guest has
+/// returned, it carries no wasm backtrace; refused import arguments, raised inside the guest,
+/// do, and stay `Other`.
+fn result_copy_refused(err: &wasmtime::Error) -> bool {
+    format!("{err:#}").contains("fuel allocated for hostcalls has been exhausted")
+        && err.downcast_ref::<wasmtime::WasmBacktrace>().is_none()
+}
+
 fn mib(bytes: usize) -> String {
     format!("{} MiB", bytes >> 20)
 }
@@ -224,20 +236,43 @@ impl wit_cache::Host for CallState {
     }
 }
 
-/// Longest plugin log line kept; a plugin cannot flood the host's logs with one call.
+/// Intents, and batches, one outcome may carry. Every intent is an API request: at the default
+/// client rate (20 qps) 10,000 already take over 8 minutes, so an outcome past this is a
+/// runaway plugin, not a reconcile.
+const MAX_OUTCOME_INTENTS: usize = 10_000;
+/// Text (objects, messages, names) one outcome may carry in total. The API server refuses a
+/// request body over 3 MiB, so this is several of the largest writes there can be, while it
+/// keeps a plugin from making the host validate, log and send arbitrary amounts.
+const MAX_OUTCOME_TEXT: usize = 16 << 20;
+
+/// Host memory wasmtime may allocate for what it copies out of a plugin in one go: a call's
+/// result, or the arguments of one import call (its "hostcall fuel", counted in the host's
+/// representation). wasmtime's default, made explicit: far above the largest outcome the caps
+/// accept, so those caps decide up to here and this decides past it.
+const MAX_COPY_OUT: usize = 128 << 20;
+const _: () = assert!(
+    MAX_OUTCOME_TEXT + MAX_OUTCOME_INTENTS * (size_of::<wit::Intent>() + size_of::<Vec<wit::Intent>>()) < MAX_COPY_OUT
+);
+
+/// Longest plugin log line or error message kept: a plugin cannot flood the host's logs (or
+/// the events an error ends up in) with one call.
 const MAX_LOG_LINE: usize = 4096;
+
+fn clip(mut message: String) -> String {
+    if message.len() > MAX_LOG_LINE {
+        let mut end = MAX_LOG_LINE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
 
 impl wit_log::Host for CallState {
     fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
-        let mut message = message;
-        if message.len() > MAX_LOG_LINE {
-            let mut end = MAX_LOG_LINE;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
-            message.push('…');
-        }
+        let message = clip(message);
         let (plugin, key) = (&*self.plugin, &self.key);
         match level {
             wit_log::Level::Trace => tracing::trace!(plugin, key, "{message}"),
@@ -501,11 +536,20 @@ impl Plugin {
         let result =
             self.call(cache, &key, |p, store| p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request))?;
         match result {
-            Ok(outcome) => Ok(outcome_from_wit(outcome)),
+            Ok(outcome) => {
+                check_outcome(&outcome).map_err(|detail| CallError::Trap {
+                    plugin: self.info.name.clone(),
+                    version: self.info.version.clone(),
+                    reason: TrapReason::Outcome,
+                    detail,
+                    panic: None,
+                })?;
+                Ok(outcome_from_wit(outcome))
+            }
             Err(e) => Err(CallError::Plugin {
                 plugin: self.info.name.clone(),
                 version: self.info.version.clone(),
-                message: e.message,
+                message: clip(e.message),
                 retryable: e.retryable,
             }),
         }
@@ -529,6 +573,7 @@ impl Plugin {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s);
+        store.set_hostcall_fuel(MAX_COPY_OUT);
         let ticks = self.limits.deadline.as_micros().div_ceil(EPOCH_TICK.as_micros()).max(1);
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         store.epoch_deadline_trap();
@@ -569,6 +614,10 @@ impl Plugin {
                     "out of bounds memory access (a guest stack overflow ends this way)".into(),
                 ),
                 Some(trap) => (TrapReason::Other, trap.to_string()),
+                None if result_copy_refused(&err) => (
+                    TrapReason::Outcome,
+                    format!("the result needs more than the {} the host copies out of one call", mib(MAX_COPY_OUT)),
+                ),
                 None => (TrapReason::Other, format!("{err:#}")),
             }
         };
@@ -605,6 +654,42 @@ fn plugin_info_from_wit(i: wit::PluginInfo) -> wasmcm_guest::PluginInfo {
         watches: kinds(i.watches),
         writes: kinds(i.writes),
         contract: i.contract,
+    }
+}
+
+/// Refuses an outcome larger than the host acts on. It can only look once the outcome has been
+/// lifted out of the guest, but that copy is bounded too: what a plugin returns must fit in its
+/// linear memory (the lift checks every list and string against it before copying), and
+/// wasmtime copies no more than `MAX_COPY_OUT` of it whatever the plugin's memory limit. What
+/// the caps bound is everything after: conversion, validation, logs and API requests.
+fn check_outcome(o: &wit::Outcome) -> Result<(), String> {
+    let too_many =
+        |n: usize, what: &str| format!("outcome has {n} {what}; the host accepts at most {MAX_OUTCOME_INTENTS}");
+    // No outcome needs more batches than intents, and empty batches still cost the host.
+    if o.batches.len() > MAX_OUTCOME_INTENTS {
+        return Err(too_many(o.batches.len(), "batches"));
+    }
+    let intents: usize = o.batches.iter().map(Vec::len).sum();
+    if intents > MAX_OUTCOME_INTENTS {
+        return Err(too_many(intents, "intents"));
+    }
+    let text: usize = o.batches.iter().flatten().map(intent_text).sum();
+    if text > MAX_OUTCOME_TEXT {
+        return Err(format!(
+            "outcome has {text} bytes of text (objects, messages, names); the host accepts at most {MAX_OUTCOME_TEXT}"
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes of every string an intent carries.
+fn intent_text(i: &wit::Intent) -> usize {
+    let object_ref =
+        |r: &wit_types::ObjectRef| r.kind.api_version.len() + r.kind.kind.len() + r.namespace.len() + r.name.len();
+    match i {
+        wit::Intent::Create(o) | wit::Intent::Update(o) | wit::Intent::UpdateStatus(o) => o.len(),
+        wit::Intent::Delete(d) => object_ref(&d.target) + d.uid.as_ref().map_or(0, String::len),
+        wit::Intent::Event(e) => object_ref(&e.regarding) + e.reason.len() + e.message.len(),
     }
 }
 
@@ -645,5 +730,46 @@ mod tests {
         assert!(!is_allowed_import("wasmcm:reconciler/cache@0.3.0"));
         assert!(!is_allowed_import("wasi:filesystem/types@0.2.0"));
         assert!(!is_allowed_import("wasmcm:reconciler/cache"));
+    }
+
+    #[test]
+    fn outcomes_are_accepted_up_to_the_caps_and_not_past_them() {
+        let outcome = |batches: Vec<Vec<wit::Intent>>| wit::Outcome { batches, requeue_after_ms: None };
+        let create = |bytes: usize| wit::Intent::Create("x".repeat(bytes));
+        let event = |message: String| {
+            let kind = wit_types::Kind { api_version: "v1".into(), kind: "Pod".into() };
+            let regarding = wit_types::ObjectRef { kind, namespace: "ns".into(), name: "p".into() };
+            wit::Intent::Event(wit::Event {
+                regarding,
+                event_type: wit::EventType::Normal,
+                reason: "R".into(),
+                message,
+            })
+        };
+
+        let at_cap = || (0..MAX_OUTCOME_INTENTS).map(|_| create(1)).collect::<Vec<_>>();
+        assert_eq!(check_outcome(&outcome(vec![at_cap()])), Ok(()));
+        let mut past = at_cap();
+        past.push(create(1));
+        assert_eq!(
+            check_outcome(&outcome(vec![past])),
+            Err("outcome has 10001 intents; the host accepts at most 10000".into())
+        );
+        // Counted over every batch, and empty batches count on their own.
+        assert!(check_outcome(&outcome(vec![at_cap(), vec![create(1)]])).is_err());
+        assert!(check_outcome(&outcome(vec![vec![]; MAX_OUTCOME_INTENTS])).is_ok());
+        assert_eq!(
+            check_outcome(&outcome(vec![vec![]; MAX_OUTCOME_INTENTS + 1])),
+            Err("outcome has 10001 batches; the host accepts at most 10000".into())
+        );
+
+        // Every string counts: "v1" "Pod" "ns" "p" "R" are 9 bytes besides the message.
+        let text = |message_bytes| outcome(vec![vec![create(8 << 20), event("m".repeat(message_bytes))]]);
+        assert_eq!(check_outcome(&text((8 << 20) - 9)), Ok(()));
+        assert_eq!(
+            check_outcome(&text((8 << 20) - 8)),
+            Err("outcome has 16777217 bytes of text (objects, messages, names); the host accepts at most 16777216"
+                .into())
+        );
     }
 }

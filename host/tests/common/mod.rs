@@ -44,6 +44,17 @@ pub fn hostile() -> Arc<Plugin> {
     .clone()
 }
 
+/// The hostile test guest with room for huge outcomes in its memory, so that it is the host,
+/// not the memory limit, that refuses them.
+pub fn hostile_roomy() -> Arc<Plugin> {
+    static P: OnceLock<Arc<Plugin>> = OnceLock::new();
+    P.get_or_init(|| {
+        let limits = Limits { memory_bytes: 512 << 20, deadline: Duration::from_secs(10) };
+        Arc::new(engine().load_file(&guest("wasmcm_hostile.wasm"), limits).expect("hostile guest loads"))
+    })
+    .clone()
+}
+
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }

@@ -2,8 +2,16 @@
 //! by the name of the key reconciled, so one component covers every case.
 
 use wasmcm_guest::{
-    CONTRACT_VERSION, Cache, Controller, Error, Intent, Kind, Level, Outcome, PluginInfo, Request, Selector, log,
+    CONTRACT_VERSION, Cache, Controller, DeleteTarget, Error, Intent, Kind, Level, ObjectRef, Outcome, PluginInfo,
+    Request, Selector, log,
 };
+
+/// Intents in the `many-intents` outcome: far past what the host accepts.
+const MANY: usize = 2_000_000;
+/// Bytes of the object in the `huge-string` outcome (100 MB).
+const HUGE: usize = 100_000_000;
+/// Bytes of the `huge-log` message: more than the host copies out of one import call (128 MiB).
+const HUGE_LOG: usize = 150_000_000;
 
 pub struct Hostile;
 
@@ -21,6 +29,14 @@ impl Controller for Hostile {
     }
 
     fn reconcile(request: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
+        // `intents-N`: N intents in one batch; `batches-N`: N empty batches.
+        let count = |prefix: &str| request.name.strip_prefix(prefix).and_then(|n| n.parse().ok());
+        if let Some(n) = count("intents-") {
+            return Ok(Outcome { batches: vec![deletes(n)], requeue_after_ms: None });
+        }
+        if let Some(n) = count("batches-") {
+            return Ok(Outcome { batches: vec![Vec::new(); n], requeue_after_ms: None });
+        }
         match request.name.as_str() {
             "loop" => {
                 let mut n: u64 = 0;
@@ -63,9 +79,33 @@ impl Controller for Hostile {
                 let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"kube-system"}}"#;
                 Ok(Outcome { batches: vec![vec![Intent::Create(cm.into())]], requeue_after_ms: None })
             }
+            "many-intents" => Ok(Outcome { batches: vec![deletes(MANY)], requeue_after_ms: None }),
+            "huge-string" => {
+                // Built in place: the arena never reuses freed memory, so a temporary copy
+                // would double what the call needs.
+                let head = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"huge","namespace":"default"},"data":{"x":""#;
+                let tail = r#""}}"#;
+                let mut cm = Vec::with_capacity(head.len() + HUGE + tail.len());
+                cm.extend_from_slice(head.as_bytes());
+                cm.resize(head.len() + HUGE, b'x');
+                cm.extend_from_slice(tail.as_bytes());
+                let cm = String::from_utf8(cm).map_err(|e| Error::permanent(e.to_string()))?;
+                Ok(Outcome { batches: vec![vec![Intent::Create(cm)]], requeue_after_ms: None })
+            }
+            "huge-log" => {
+                log(Level::Info, &"x".repeat(HUGE_LOG));
+                Ok(outcome_with("logged".into()))
+            }
             other => Ok(outcome_with(format!("ok {other}"))),
         }
     }
+}
+
+/// `n` deletes, as small as an intent gets (empty strings allocate nothing), so that only their
+/// number is excessive.
+fn deletes(n: usize) -> Vec<Intent> {
+    let target = ObjectRef { kind: Kind::new("", ""), namespace: String::new(), name: String::new() };
+    vec![Intent::Delete(DeleteTarget { target, uid: None }); n]
 }
 
 /// Exhausts the wasm call stack.

@@ -1,0 +1,140 @@
+//! The sandbox seen from the whole host: a hostile plugin failing on every key it is given
+//! sits next to the ReplicaSet plugin on the embedded cluster. Its keys trap or are refused,
+//! are retried with backoff and finally given up; the ReplicaSet converges all the same.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
+use wasmcm::host::{Host, HostConfig};
+use wasmcm::loader::Version;
+use wasmcm::metrics::Metrics;
+use wasmcm::plugins::Limits;
+
+/// Retries before a key is given up; low so that giving up, which names the retries, comes in
+/// seconds (5 ms doubling: about 5 s of backoff).
+const MAX_RETRIES: u32 = 10;
+
+/// Each hostile key, and what its give-up event must say it failed of.
+const HOSTILE: &[(&str, &str)] = &[
+    ("panic", "trapped (panic)"),
+    ("alloc", "trapped (memory)"),
+    ("loop", "trapped (deadline)"),
+    ("read-secret", "trapped (capability)"),
+    ("write-secret", "may not write v1/Secret"),
+    // Two million intents do not fit in 64 MiB; 10,001 do, and are more than the host accepts.
+    ("many-intents", "trapped (memory)"),
+    ("intents-10001", "trapped (outcome too large)"),
+];
+
+/// The value of the first sample of `series` whose labels include `labels`.
+fn sample(text: &str, series: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(series) && l[series.len()..].starts_with(['{', ' ']))
+        .find(|l| labels.iter().all(|want| l.contains(want)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
+    let config = ClusterConfig {
+        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
+        ..ClusterConfig::default()
+    };
+    let cluster = Cluster::start(config).await.unwrap();
+    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    let client = Client::try_from(config).unwrap();
+
+    let tight = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(50) };
+    let hostile = common::engine().load_file(&common::guest("wasmcm_hostile.wasm"), tight).unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let mut config = HostConfig::default();
+    config.controller.max_retries = MAX_RETRIES;
+    let plugins = vec![Version::of(common::replicaset()), Version::of(Arc::new(hostile))];
+    let host = Host::start(client.clone(), plugins, config, metrics.clone()).await.unwrap();
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for (name, _) in HOSTILE {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let rs = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
+    }))
+    .unwrap();
+    rss.create(&PostParams::default(), &rs).await.unwrap();
+
+    let hostile_queue = ["name=\"hostile\""];
+    let retries = || sample(&metrics.encode(), "workqueue_retries_total", &hostile_queue).unwrap_or(0.0);
+    let first = eventually("the hostile keys to be retried", || async { Some(retries()).filter(|r| *r > 0.0) }).await;
+
+    eventually("3 ready replicas", || async {
+        let s = rss.get("web").await.ok()?.status?;
+        (s.ready_replicas == Some(3) && s.replicas == 3 && s.observed_generation == Some(1)).then_some(())
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let live = pods.list(&ListParams::default().labels("app=web")).await.unwrap().items;
+    assert_eq!(live.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count(), 3);
+
+    // Retries go on with backoff after the first ones, past the first sample.
+    let later = eventually("more retries", || async { Some(retries()).filter(|r| *r > first) }).await;
+
+    // Each key was retried MAX_RETRIES times, then given up with an event saying why.
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    for (key, why) in HOSTILE {
+        let fields = format!("reason=ReconcileFailed,involvedObject.name={key}");
+        let event = eventually(&format!("{key} to be given up"), || async {
+            events.list(&ListParams::default().fields(&fields)).await.ok()?.items.into_iter().next()
+        })
+        .await;
+        let message = event.message.unwrap_or_default();
+        assert!(message.contains(&format!("gave up after {MAX_RETRIES} retries")), "{key}: {message}");
+        assert!(message.contains(why), "{key}: {message}");
+    }
+
+    let text = metrics.encode();
+    let failing = HOSTILE.len() as f64;
+    let retried = sample(&text, "workqueue_retries_total", &hostile_queue).unwrap_or(0.0);
+    assert!(retried >= failing * f64::from(MAX_RETRIES), "every key retried {MAX_RETRIES} times: {text}");
+    // The first call and every retry of each trapping key; write-secret is refused by the writer.
+    let traps = sample(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"trap\""]).unwrap_or(0.0);
+    assert!(traps >= (failing - 1.0) * f64::from(MAX_RETRIES + 1), "{traps} traps: {text}");
+    eprintln!("hostile queue retries: {first}, later {later}, finally {retried}; hostile traps: {traps}");
+    let refused = sample(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"write_failed\""]);
+    assert!(refused.is_some_and(|n| n >= f64::from(MAX_RETRIES + 1)), "{text}");
+    // The other plugin never trapped.
+    assert_eq!(sample(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"trap\""]), None);
+    assert!(sample(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"success\""]).is_some());
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "default");
+    assert!(secrets.get_opt("stolen").await.unwrap().is_none(), "the refused write was never sent");
+    host.shutdown().await;
+}

@@ -1,0 +1,547 @@
+//! Loading plugins from manifests, end to end: broken entries are reported precisely while the
+//! others start (and `--strict` makes any failure fatal), manifest capabilities and settings
+//! reach the running plugin, a plugin is read from a ConfigMap and swapped when that ConfigMap
+//! changes, a restart reuses the compiled plugins, and `wasmcm plugins inspect` shows what a
+//! component is.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
+use wasmcm::host::{Host, HostConfig};
+use wasmcm::loader::{self, Version};
+use wasmcm::metrics::Metrics;
+use wasmcm::plugins::{Engine, EngineConfig};
+
+const BUILTINS: [&str; 3] = ["replicaset", "deployment", "rollback"];
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+fn stamp_path() -> PathBuf {
+    common::guest("wasmcm_stamp.wasm")
+}
+
+fn stamp_bytes() -> Vec<u8> {
+    std::fs::read(stamp_path()).expect("the stamp guest is built")
+}
+
+/// A one-plugin manifest; `spec` is the YAML flow mapping of its spec.
+fn manifest(name: &str, spec: &str) -> String {
+    format!("apiVersion: wasmcm.dev/v1alpha1\nkind: Plugin\nmetadata: {{name: {name}}}\nspec: {spec}\n")
+}
+
+fn write(dir: &Path, file: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+fn names(versions: &[Version]) -> Vec<String> {
+    let mut names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
+    names.sort();
+    names
+}
+
+/// The one version called `name`, out of a `load_all`.
+fn take(versions: Vec<Version>, name: &str) -> Version {
+    versions.into_iter().find(|v| v.name() == name).unwrap_or_else(|| panic!("{name} was loaded"))
+}
+
+/// An embedded cluster (pods start after 50 ms) and a client for it.
+async fn cluster() -> (Cluster, Client) {
+    let config = ClusterConfig {
+        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
+        ..ClusterConfig::default()
+    };
+    let cluster = Cluster::start(config).await.unwrap();
+    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    let client = Client::try_from(config).unwrap();
+    (cluster, client)
+}
+
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The sum of the samples of `series` whose labels include every one of `labels`.
+fn metric(metrics: &Metrics, series: &str, labels: &[&str]) -> f64 {
+    metrics
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with(series) && l[series.len()..].starts_with('{'))
+        .filter(|l| labels.iter().all(|want| l.contains(want)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn labelled_configmap(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": {wasmcm_stamp::LABEL: "yes"}}})).unwrap()
+}
+
+fn data(cm: &ConfigMap, key: &str) -> Option<String> {
+    cm.data.as_ref()?.get(key).cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_plugins_are_reported_precisely_and_the_others_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stamp = stamp_path();
+    let stamp = stamp.display();
+    let hostile = common::guest("wasmcm_hostile.wasm");
+    let hostile = hostile.display();
+    let pin = sha256(&stamp_bytes());
+    // Another component's digest (an all-digit one would be read by YAML as a number).
+    let wrong_pin = sha256(b"another release");
+    let text = write(d, "notes.wasm", "hello, I am a text file, not a component\n");
+    let wasi = write(
+        d,
+        "wasi.wasm",
+        wat::parse_str(r#"(component (import "wasi:cli/environment@0.2.0" (instance)))"#).unwrap(),
+    );
+
+    write(d, "a-good.yaml", manifest("stamp", &format!("{{source: {{file: {stamp}}}, sha256: {pin}}}")));
+    write(d, "b-pinned.yaml", manifest("pinned", &format!("{{source: {{file: {stamp}}}, sha256: {wrong_pin}}}")));
+    write(d, "c-text.yaml", manifest("text", "{source: {file: notes.wasm}}"));
+    write(d, "d-missing.yaml", manifest("missing", "{source: {file: gone.wasm}}"));
+    write(
+        d,
+        "e-narrowed.yaml",
+        manifest("narrowed", &format!("{{source: {{file: {hostile}}}, capabilities: {{writes: [v1/Secret]}}}}")),
+    );
+    write(d, "f-broken.yaml", "apiVersion: wasmcm.dev/v1alpha1\nkind: Plugin\nmetadata: {name: [unclosed\n");
+    write(d, "g-unknown.yaml", manifest("colourful", "{source: {builtin: replicaset}, colour: blue}"));
+    write(d, "h-wasi.yaml", manifest("wasi", "{source: {file: wasi.wasm}}"));
+    write(d, "notes.txt", "not a manifest: ignored");
+
+    let (versions, failures) = loader::load_all(common::engine(), &[d.to_path_buf()], "default", None).await;
+
+    assert_eq!(names(&versions), ["deployment", "replicaset", "rollback", "stamp"], "failures: {failures:#?}");
+    let good = versions.iter().find(|v| v.name() == "stamp").unwrap();
+    assert_eq!(good.plugin.digest(), pin, "the pinned digest is the component's");
+    assert_eq!(good.spec.sha256.as_deref(), Some(pin.as_str()));
+    for builtin in BUILTINS {
+        let v = versions.iter().find(|v| v.name() == builtin).unwrap();
+        assert_eq!(v.plugin.digest(), sha256(wasmcm::builtin::get(builtin).unwrap()), "{builtin}");
+    }
+
+    let gone = d.join("gone.wasm");
+    let (text, gone, wasi) = (text.display().to_string(), gone.display().to_string(), wasi.display().to_string());
+    let broken = d.join("f-broken.yaml").display().to_string();
+    let unknown = d.join("g-unknown.yaml").display().to_string();
+    let expected: Vec<(&str, Vec<String>)> = vec![
+        (
+            "pin mismatch",
+            vec![stamp.to_string(), "plugin pinned".into(), "digest mismatch".into(), wrong_pin.clone(), pin.clone()],
+        ),
+        ("text bytes", vec![text, "plugin text".into(), "no WebAssembly header".into()]),
+        ("missing file", vec![gone, "plugin missing".into(), "cannot read".into()]),
+        (
+            "narrowed beyond its declaration",
+            vec![
+                hostile.to_string(),
+                "plugin narrowed".into(),
+                "capabilities.writes names v1/Secret, which the plugin does not declare".into(),
+            ],
+        ),
+        ("invalid YAML", vec![broken, "invalid YAML".into()]),
+        ("unknown field", vec![unknown, "plugin colourful".into(), "unknown field `colour`".into()]),
+        (
+            "import beyond the world",
+            vec![
+                wasi,
+                "plugin wasi".into(),
+                "imports `wasi:cli/environment@0.2.0`, which the host does not provide".into(),
+            ],
+        ),
+    ];
+    for (what, parts) in &expected {
+        let matching: Vec<&String> = failures.iter().filter(|f| parts.iter().all(|p| f.contains(p.as_str()))).collect();
+        assert_eq!(matching.len(), 1, "{what}: one failure with {parts:?} in {failures:#?}");
+    }
+    assert_eq!(failures.len(), expected.len(), "one failure per broken entry: {failures:#?}");
+}
+
+/// The real binary, run on a fresh embedded cluster with the given manifests.
+fn wasmcm_run(plugins: &Path, cache: &Path, strict: bool) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wasmcm"));
+    cmd.args(["run", "--plugins"])
+        .arg(plugins)
+        .args(["--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false", "--cache-dir"])
+        .arg(cache)
+        .env("RUST_LOG", "warn,wasmcm=error")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("WASMCM_KUBECONFIG")
+        .env_remove("WASMCM_PLUGINS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if strict {
+        cmd.arg("--strict");
+    }
+    cmd
+}
+
+/// Reads a child's pipe on a thread, line by line, into a channel.
+fn lines(pipe: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Kills a child this test started, when the test ends however it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn strict_makes_any_failure_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let stamp = stamp_path();
+    let pinned = manifest("pinned", &format!("{{source: {{file: {}}}, sha256: {}}}", stamp.display(), "ab".repeat(32)));
+    write(dir.path(), "pinned.yaml", pinned);
+
+    let started = Instant::now();
+    let child = wasmcm_run(dir.path(), cache.path(), true).spawn().expect("the binary runs");
+    let mut child = Running(child);
+    let stderr = lines(child.0.stderr.take().unwrap());
+    let stdout = lines(child.0.stdout.take().unwrap());
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "--strict did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!("--strict exited after {:.2} s", started.elapsed().as_secs_f64());
+    let stderr: Vec<String> = stderr.iter().collect();
+    let stdout: Vec<String> = stdout.iter().collect();
+    let stderr = stderr.join("\n");
+    assert!(!status.success(), "exit {status}; stderr:\n{stderr}");
+    let fatal = stderr.lines().find(|l| l.starts_with("error: --strict")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(fatal.contains("1 failed to load"), "{fatal}");
+    let failure = format!("plugin pinned: {}: digest mismatch", stamp.display());
+    assert!(stderr.contains(&failure), "stderr names the plugin, the file and the reason:\n{stderr}");
+    assert!(!stdout.iter().any(|l| l.starts_with("wasmcm running:")), "{stdout:?}");
+
+    // Without --strict the good plugins start; the broken one is reported.
+    write(dir.path(), "stamp.yaml", manifest("stamp", &format!("{{source: {{file: {}}}}}", stamp.display())));
+    let child = wasmcm_run(dir.path(), cache.path(), false).spawn().expect("the binary runs");
+    let mut child = Running(child);
+    let stderr = lines(child.0.stderr.take().unwrap());
+    let stdout = lines(child.0.stdout.take().unwrap());
+    let running = loop {
+        match stdout.recv_timeout(Duration::from_secs(300)) {
+            Ok(line) if line.starts_with("wasmcm running:") => break line,
+            Ok(_) => {}
+            Err(e) => {
+                let status = child.0.try_wait().unwrap();
+                let stderr: Vec<String> = stderr.try_iter().collect();
+                panic!("no `wasmcm running:` line ({e}); exit {status:?}; stderr:\n{}", stderr.join("\n"));
+            }
+        }
+    };
+    assert!(running.contains("replicaset, deployment, rollback, stamp"), "{running}");
+    assert!(!running.contains("pinned"), "{running}");
+    assert!(child.0.try_wait().unwrap().is_none(), "the host keeps running");
+    drop(child);
+    let stderr: Vec<String> = stderr.iter().collect();
+    assert!(
+        stderr.iter().any(|l| l.contains("not loaded") && l.contains("plugin pinned") && l.contains("digest mismatch")),
+        "the broken plugin is reported:\n{}",
+        stderr.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capabilities_narrow_and_settings_reach_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let stamp = stamp_path();
+    let stamp = stamp.display();
+    write(
+        dir.path(),
+        "limited.yaml",
+        manifest("limited", &format!("{{source: {{file: {stamp}}}, settings: {{limit: 3}}}}")),
+    );
+    write(
+        dir.path(),
+        "readonly.yaml",
+        manifest("readonly", &format!("{{source: {{file: {stamp}}}, capabilities: {{writes: []}}}}")),
+    );
+    let (versions, failures) = loader::load_all(common::engine(), &[dir.path().to_path_buf()], "default", None).await;
+    assert!(failures.is_empty(), "{failures:#?}");
+    let readonly = versions.iter().find(|v| v.name() == "readonly").unwrap();
+    assert!(readonly.plugin.info().writes.is_empty(), "writes: [] leaves no kind writable");
+    assert_eq!(readonly.plugin.info().primary.to_string(), "v1/ConfigMap");
+    let (limited, readonly) = {
+        let mut versions = versions;
+        let limited = versions.remove(versions.iter().position(|v| v.name() == "limited").unwrap());
+        (limited, take(versions, "readonly"))
+    };
+    assert_eq!(limited.spec.settings, r#"{"limit":3}"#);
+
+    let (_cluster, client) = cluster().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+
+    // Settings: the stamp stops at count 3 (without them it would count on for ever).
+    let metrics = Arc::new(Metrics::default());
+    let host = Host::start(client.clone(), vec![limited], HostConfig::default(), metrics.clone()).await.unwrap();
+    cms.create(&PostParams::default(), &labelled_configmap("limited")).await.unwrap();
+    eventually("the count to reach 3", Duration::from_secs(120), || async {
+        let cm = cms.get("limited").await.ok()?;
+        (data(&cm, "count").as_deref() == Some("3")).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let cm = cms.get("limited").await.unwrap();
+    assert_eq!(data(&cm, "count").as_deref(), Some("3"), "the limit of the settings holds");
+    assert_eq!(data(&cm, "stamp").as_deref(), Some("v1"));
+    assert!(metric(&metrics, "wasmcm_reconciles_total", &["plugin=\"limited\"", "outcome=\"success\""]) >= 4.0);
+    host.shutdown().await;
+    cms.delete("limited", &DeleteParams::default()).await.unwrap();
+
+    // Capabilities: with no writable kind, its update is refused and never sent.
+    let metrics = Arc::new(Metrics::default());
+    let host = Host::start(client.clone(), vec![readonly], HostConfig::default(), metrics.clone()).await.unwrap();
+    cms.create(&PostParams::default(), &labelled_configmap("readonly")).await.unwrap();
+    eventually("the update to be refused", Duration::from_secs(120), || async {
+        (metric(&metrics, "wasmcm_intents_refused_total", &["plugin=\"readonly\""]) > 0.0).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cm = cms.get("readonly").await.unwrap();
+    assert_eq!(data(&cm, "stamp"), None, "the refused update was never sent: {cm:?}");
+    assert_eq!(metric(&metrics, "wasmcm_intents_executed_total", &["plugin=\"readonly\""]), 0.0);
+    host.shutdown().await;
+}
+
+fn plugins_configmap(bytes: Vec<u8>) -> ConfigMap {
+    let mut cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "plugins"}})).unwrap();
+    cm.binary_data = Some(BTreeMap::from([("stamp.wasm".to_string(), ByteString(bytes))]));
+    cm
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
+    // Refused over 1 MiB, with the size and the limit said.
+    let big = plugins_configmap(vec![0; (1 << 20) + 1]);
+    let err = loader::configmap_bytes(&big, "stamp.wasm").unwrap_err();
+    assert!(err.contains(&format!("{} bytes", (1 << 20) + 1)) && err.contains("at most 1 MiB"), "{err}");
+    let err = loader::configmap_bytes(&big, "other.wasm").unwrap_err();
+    assert!(err.contains("no key \"other.wasm\""), "{err}");
+    let exactly = plugins_configmap(vec![0; 1 << 20]);
+    assert_eq!(loader::configmap_bytes(&exactly, "stamp.wasm").unwrap().len(), 1 << 20);
+
+    let (_cluster, client) = cluster().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let v1 = stamp_bytes();
+    cms.create(&PostParams::default(), &plugins_configmap(v1.clone())).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "stamp.yaml", manifest("stamp", "{source: {configMap: {name: plugins, key: stamp.wasm}}}"));
+    let paths = vec![dir.path().to_path_buf()];
+
+    // Without a client the ConfigMap cannot be read, and the failure says so.
+    let (_, failures) = loader::load_all(common::engine(), &paths, "default", None).await;
+    assert!(
+        failures.iter().any(|f| f.contains("plugin stamp") && f.contains("ConfigMap default/plugins key stamp.wasm")),
+        "{failures:#?}"
+    );
+
+    let (versions, failures) = loader::load_all(common::engine(), &paths, "default", Some(&client)).await;
+    assert!(failures.is_empty(), "{failures:#?}");
+    let stamp = take(versions, "stamp");
+    assert_eq!(stamp.plugin.digest(), sha256(&v1));
+    assert_eq!(stamp.plugin.info().version, "1.0.0");
+
+    let metrics = Arc::new(Metrics::default());
+    let host = Host::start(client.clone(), vec![stamp], HostConfig::default(), metrics.clone()).await.unwrap();
+    let reloader = wasmcm::reload::Reloader {
+        engine: common::engine().clone(),
+        client: Some(client.clone()),
+        namespace: "default".into(),
+        paths,
+        controllers: host.controllers().to_vec(),
+    }
+    .spawn()
+    .unwrap();
+    cms.create(&PostParams::default(), &labelled_configmap("stamped")).await.unwrap();
+    eventually("stamp v1", Duration::from_secs(120), || async {
+        let cm = cms.get("stamped").await.ok()?;
+        (data(&cm, "stamp").as_deref() == Some("v1")).then_some(())
+    })
+    .await;
+
+    let v2 = wasmcm_stamp::variant(&v1, "v2", "2.0.0").expect("the markers are found");
+    let mut plugins = cms.get("plugins").await.unwrap();
+    plugins.binary_data = plugins_configmap(v2.clone()).binary_data;
+    cms.replace("plugins", &PostParams::default(), &plugins).await.unwrap();
+    eventually("stamp v2", Duration::from_secs(180), || async {
+        let cm = cms.get("stamped").await.ok()?;
+        (data(&cm, "stamp").as_deref() == Some("v2")).then_some(())
+    })
+    .await;
+    let live = host.controller("stamp").unwrap().rollout().live();
+    assert_eq!(live.plugin.digest(), sha256(&v2));
+    assert_eq!(live.plugin.info().version, "2.0.0");
+    reloader.abort();
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_restart_reuses_compiled_plugins() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = || {
+        Engine::new(&EngineConfig { precompiled_dir: Some(dir.path().join("precompiled")), ..EngineConfig::default() })
+            .unwrap()
+    };
+    let load = |versions: &[Version]| -> Vec<String> {
+        versions
+            .iter()
+            .map(|v| {
+                let c = v.plugin.compiled();
+                format!("{} {:.0} ms ({} bytes)", v.name(), c.duration.as_secs_f64() * 1e3, c.size)
+            })
+            .collect()
+    };
+
+    let cold = engine();
+    let (versions, failures) = loader::load_all(&cold, &[], "default", None).await;
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(versions.iter().map(Version::name).collect::<Vec<_>>(), BUILTINS);
+    for v in &versions {
+        assert!(!v.plugin.compiled().cached, "{}: a fresh cache has nothing", v.name());
+    }
+    eprintln!("cold load: {}", load(&versions).join(", "));
+    drop((versions, cold));
+
+    let warm = engine();
+    let (versions, failures) = loader::load_all(&warm, &[], "default", None).await;
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(versions.iter().map(Version::name).collect::<Vec<_>>(), BUILTINS);
+    for v in &versions {
+        assert!(v.plugin.compiled().cached, "{}: compiled by the first engine", v.name());
+    }
+    eprintln!("warm load: {}", load(&versions).join(", "));
+
+    let (_cluster, client) = cluster().await;
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
+    }))
+    .unwrap();
+    rss.create(&PostParams::default(), &rs).await.unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let started = Instant::now();
+    let host = Host::start(client.clone(), versions, HostConfig::default(), metrics.clone()).await.unwrap();
+    let synced = started.elapsed();
+    let reconciled = ["plugin=\"replicaset\"", "outcome=\"success\""];
+    eventually("a successful ReplicaSet reconcile", Duration::from_secs(120), || async {
+        (metric(&metrics, "wasmcm_reconciles_total", &reconciled) > 0.0).then_some(())
+    })
+    .await;
+    eprintln!(
+        "warm start: caches synced {:.0} ms, first successful reconcile {:.0} ms after Host::start",
+        synced.as_secs_f64() * 1e3,
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    host.shutdown().await;
+}
+
+#[test]
+fn plugins_inspect_prints_digest_imports_and_size() {
+    let cache = tempfile::tempdir().unwrap();
+    let stamp = stamp_path();
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(["plugins", "inspect"])
+        .arg(&stamp)
+        .arg("replicaset")
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "exit {}; stderr: {}", out.status, String::from_utf8_lossy(&out.stderr));
+
+    // One block per plugin, in the order asked.
+    let at = stdout.find("\nreplicaset ").unwrap_or_else(|| panic!("{stdout}"));
+    let (stamp_block, rs_block) = stdout.split_at(at + 1);
+    let contract = wasmcm_guest::CONTRACT_VERSION;
+    let bytes = stamp_bytes();
+    let rs = wasmcm::builtin::get("replicaset").unwrap();
+    for (block, first, bytes) in [(stamp_block, "stamp 1.0.0", &bytes[..]), (rs_block, "replicaset 0.1.0", rs)] {
+        assert!(block.starts_with(&format!("{first} (contract {contract})")), "{block}");
+        let field = |name: &str| -> String {
+            let prefix = format!("  {name}:");
+            let line = block.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{name}: {block}"));
+            line[prefix.len()..].trim().to_string()
+        };
+        assert_eq!(field("sha256"), sha256(bytes), "{block}");
+        assert_eq!(field("size"), format!("{} bytes", bytes.len()), "{block}");
+        let imports = field("imports");
+        let imports: Vec<&str> = imports.split(", ").collect();
+        assert!(imports.contains(&format!("wasmcm:reconciler/cache@{contract}").as_str()), "{block}");
+        assert!(
+            imports
+                .iter()
+                .all(|i| ["cache", "log", "types"].iter().any(|n| *i == format!("wasmcm:reconciler/{n}@{contract}"))),
+            "only contract interfaces: {block}"
+        );
+    }
+    assert!(stamp_block.contains("  primary: v1/ConfigMap\n") && stamp_block.contains("  writes:  v1/ConfigMap\n"));
+    assert!(rs_block.contains("  primary: apps/v1/ReplicaSet\n") && rs_block.contains("  owns:    v1/Pod\n"));
+
+    // Not a plugin: a clear error, non-zero.
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(["plugins", "inspect", "no-such-plugin", "--cache-dir"])
+        .arg(cache.path())
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("unknown plugin \"no-such-plugin\""), "{stderr}");
+}
