@@ -1,20 +1,21 @@
 //! The host end to end on the embedded cluster: the ReplicaSet plugin, through informers,
 //! queue, expectations and the API writer, makes pods exist and status converge.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::json;
-use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
+use wasmcm::cluster::Cluster;
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::loader::Version;
 use wasmcm::metrics::Metrics;
-use wasmcm::plugins::{Engine, EngineConfig, Limits};
+use wasmcm::plugins::{Engine, Limits};
 
 async fn start() -> (Cluster, Client, Host) {
     let (cluster, client, host, _) = start_with_metrics().await;
@@ -34,17 +35,8 @@ async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
 /// An embedded cluster (pods start after 50 ms), a client for it, and an engine whose
 /// compiled plugins are shared by the test binaries.
 async fn cluster_and_engine() -> (Cluster, Client, Engine) {
-    let config = ClusterConfig {
-        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
-        ..ClusterConfig::default()
-    };
-    let cluster = Cluster::start(config).await.unwrap();
-    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-    let client = Client::try_from(config).unwrap();
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
-    let engine = Engine::new(&EngineConfig { precompiled_dir: Some(dir), ..EngineConfig::default() }).unwrap();
-    (cluster, client, engine)
+    let (cluster, client) = common::cluster().await;
+    (cluster, client, common::engine().clone())
 }
 
 /// A plain HTTP GET, enough for the metrics endpoint.
@@ -56,29 +48,6 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     s.read_to_string(&mut out).await.unwrap();
     let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (code, out)
-}
-
-/// The value of the first sample of `series` whose labels include `labels`.
-fn sample(text: &str, series: &str, labels: &[&str]) -> Option<f64> {
-    text.lines()
-        .filter(|l| l.starts_with(series) && l[series.len()..].starts_with(['{', ' ']))
-        .find(|l| labels.iter().all(|want| l.contains(want)))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
-
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
@@ -110,7 +79,7 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     rss.create(&PostParams::default(), &replica_set("web", 3)).await.unwrap();
 
-    eventually("3 ready replicas in status", || async {
+    common::eventually("3 ready replicas in status", || async {
         let rs = rss.get("web").await.ok()?;
         let s = rs.status?;
         (s.ready_replicas == Some(3) && s.replicas == 3 && s.observed_generation == Some(1)).then_some(())
@@ -123,7 +92,7 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     // A deleted pod is replaced.
     let victim = owned[0].metadata.name.clone().unwrap();
     pods.delete(&victim, &DeleteParams::default().grace_period(0)).await.unwrap();
-    eventually("the pod to be replaced", || async {
+    common::eventually("the pod to be replaced", || async {
         let now = active_pods(&pods, "web").await;
         (now.len() == 3 && now.iter().all(|p| p.metadata.name.as_deref() != Some(victim.as_str()))).then_some(())
     })
@@ -131,14 +100,15 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
 
     // Scaling through /scale.
     rss.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}}))).await.unwrap();
-    eventually("scale down to 1", || async { (active_pods(&pods, "web").await.len() == 1).then_some(()) }).await;
+    common::eventually("scale down to 1", || async { (active_pods(&pods, "web").await.len() == 1).then_some(()) })
+        .await;
 
     // An orphan that matches is adopted (and then one pod too many is removed).
     let orphan: Pod = serde_json::from_value(json!({"metadata": {"name": "orphan", "labels": {"app": "web"}},
         "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}))
     .unwrap();
     pods.create(&PostParams::default(), &orphan).await.unwrap();
-    eventually("adoption and convergence", || async {
+    common::eventually("adoption and convergence", || async {
         let now = active_pods(&pods, "web").await;
         let adopted = pods
             .get("orphan")
@@ -163,22 +133,23 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     let (code, text) = http_get(addr, "/metrics").await;
     assert_eq!(code, 200);
     let q = "name=\"replicaset\"";
-    assert!(sample(&text, "workqueue_adds_total", &[q]).is_some_and(|v| v >= 3.0), "{text}");
-    assert!(sample(&text, "workqueue_depth", &[q]).is_some());
-    assert!(sample(&text, "workqueue_queue_duration_seconds_count", &[q]).is_some_and(|v| v >= 3.0));
-    assert!(sample(&text, "workqueue_work_duration_seconds_count", &[q]).is_some_and(|v| v >= 3.0));
-    assert!(sample(&text, "workqueue_retries_total", &[q]).is_some());
-    assert!(sample(&text, "workqueue_unfinished_work_seconds", &[q]).is_some());
-    assert!(sample(&text, "workqueue_longest_running_processor_seconds", &[q]).is_some());
+    assert!(common::sample(&text, "workqueue_adds_total", &[q]).is_some_and(|v| v >= 3.0), "{text}");
+    assert!(common::sample(&text, "workqueue_depth", &[q]).is_some());
+    assert!(common::sample(&text, "workqueue_queue_duration_seconds_count", &[q]).is_some_and(|v| v >= 3.0));
+    assert!(common::sample(&text, "workqueue_work_duration_seconds_count", &[q]).is_some_and(|v| v >= 3.0));
+    assert!(common::sample(&text, "workqueue_retries_total", &[q]).is_some());
+    assert!(common::sample(&text, "workqueue_unfinished_work_seconds", &[q]).is_some());
+    assert!(common::sample(&text, "workqueue_longest_running_processor_seconds", &[q]).is_some());
     let ok = ["plugin=\"replicaset\"", "version=\"0.1.0\"", "outcome=\"success\""];
-    assert!(sample(&text, "wasmcm_reconciles_total", &ok).is_some_and(|v| v >= 3.0), "{text}");
-    assert!(sample(&text, "wasmcm_reconcile_duration_seconds_count", &ok[..2]).is_some_and(|v| v >= 3.0));
-    assert_eq!(sample(&text, "wasmcm_leader", &[]), Some(1.0));
-    assert!(sample(&text, "wasmcm_informer_objects", &["kind=\"v1/Pod\""]).is_some_and(|v| v >= 1.0));
+    assert!(common::sample(&text, "wasmcm_reconciles_total", &ok).is_some_and(|v| v >= 3.0), "{text}");
+    assert!(common::sample(&text, "wasmcm_reconcile_duration_seconds_count", &ok[..2]).is_some_and(|v| v >= 3.0));
+    assert_eq!(common::sample(&text, "wasmcm_leader", &[]), Some(1.0));
+    assert!(common::sample(&text, "wasmcm_informer_objects", &["kind=\"v1/Pod\""]).is_some_and(|v| v >= 1.0));
 
     // Deleting the ReplicaSet cascades to its pods.
     rss.delete("web", &DeleteParams::default()).await.unwrap();
-    eventually("the pods to go with it", || async { active_pods(&pods, "web").await.is_empty().then_some(()) }).await;
+    common::eventually("the pods to go with it", || async { active_pods(&pods, "web").await.is_empty().then_some(()) })
+        .await;
     host.shutdown().await;
 }
 
@@ -205,7 +176,7 @@ async fn fifty_replica_sets_converge_exactly_despite_lagging_watches_and_failing
         }
     }
     let total: i32 = want.iter().map(|(_, r)| r).sum();
-    eventually("every ReplicaSet to have exactly its pods", || async {
+    common::eventually("every ReplicaSet to have exactly its pods", || async {
         let all = pods.list(&ListParams::default()).await.ok()?.items;
         let live: Vec<&Pod> = all.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
         if live.len() != total as usize {
@@ -249,7 +220,7 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
         let mut rs = replica_set("quiet", 0);
         rs.spec.replicas = Some(0);
         rss.create(&PostParams::default(), &rs).await.unwrap();
-        eventually("the status to be written", || async {
+        common::eventually("the status to be written", || async {
             rss.get("quiet").await.ok()?.status?.observed_generation.filter(|g| *g == 1)
         })
         .await;
@@ -283,7 +254,7 @@ async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted
         cms.create(&PostParams::default(), &cm).await.unwrap();
     }
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    let dropped = eventually("the looping key to be given up with an event", || async {
+    let dropped = common::eventually("the looping key to be given up with an event", || async {
         let list =
             events.list(&ListParams::default().fields("reason=ReconcileFailed,involvedObject.name=loop")).await.ok()?;
         list.items.into_iter().next()
@@ -291,7 +262,7 @@ async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted
     .await;
     let message = dropped.message.unwrap_or_default();
     assert!(message.contains("gave up after 2 retries") && message.contains("deadline"), "{message}");
-    eventually("the refused write to be counted", || async {
+    common::eventually("the refused write to be counted", || async {
         metrics
             .encode()
             .lines()

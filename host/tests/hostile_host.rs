@@ -10,10 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::api::{Api, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::json;
-use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::loader::Version;
 use wasmcm::metrics::Metrics;
@@ -35,39 +32,9 @@ const HOSTILE: &[(&str, &str)] = &[
     ("intents-10001", "trapped (outcome too large)"),
 ];
 
-/// The value of the first sample of `series` whose labels include `labels`.
-fn sample(text: &str, series: &str, labels: &[&str]) -> Option<f64> {
-    text.lines()
-        .filter(|l| l.starts_with(series) && l[series.len()..].starts_with(['{', ' ']))
-        .find(|l| labels.iter().all(|want| l.contains(want)))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
-
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
-    let config = ClusterConfig {
-        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
-        ..ClusterConfig::default()
-    };
-    let cluster = Cluster::start(config).await.unwrap();
-    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-    let client = Client::try_from(config).unwrap();
+    let (_cluster, client) = common::cluster().await;
 
     let tight = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(50) };
     let hostile = common::engine().load_file(&common::guest("wasmcm_hostile.wasm"), tight).unwrap();
@@ -93,10 +60,11 @@ async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
     rss.create(&PostParams::default(), &rs).await.unwrap();
 
     let hostile_queue = ["name=\"hostile\""];
-    let retries = || sample(&metrics.encode(), "workqueue_retries_total", &hostile_queue).unwrap_or(0.0);
-    let first = eventually("the hostile keys to be retried", || async { Some(retries()).filter(|r| *r > 0.0) }).await;
+    let retries = || common::sample(&metrics.encode(), "workqueue_retries_total", &hostile_queue).unwrap_or(0.0);
+    let first =
+        common::eventually("the hostile keys to be retried", || async { Some(retries()).filter(|r| *r > 0.0) }).await;
 
-    eventually("3 ready replicas", || async {
+    common::eventually("3 ready replicas", || async {
         let s = rss.get("web").await.ok()?.status?;
         (s.ready_replicas == Some(3) && s.replicas == 3 && s.observed_generation == Some(1)).then_some(())
     })
@@ -106,13 +74,13 @@ async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
     assert_eq!(live.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count(), 3);
 
     // Retries go on with backoff after the first ones, past the first sample.
-    let later = eventually("more retries", || async { Some(retries()).filter(|r| *r > first) }).await;
+    let later = common::eventually("more retries", || async { Some(retries()).filter(|r| *r > first) }).await;
 
     // Each key was retried MAX_RETRIES times, then given up with an event saying why.
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
     for (key, why) in HOSTILE {
         let fields = format!("reason=ReconcileFailed,involvedObject.name={key}");
-        let event = eventually(&format!("{key} to be given up"), || async {
+        let event = common::eventually(&format!("{key} to be given up"), || async {
             events.list(&ListParams::default().fields(&fields)).await.ok()?.items.into_iter().next()
         })
         .await;
@@ -123,17 +91,20 @@ async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
 
     let text = metrics.encode();
     let failing = HOSTILE.len() as f64;
-    let retried = sample(&text, "workqueue_retries_total", &hostile_queue).unwrap_or(0.0);
+    let retried = common::sample(&text, "workqueue_retries_total", &hostile_queue).unwrap_or(0.0);
     assert!(retried >= failing * f64::from(MAX_RETRIES), "every key retried {MAX_RETRIES} times: {text}");
     // The first call and every retry of each trapping key; write-secret is refused by the writer.
-    let traps = sample(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"trap\""]).unwrap_or(0.0);
+    let traps =
+        common::sample(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"trap\""]).unwrap_or(0.0);
     assert!(traps >= (failing - 1.0) * f64::from(MAX_RETRIES + 1), "{traps} traps: {text}");
     eprintln!("hostile queue retries: {first}, later {later}, finally {retried}; hostile traps: {traps}");
-    let refused = sample(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"write_failed\""]);
+    let refused = common::sample(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"write_failed\""]);
     assert!(refused.is_some_and(|n| n >= f64::from(MAX_RETRIES + 1)), "{text}");
     // The other plugin never trapped.
-    assert_eq!(sample(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"trap\""]), None);
-    assert!(sample(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"success\""]).is_some());
+    assert_eq!(common::sample(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"trap\""]), None);
+    assert!(
+        common::sample(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"success\""]).is_some()
+    );
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "default");
     assert!(secrets.get_opt("stolen").await.unwrap().is_none(), "the refused write was never sent");
     host.shutdown().await;

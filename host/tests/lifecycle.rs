@@ -14,21 +14,16 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::{Value, json};
-use sha2::Digest;
-use wasmcm::cluster::{Cluster, ClusterConfig};
+use wasmcm::cluster::Cluster;
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::kubeapi::ClientRate;
 use wasmcm::metrics::Metrics;
 use wasmcm::reload::Reloader;
 use wasmcm::rollout::{Rollout, Status};
 use wasmcm_stamp::{LABEL, variant};
-
-/// Long enough for a loaded 2-core machine; no test measures time.
-const PATIENCE: Duration = Duration::from_secs(120);
 
 /// name → (stamp, count) of the labelled ConfigMaps.
 type Stamps = BTreeMap<String, (String, u64)>;
@@ -50,10 +45,7 @@ impl Fixture {
     /// before the host starts.
     async fn start(spec: &[&str], labelled: usize) -> Fixture {
         logs::init();
-        let cluster = Cluster::start(ClusterConfig::default()).await.unwrap();
-        let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-        let client = Client::try_from(config).unwrap();
+        let (cluster, client) = common::cluster().await;
 
         let dir = tempfile::tempdir().unwrap();
         let original = std::fs::read(common::guest("wasmcm_stamp.wasm")).unwrap();
@@ -143,7 +135,7 @@ impl Fixture {
 
     /// Waits until all `n` labelled ConfigMaps carry `stamp` with a count of at least `count`.
     async fn wait_stamped(&self, n: usize, stamp: &str, count: u64) -> Stamps {
-        eventually(&format!("{n} ConfigMaps stamped {stamp} with count ≥ {count}"), || async {
+        common::eventually(&format!("{n} ConfigMaps stamped {stamp} with count ≥ {count}"), || async {
             let now = self.stamps().await;
             (now.len() == n && now.values().all(|(s, c)| s == stamp && *c >= count)).then_some(now)
         })
@@ -152,7 +144,7 @@ impl Fixture {
 
     /// Waits until every ConfigMap of `before` was reconciled again, by a version stamping `stamp`.
     async fn wait_all_grew(&self, before: &Stamps, stamp: &str) {
-        eventually(&format!("every ConfigMap's count to grow (stamp {stamp})"), || async {
+        common::eventually(&format!("every ConfigMap's count to grow (stamp {stamp})"), || async {
             let now = self.stamps().await;
             before
                 .iter()
@@ -164,13 +156,7 @@ impl Fixture {
 
     /// The sum of the samples of `series` whose labels include all of `labels`; 0 when none.
     fn metric(&self, series: &str, labels: &[&str]) -> f64 {
-        self.metrics
-            .encode()
-            .lines()
-            .filter(|l| l.starts_with(series) && l[series.len()..].starts_with(['{', ' ']))
-            .filter(|l| labels.iter().all(|want| l.contains(want)))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        common::metric(&self.metrics.encode(), series, labels)
     }
 
     fn comparisons(&self, version: &str, result: &str) -> f64 {
@@ -229,28 +215,9 @@ async fn create_configmap(api: &Api<ConfigMap>, name: &str, labelled: bool) {
     api.create(&PostParams::default(), &cm).await.unwrap();
 }
 
-fn sha256(bytes: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
 /// The versions of a status in a given state, as (version, digest).
 fn in_state(status: &Status, state: &str) -> Vec<(String, String)> {
     status.versions.iter().filter(|v| v.state == state).map(|v| (v.version.clone(), v.digest.clone())).collect()
-}
-
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// What the reloader logs, kept to look for what it decided.
@@ -303,7 +270,7 @@ async fn swap_under_load_loses_no_key_and_no_reconcile_fails() {
     let swapped = f.wait_stamped(N, "v2", 0).await;
     eprintln!("all {N} ConfigMaps stamped by v2 {:.2} s after the file was replaced", started.elapsed().as_secs_f64());
     assert_eq!(f.live_version(), "2.0.0");
-    assert_eq!(f.rollout().live().plugin.digest(), sha256(&v2));
+    assert_eq!(f.rollout().live().plugin.digest(), common::sha256(&v2));
 
     // No key fell out of the queue in the swap: every one is still reconciled, by v2.
     f.wait_all_grew(&swapped, "v2").await;
@@ -333,14 +300,14 @@ async fn a_disagreeing_shadow_is_never_promoted_and_an_agreeing_one_is() {
     // v2 stamps differently: it disagrees on every labelled ConfigMap, and agrees (doing
     // nothing) on unlabelled ones.
     f.install(&f.release("v2", "2.0.0"));
-    eventually("v2 to run in shadow", || async {
+    common::eventually("v2 to run in shadow", || async {
         (in_state(&f.rollout().status(), "shadow").first().map(|v| v.0.as_str()) == Some("2.0.0")).then_some(())
     })
     .await;
     for i in 0..30 {
         create_configmap(&f.configmaps(), &format!("plain-{i:02}"), false).await;
     }
-    eventually("v2 to disagree and to agree 20 times", || async {
+    common::eventually("v2 to disagree and to agree 20 times", || async {
         (f.comparisons("2.0.0", "mismatch") > 0.0 && f.comparisons("2.0.0", "agreement") >= 20.0).then_some(())
     })
     .await;
@@ -358,8 +325,8 @@ async fn a_disagreeing_shadow_is_never_promoted_and_an_agreeing_one_is() {
     // The same stamp under a new version agrees everywhere: promoted after 20 agreements.
     let v101 = f.release("v1", "1.0.1");
     f.install(&v101);
-    eventually("1.0.1 to be promoted", || async { (f.live_version() == "1.0.1").then_some(()) }).await;
-    assert_eq!(f.rollout().live().plugin.digest(), sha256(&v101));
+    common::eventually("1.0.1 to be promoted", || async { (f.live_version() == "1.0.1").then_some(()) }).await;
+    assert_eq!(f.rollout().live().plugin.digest(), common::sha256(&v101));
     assert_eq!(f.swaps(), 1.0);
     assert!(f.comparisons("1.0.1", "agreement") >= 20.0);
     assert_eq!(f.comparisons("1.0.1", "mismatch"), 0.0);
@@ -382,19 +349,19 @@ async fn a_disagreeing_shadow_is_abandoned_when_the_manifest_says_so() {
 
     let v2 = f.release("v2", "2.0.0");
     f.install(&v2);
-    let failed = eventually("v2 to be abandoned", || async {
+    let failed = common::eventually("v2 to be abandoned", || async {
         let status = f.rollout().status();
         let failed = status.versions.into_iter().find(|v| v.state == "failed")?;
         Some(failed)
     })
     .await;
-    assert_eq!((failed.version.as_str(), failed.digest.clone()), ("2.0.0", sha256(&v2)));
+    assert_eq!((failed.version.as_str(), failed.digest.clone()), ("2.0.0", common::sha256(&v2)));
     let reason = failed.reason.unwrap_or_default();
     assert!(reason.contains("abandoned in shadow") && reason.contains("stamp"), "{reason}");
     assert!(f.comparisons("2.0.0", "mismatch") >= 1.0);
     let status = f.rollout().status();
     assert!(in_state(&status, "shadow").is_empty(), "no candidate any more");
-    assert_eq!(in_state(&status, "live"), [("1.0.0".to_string(), sha256(&f.original))]);
+    assert_eq!(in_state(&status, "live"), [("1.0.0".to_string(), common::sha256(&f.original))]);
     assert_eq!(f.swaps(), 0.0);
 
     let before = f.stamps().await;
@@ -411,19 +378,19 @@ async fn a_version_that_traps_is_reverted_and_objects_keep_converging() {
 
     let trap = f.release("trap", "9.9.9");
     f.install(&trap);
-    eventually("the trapping version to be reverted", || async { (f.reverts() >= 1.0).then_some(()) }).await;
+    common::eventually("the trapping version to be reverted", || async { (f.reverts() >= 1.0).then_some(()) }).await;
     assert_eq!(f.swaps(), 1.0, "it was promoted once");
     assert_eq!(f.reverts(), 1.0);
     assert_eq!(f.live_version(), "1.0.0");
     let traps = f.metric("wasmcm_plugin_traps_total", &["plugin=\"stamp\"", "version=\"9.9.9\""]);
     assert!(traps > 5.0, "more than maxFailures traps: {traps}");
     let status = f.rollout().status();
-    assert_eq!(in_state(&status, "failed"), [("9.9.9".to_string(), sha256(&trap))]);
+    assert_eq!(in_state(&status, "failed"), [("9.9.9".to_string(), common::sha256(&trap))]);
     assert!(in_state(&status, "previous").is_empty(), "nothing to revert to any more");
 
     // Whoever looks at the object whose reconcile tipped the balance is told.
     let events: Api<Event> = Api::namespaced(f.client.clone(), "default");
-    let event = eventually("a PluginReverted event", || async {
+    let event = common::eventually("a PluginReverted event", || async {
         events.list(&ListParams::default().fields("reason=PluginReverted")).await.ok()?.items.into_iter().next()
     })
     .await;
@@ -438,7 +405,7 @@ async fn a_version_that_traps_is_reverted_and_objects_keep_converging() {
 
     // The same bytes again: refused, however often they are written.
     f.install(&trap);
-    let refused = eventually("the reloader to refuse the same bytes", || async {
+    let refused = common::eventually("the reloader to refuse the same bytes", || async {
         logs::lines(&["9.9.9", "refused", "rejected before"]).into_iter().next()
     })
     .await;
@@ -480,8 +447,8 @@ async fn the_admin_endpoint_lists_and_promotes() {
     // A candidate that disagrees is never promoted on its own.
     let v2 = f.release("v2", "2.0.0");
     f.install(&v2);
-    let (v1_digest, v2_digest) = (sha256(&f.original), sha256(&v2));
-    let stamp = eventually("GET /plugins to show the shadow disagreeing", || async {
+    let (v1_digest, v2_digest) = (common::sha256(&f.original), common::sha256(&v2));
+    let stamp = common::eventually("GET /plugins to show the shadow disagreeing", || async {
         let (code, body) = wasmcm::admin::request(addr, http::Method::GET, "/plugins").await.ok()?;
         assert_eq!(code, 200, "{body}");
         let plugins: Vec<Value> = serde_json::from_str(&body).unwrap();

@@ -17,21 +17,13 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::json;
-use sha2::{Digest, Sha256};
-use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::loader::{self, Version};
 use wasmcm::metrics::Metrics;
 use wasmcm::plugins::{Engine, EngineConfig};
 
 const BUILTINS: [&str; 3] = ["replicaset", "deployment", "rollback"];
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
-}
 
 fn stamp_path() -> PathBuf {
     common::guest("wasmcm_stamp.wasm")
@@ -63,45 +55,6 @@ fn take(versions: Vec<Version>, name: &str) -> Version {
     versions.into_iter().find(|v| v.name() == name).unwrap_or_else(|| panic!("{name} was loaded"))
 }
 
-/// An embedded cluster (pods start after 50 ms) and a client for it.
-async fn cluster() -> (Cluster, Client) {
-    let config = ClusterConfig {
-        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
-        ..ClusterConfig::default()
-    };
-    let cluster = Cluster::start(config).await.unwrap();
-    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-    let client = Client::try_from(config).unwrap();
-    (cluster, client)
-}
-
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The sum of the samples of `series` whose labels include every one of `labels`.
-fn metric(metrics: &Metrics, series: &str, labels: &[&str]) -> f64 {
-    metrics
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with(series) && l[series.len()..].starts_with('{'))
-        .filter(|l| labels.iter().all(|want| l.contains(want)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 fn labelled_configmap(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": {wasmcm_stamp::LABEL: "yes"}}})).unwrap()
 }
@@ -118,9 +71,9 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
     let stamp = stamp.display();
     let hostile = common::guest("wasmcm_hostile.wasm");
     let hostile = hostile.display();
-    let pin = sha256(&stamp_bytes());
+    let pin = common::sha256(&stamp_bytes());
     // Another component's digest (an all-digit one would be read by YAML as a number).
-    let wrong_pin = sha256(b"another release");
+    let wrong_pin = common::sha256(b"another release");
     let text = write(d, "notes.wasm", "hello, I am a text file, not a component\n");
     let wasi = write(
         d,
@@ -150,7 +103,7 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
     assert_eq!(good.spec.sha256.as_deref(), Some(pin.as_str()));
     for builtin in BUILTINS {
         let v = versions.iter().find(|v| v.name() == builtin).unwrap();
-        assert_eq!(v.plugin.digest(), sha256(wasmcm::builtin::get(builtin).unwrap()), "{builtin}");
+        assert_eq!(v.plugin.digest(), common::sha256(wasmcm::builtin::get(builtin).unwrap()), "{builtin}");
     }
 
     let gone = d.join("gone.wasm");
@@ -321,14 +274,14 @@ async fn capabilities_narrow_and_settings_reach_the_plugin() {
     };
     assert_eq!(limited.spec.settings, r#"{"limit":3}"#);
 
-    let (_cluster, client) = cluster().await;
+    let (_cluster, client) = common::cluster().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
     // Settings: the stamp stops at count 3 (without them it would count on for ever).
     let metrics = Arc::new(Metrics::default());
     let host = Host::start(client.clone(), vec![limited], HostConfig::default(), metrics.clone()).await.unwrap();
     cms.create(&PostParams::default(), &labelled_configmap("limited")).await.unwrap();
-    eventually("the count to reach 3", Duration::from_secs(120), || async {
+    common::eventually("the count to reach 3", || async {
         let cm = cms.get("limited").await.ok()?;
         (data(&cm, "count").as_deref() == Some("3")).then_some(())
     })
@@ -337,7 +290,10 @@ async fn capabilities_narrow_and_settings_reach_the_plugin() {
     let cm = cms.get("limited").await.unwrap();
     assert_eq!(data(&cm, "count").as_deref(), Some("3"), "the limit of the settings holds");
     assert_eq!(data(&cm, "stamp").as_deref(), Some("v1"));
-    assert!(metric(&metrics, "wasmcm_reconciles_total", &["plugin=\"limited\"", "outcome=\"success\""]) >= 4.0);
+    assert!(
+        common::metric(&metrics.encode(), "wasmcm_reconciles_total", &["plugin=\"limited\"", "outcome=\"success\""])
+            >= 4.0
+    );
     host.shutdown().await;
     cms.delete("limited", &DeleteParams::default()).await.unwrap();
 
@@ -345,14 +301,15 @@ async fn capabilities_narrow_and_settings_reach_the_plugin() {
     let metrics = Arc::new(Metrics::default());
     let host = Host::start(client.clone(), vec![readonly], HostConfig::default(), metrics.clone()).await.unwrap();
     cms.create(&PostParams::default(), &labelled_configmap("readonly")).await.unwrap();
-    eventually("the update to be refused", Duration::from_secs(120), || async {
-        (metric(&metrics, "wasmcm_intents_refused_total", &["plugin=\"readonly\""]) > 0.0).then_some(())
+    common::eventually("the update to be refused", || async {
+        (common::metric(&metrics.encode(), "wasmcm_intents_refused_total", &["plugin=\"readonly\""]) > 0.0)
+            .then_some(())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let cm = cms.get("readonly").await.unwrap();
     assert_eq!(data(&cm, "stamp"), None, "the refused update was never sent: {cm:?}");
-    assert_eq!(metric(&metrics, "wasmcm_intents_executed_total", &["plugin=\"readonly\""]), 0.0);
+    assert_eq!(common::metric(&metrics.encode(), "wasmcm_intents_executed_total", &["plugin=\"readonly\""]), 0.0);
     host.shutdown().await;
 }
 
@@ -373,7 +330,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let exactly = plugins_configmap(vec![0; 1 << 20]);
     assert_eq!(loader::configmap_bytes(&exactly, "stamp.wasm").unwrap().len(), 1 << 20);
 
-    let (_cluster, client) = cluster().await;
+    let (_cluster, client) = common::cluster().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let v1 = stamp_bytes();
     cms.create(&PostParams::default(), &plugins_configmap(v1.clone())).await.unwrap();
@@ -391,7 +348,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let (versions, failures) = loader::load_all(common::engine(), &paths, "default", Some(&client)).await;
     assert!(failures.is_empty(), "{failures:#?}");
     let stamp = take(versions, "stamp");
-    assert_eq!(stamp.plugin.digest(), sha256(&v1));
+    assert_eq!(stamp.plugin.digest(), common::sha256(&v1));
     assert_eq!(stamp.plugin.info().version, "1.0.0");
 
     let metrics = Arc::new(Metrics::default());
@@ -406,7 +363,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     .spawn()
     .unwrap();
     cms.create(&PostParams::default(), &labelled_configmap("stamped")).await.unwrap();
-    eventually("stamp v1", Duration::from_secs(120), || async {
+    common::eventually("stamp v1", || async {
         let cm = cms.get("stamped").await.ok()?;
         (data(&cm, "stamp").as_deref() == Some("v1")).then_some(())
     })
@@ -416,13 +373,13 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let mut plugins = cms.get("plugins").await.unwrap();
     plugins.binary_data = plugins_configmap(v2.clone()).binary_data;
     cms.replace("plugins", &PostParams::default(), &plugins).await.unwrap();
-    eventually("stamp v2", Duration::from_secs(180), || async {
+    common::eventually("stamp v2", || async {
         let cm = cms.get("stamped").await.ok()?;
         (data(&cm, "stamp").as_deref() == Some("v2")).then_some(())
     })
     .await;
     let live = host.controller("stamp").unwrap().rollout().live();
-    assert_eq!(live.plugin.digest(), sha256(&v2));
+    assert_eq!(live.plugin.digest(), common::sha256(&v2));
     assert_eq!(live.plugin.info().version, "2.0.0");
     reloader.abort();
     host.shutdown().await;
@@ -464,7 +421,7 @@ async fn a_warm_restart_reuses_compiled_plugins() {
     }
     eprintln!("warm load: {}", load(&versions).join(", "));
 
-    let (_cluster, client) = cluster().await;
+    let (_cluster, client) = common::cluster().await;
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     let rs: ReplicaSet = serde_json::from_value(json!({
         "metadata": {"name": "web"},
@@ -479,8 +436,8 @@ async fn a_warm_restart_reuses_compiled_plugins() {
     let host = Host::start(client.clone(), versions, HostConfig::default(), metrics.clone()).await.unwrap();
     let synced = started.elapsed();
     let reconciled = ["plugin=\"replicaset\"", "outcome=\"success\""];
-    eventually("a successful ReplicaSet reconcile", Duration::from_secs(120), || async {
-        (metric(&metrics, "wasmcm_reconciles_total", &reconciled) > 0.0).then_some(())
+    common::eventually("a successful ReplicaSet reconcile", || async {
+        (common::metric(&metrics.encode(), "wasmcm_reconciles_total", &reconciled) > 0.0).then_some(())
     })
     .await;
     eprintln!(
@@ -520,7 +477,7 @@ fn plugins_inspect_prints_digest_imports_and_size() {
             let line = block.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{name}: {block}"));
             line[prefix.len()..].trim().to_string()
         };
-        assert_eq!(field("sha256"), sha256(bytes), "{block}");
+        assert_eq!(field("sha256"), common::sha256(bytes), "{block}");
         assert_eq!(field("size"), format!("{} bytes", bytes.len()), "{block}");
         let imports = field("imports");
         let imports: Vec<&str> = imports.split(", ").collect();

@@ -84,3 +84,58 @@ pub fn kubectl_path() -> PathBuf {
     );
     path
 }
+
+/// An embedded cluster whose pods start 50 ms after binding, and an admin client for it.
+pub async fn cluster() -> (wasmcm::cluster::Cluster, kube::Client) {
+    use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
+    let config = ClusterConfig {
+        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
+        ..ClusterConfig::default()
+    };
+    let cluster = Cluster::start(config).await.unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    (cluster, kube::Client::try_from(config).unwrap())
+}
+
+/// Long enough for a loaded 2-core machine; no test measures time.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Polls `f` until it gives a value; fails naming `what` after `PATIENCE`.
+pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {PATIENCE:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Prometheus text: the samples of `series` whose labels include every one of `labels`.
+fn samples<'a>(text: &'a str, series: &'a str, labels: &'a [&str]) -> impl Iterator<Item = f64> + 'a {
+    text.lines()
+        .filter(move |l| l.starts_with(series) && l[series.len()..].starts_with(['{', ' ']))
+        .filter(move |l| labels.iter().all(|want| l.contains(want)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// The first such sample, if any.
+pub fn sample(text: &str, series: &str, labels: &[&str]) -> Option<f64> {
+    samples(text, series, labels).next()
+}
+
+/// The sum of such samples (0 when there are none).
+pub fn metric(text: &str, series: &str, labels: &[&str]) -> f64 {
+    samples(text, series, labels).sum()
+}
+
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
