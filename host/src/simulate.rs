@@ -57,8 +57,7 @@ pub fn simulate(
         )));
     }
 
-    let request =
-        Request { namespace: namespace.into(), name: name.into(), now, previous_failure: None, settings: "{}".into() };
+    let request = Request::new(namespace, name, now);
     let outcome = plugin.reconcile(&request, Arc::new(cache))?;
     let api = Mutex::new(snapshot);
     // The writer is async for live APIs; the snapshot answers at once.

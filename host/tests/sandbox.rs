@@ -26,13 +26,7 @@ fn call(key: &str) -> Result<Outcome, CallError> {
 }
 
 fn call_with(plugin: &Plugin, key: &str) -> Result<Outcome, CallError> {
-    let req = Request {
-        namespace: "default".into(),
-        name: key.into(),
-        now: now(),
-        previous_failure: None,
-        settings: "{}".into(),
-    };
+    let req = Request::new("default", key, now());
     plugin.reconcile(&req, Arc::new(MemoryCache::new()))
 }
 

@@ -13,13 +13,7 @@ pub fn now() -> Instant {
 }
 
 pub fn request(name: &str) -> Request {
-    Request {
-        namespace: NAMESPACE.into(),
-        name: name.into(),
-        now: now(),
-        previous_failure: None,
-        settings: "{}".into(),
-    }
+    Request::new(NAMESPACE, name, now())
 }
 
 /// Fixture overrides are JSON merge patches (`null` removes a field).

@@ -78,6 +78,13 @@ pub struct Request {
     pub settings: String,
 }
 
+impl Request {
+    /// A first attempt at `namespace/name` with no settings.
+    pub fn new(namespace: &str, name: &str, now: Instant) -> Self {
+        Request { namespace: namespace.into(), name: name.into(), now, previous_failure: None, settings: "{}".into() }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Intent {
     Create(String),

@@ -1,0 +1,103 @@
+//! Two `wasmcm run` processes on one cluster, as two replicas of the in-cluster Deployment:
+//! one leads; SIGTERM makes it finish, release the Lease and exit 0, so the standby takes over
+//! at once; SIGKILL leaves the Lease held, and a standby takes over once it expires.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+/// A host process named `identity` (its POD_NAME) on the cluster of `kubeconfig`.
+fn host(kubeconfig: &std::path::Path, identity: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .arg("--cache-dir")
+        .arg(common::precompiled_dir())
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--metrics-bind-address", "127.0.0.1:0", "--leader-elect-resource-namespace", "default"])
+        .args(["--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"])
+        .args(["--leader-elect-retry-period", "1"])
+        .env("POD_NAME", identity)
+        .env("RUST_LOG", "warn,wasmcm=info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("wasmcm runs")
+}
+
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill").args([signal, &child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success(), "kill {signal} {}", child.id());
+}
+
+/// Waits for the process to exit (it must within `common::PATIENCE`).
+async fn exit_code(child: &mut Child) -> Option<i32> {
+    let deadline = tokio::time::Instant::now() + common::PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the host did not exit");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+fn replica_set(replicas: i32) -> ReplicaSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
+    let (cluster, client) = common::cluster().await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let holder = || async {
+        leases.get_opt("wasmcm").await.ok().flatten().and_then(|l| l.spec?.holder_identity).unwrap_or_default()
+    };
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let count = |n: usize| {
+        let pods = pods.clone();
+        async move {
+            let listed = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
+            (listed.items.len() == n).then_some(())
+        }
+    };
+
+    let mut a = host(&cluster.kubeconfig, "wasmcm-a");
+    common::eventually("a to lead", || async { (holder().await == "wasmcm-a").then_some(()) }).await;
+    let mut b = host(&cluster.kubeconfig, "wasmcm-b");
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+    common::eventually("a to create the pods", || count(2)).await;
+    assert_eq!(holder().await, "wasmcm-a", "b stands by");
+
+    signal(&a, "-TERM");
+    assert_eq!(exit_code(&mut a).await, Some(0), "SIGTERM is a clean stop");
+    // Released before exiting: empty, or already taken by the standby.
+    let after_a = holder().await;
+    assert!(after_a.is_empty() || after_a == "wasmcm-b", "the lease was released, not left to expire: {after_a:?}");
+    common::eventually("b to lead", || async { (holder().await == "wasmcm-b").then_some(()) }).await;
+    rss.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
+    common::eventually("b to reconcile", || count(3)).await;
+
+    let mut c = host(&cluster.kubeconfig, "wasmcm-c");
+    signal(&b, "-KILL");
+    exit_code(&mut b).await;
+    assert_eq!(holder().await, "wasmcm-b", "a killed host cannot release its lease");
+    common::eventually("c to take the expired lease", || async { (holder().await == "wasmcm-c").then_some(()) }).await;
+    rss.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}}))).await.unwrap();
+    common::eventually("c to reconcile", || count(1)).await;
+
+    signal(&c, "-TERM");
+    assert_eq!(exit_code(&mut c).await, Some(0));
+}
