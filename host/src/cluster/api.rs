@@ -13,7 +13,7 @@ use super::State;
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
 use super::store::Key;
-use super::{defaults, validation};
+use super::{defaults, services, validation};
 use crate::status::{ApiError, Cause};
 
 /// Where an object lives.
@@ -178,6 +178,8 @@ pub fn create(
     }
     if rt.tracks_generation() {
         m.insert("generation".into(), json!(1));
+    }
+    if rt.status {
         // Status is not settable on create; strategies start it empty (defaults may seed it).
         if let Some(o) = object.as_object_mut() {
             o.remove("status");
@@ -185,6 +187,12 @@ pub fn create(
     }
     defaults::apply(&rt.api_version(), &rt.kind, &mut object);
     validate(rt, &object, None)?;
+    if rt.id() == "/services" {
+        let causes = services::allocate(state, &mut object);
+        if !causes.is_empty() {
+            return Err(invalid(rt, str_at(&object, "/metadata/name"), causes));
+        }
+    }
     if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         establish_crd(&mut object);
     }
@@ -257,6 +265,9 @@ fn prepare_update(t: &Target, mut new: Value, current: &Value) -> Result<Option<
                 }
             }
         }
+    }
+    if t.rt.id() == "/services" {
+        services::carry_over(&mut new, current);
     }
     defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
     validate(&t.rt, &new, Some(current))?;

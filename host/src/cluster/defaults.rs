@@ -18,6 +18,9 @@ pub fn apply(api_version: &str, kind: &str, object: &mut Value) {
         ("v1", "Namespace") => namespace(obj),
         ("v1", "Secret") => secret(obj),
         ("v1", "Node") => node(obj),
+        ("v1", "Service") => service(obj),
+        ("policy/v1", "PodDisruptionBudget") => pod_disruption_budget(obj),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => binding(obj),
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(obj),
         _ => {}
     }
@@ -334,6 +337,81 @@ fn node(obj: &mut Map<String, Value>) {
         && let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned()
     {
         status.insert("allocatable".into(), capacity);
+    }
+}
+
+/// `SetDefaults_Service`. Addresses (clusterIP, nodePorts) are allocated by `services`, not here.
+fn service(obj: &mut Map<String, Value>) {
+    if let Some(spec) = child_obj(obj, "spec") {
+        default_str(spec, "sessionAffinity", "None");
+        match spec.get("sessionAffinity").and_then(Value::as_str) {
+            Some("None") => {
+                spec.remove("sessionAffinityConfig");
+            }
+            Some("ClientIP")
+                if spec
+                    .get("sessionAffinityConfig")
+                    .and_then(|c| c.pointer("/clientIP/timeoutSeconds"))
+                    .is_none_or(Value::is_null) =>
+            {
+                spec.insert("sessionAffinityConfig".into(), json!({"clientIP": {"timeoutSeconds": 10800}}));
+            }
+            _ => {}
+        }
+        default_str(spec, "type", "ClusterIP");
+        for port in objects_mut(spec.get_mut("ports")) {
+            default_str(port, "protocol", "TCP");
+            let unset = match port.get("targetPort") {
+                None | Some(Value::Null) => true,
+                Some(Value::Number(n)) => n.as_i64() == Some(0),
+                Some(Value::String(s)) => s.is_empty(),
+                _ => false,
+            };
+            if unset && let Some(p) = port.get("port").filter(|p| p.is_i64()).cloned() {
+                port.insert("targetPort".into(), p);
+            }
+        }
+        let kind = spec.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+        let has_external_ips = spec.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        let externally_accessible =
+            matches!(kind.as_str(), "LoadBalancer" | "NodePort") || (kind == "ClusterIP" && has_external_ips);
+        if externally_accessible {
+            default_str(spec, "externalTrafficPolicy", "Cluster");
+        }
+        if matches!(kind.as_str(), "ClusterIP" | "NodePort" | "LoadBalancer") {
+            default_val(spec, "internalTrafficPolicy", json!("Cluster"));
+        }
+        if kind == "LoadBalancer" {
+            default_val(spec, "allocateLoadBalancerNodePorts", json!(true));
+        }
+    }
+    // ServiceStatus.loadBalancer is a struct without omitempty: always shown, if only as {}.
+    if let Some(status) = child_obj(obj, "status") {
+        default_val(status, "loadBalancer", json!({}));
+    }
+}
+
+/// PodDisruptionBudgetStatus's counters have no omitempty, so a real server always shows them.
+fn pod_disruption_budget(obj: &mut Map<String, Value>) {
+    if let Some(status) = child_obj(obj, "status") {
+        for counter in ["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"] {
+            default_val(status, counter, json!(0));
+        }
+    }
+}
+
+/// `SetDefaults_RoleBinding`, `SetDefaults_ClusterRoleBinding` and `SetDefaults_Subject`: the
+/// RBAC group where it goes without saying.
+fn binding(obj: &mut Map<String, Value>) {
+    const RBAC: &str = "rbac.authorization.k8s.io";
+    if let Some(role_ref) = child_obj(obj, "roleRef") {
+        default_str(role_ref, "apiGroup", RBAC);
+    }
+    for subject in objects_mut(obj.get_mut("subjects")) {
+        // A ServiceAccount's group is "", which JSON omits.
+        if matches!(subject.get("kind").and_then(Value::as_str), Some("User" | "Group")) {
+            default_str(subject, "apiGroup", RBAC);
+        }
     }
 }
 

@@ -57,6 +57,11 @@ pub fn api_group(registry: &Registry, group: &str) -> Option<Value> {
 
 const SUB_VERBS: [&str; 3] = ["get", "patch", "update"];
 
+/// ServiceAccounts issue tokens through their `token` subresource (TokenRequest).
+pub fn has_token(t: &ResourceType) -> bool {
+    t.id() == "/serviceaccounts"
+}
+
 pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let types: Vec<ResourceType> =
         registry.all().into_iter().filter(|t| t.group == group && t.version == version).collect();
@@ -86,6 +91,12 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUB_VERBS,
             }));
         }
+        if has_token(t) {
+            resources.push(json!({
+                "name": format!("{}/token", t.resource), "singularName": "", "namespaced": t.namespaced,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"],
+            }));
+        }
     }
     let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}))
@@ -113,6 +124,9 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
                             }
                             if t.scale {
                                 subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": SUB_VERBS}));
+                            }
+                            if has_token(&t) {
+                                subresources.push(json!({"subresource": "token", "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));
                             }
                             json!({
                                 "resource": t.resource,

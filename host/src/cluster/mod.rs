@@ -1,12 +1,15 @@
 //! The embedded Kubernetes-compatible API server with a simulated scheduler and kubelet: the
 //! default cluster a newcomer's run uses and the test bed. It speaks the real HTTP API (TLS,
-//! bearer token, discovery, CRUD, subresources, patch, watch), so kubectl and kube-rs work
-//! against it unchanged.
+//! bearer tokens, RBAC, discovery, CRUD, subresources, patch, watch), so kubectl and kube-rs
+//! work against it unchanged. The kubeconfig's admin token may do anything; ServiceAccount
+//! tokens (TokenRequest) are held to the stored Roles and bindings, so a controller can be run
+//! with the least privilege it will have in a real cluster.
 //!
 //! It owns its own state and loops; it must not reach into the controller host (plugins,
 //! queues): the host talks to it only over HTTP, exactly as to a real cluster.
 
 pub mod api;
+pub mod auth;
 mod defaults;
 mod discovery;
 pub mod faults;
@@ -17,8 +20,10 @@ mod patch;
 mod protobuf;
 pub(crate) mod quantity;
 pub mod query;
+pub mod rbac;
 pub mod resources;
 mod server;
+mod services;
 pub mod store;
 mod table;
 mod tls;
@@ -43,8 +48,10 @@ pub use kubelet::KubeletConfig;
 pub struct State {
     pub store: store::Store,
     pub registry: resources::Registry,
-    /// `None` only in the explicit plain-HTTP loopback mode.
+    /// The admin token. `None` only in the explicit plain-HTTP loopback mode.
     pub token: Option<String>,
+    /// ServiceAccount tokens issued through TokenRequest.
+    pub tokens: auth::Tokens,
     pub server_address: String,
     pub faults: faults::Faults,
 }
@@ -118,6 +125,7 @@ impl Cluster {
             store: store::Store::new(config.history),
             registry: resources::Registry::default(),
             token: token.clone(),
+            tokens: auth::Tokens::default(),
             server_address: addr.to_string(),
             faults: faults::Faults::default(),
         });
@@ -130,6 +138,29 @@ impl Cluster {
         tasks.spawn(gc::run(state.clone()));
         tasks.spawn(periodic_faults(state.clone()));
         Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks })
+    }
+
+    /// Writes a kubeconfig like the admin one but presenting `token` (a ServiceAccount token
+    /// from TokenRequest, say) next to it, and returns its path. Each call writes a new file.
+    pub fn kubeconfig_for_token(&self, token: &str) -> anyhow::Result<PathBuf> {
+        static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = self.kubeconfig.parent().map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        let path = dir.join(format!("kubeconfig-token-{n}"));
+        tls::write_kubeconfig(&path, &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token))?;
+        Ok(path)
+    }
+
+    /// A token for the ServiceAccount `namespace/name` (which must exist), valid for an hour:
+    /// what `kubectl create token` gets, without going through HTTP.
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> anyhow::Result<String> {
+        let answer = auth::token_request(&self.state, namespace, name, serde_json::json!({}), false)
+            .map_err(|e| anyhow::anyhow!("issuing a token for {namespace}/{name}: {e}"))?;
+        answer
+            .pointer("/status/token")
+            .and_then(serde_json::Value::as_str)
+            .map(String::from)
+            .context("a TokenRequest answer carries the token")
     }
 
     pub fn state(&self) -> &Arc<State> {

@@ -45,6 +45,10 @@ fn paths_for(t: &ResourceType) -> Map<String, Value> {
     };
     let item = format!("{collection}/{{name}}");
     let mut paths = Map::new();
+    if t.create_only {
+        paths.insert(collection, json!({"post": op(t, "post", write_params())}));
+        return paths;
+    }
     paths.insert(
         collection.clone(),
         json!({
@@ -77,6 +81,13 @@ fn paths_for(t: &ResourceType) -> Map<String, Value> {
                 json!({"get": sub_op("get", vec![]), "put": sub_op("put", write_params()), "patch": sub_op("patch", write_params())}),
             );
         }
+    }
+    if super::discovery::has_token(t) {
+        let mut o = op(t, "post", write_params());
+        o["operationId"] = json!(format!("create{}Token", t.kind));
+        o["x-kubernetes-group-version-kind"] =
+            json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"});
+        paths.insert(format!("{item}/token"), json!({"post": o}));
     }
     paths
 }

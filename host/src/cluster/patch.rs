@@ -180,6 +180,8 @@ enum Field {
     /// as a set. `retainKeys` strategies are not recorded: on apply upstream honours `$retainKeys` wherever it
     /// appears, so the tag only matters to clients computing patches.
     MergeList(Option<&'static str>, Fields),
+    /// `patchStrategy:"replace"`: the patch's value replaces the field whole.
+    Replace,
 }
 
 type Fields = &'static [(&'static str, Field)];
@@ -247,6 +249,14 @@ const WORKLOAD: Fields = &[
     ("status", Field::Object(CONDITIONS_STATUS)),
 ];
 
+// k8s.io/api/core/v1 ServiceSpec ports (merge key port) and ServiceStatus conditions.
+const SERVICE: Fields =
+    &[METADATA, ("spec", Field::Object(&[("ports", keyed("port"))])), ("status", Field::Object(CONDITIONS_STATUS))];
+
+// k8s.io/api/policy/v1: the selector is replaced whole, so kubectl apply always sends it.
+const POD_DISRUPTION_BUDGET: Fields =
+    &[METADATA, ("spec", Field::Object(&[("selector", Field::Replace)])), ("status", Field::Object(CONDITIONS_STATUS))];
+
 // Kinds with no tagged field outside ObjectMeta (CRD conditions and versions are untagged, hence atomic).
 const METADATA_ONLY: Fields = &[METADATA];
 
@@ -257,9 +267,12 @@ fn schema_for(api_version: &str, kind: &str) -> Option<Fields> {
         ("v1", "Namespace") => Some(NAMESPACE),
         ("v1", "ServiceAccount") => Some(SERVICE_ACCOUNT),
         ("apps/v1", "Deployment" | "ReplicaSet") => Some(WORKLOAD),
+        ("v1", "Service") => Some(SERVICE),
+        ("policy/v1", "PodDisruptionBudget") => Some(POD_DISRUPTION_BUDGET),
         ("v1", "Event" | "ConfigMap" | "Secret")
         | ("events.k8s.io/v1", "Event")
         | ("coordination.k8s.io/v1", "Lease")
+        | ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding")
         | ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
         | ("autoscaling/v1", "Scale") => Some(METADATA_ONLY),
         _ => None,
@@ -349,6 +362,7 @@ fn merge_map(
         }
         let field = lookup(fields, &key);
         let merged = match (original.remove(&key), value) {
+            (_, value) if matches!(field, Some(Field::Replace)) => sanitize(value),
             (Some(Value::Object(current)), Value::Object(value)) => {
                 Value::Object(merge_map(current, value, object_fields(field))?)
             }

@@ -22,6 +22,9 @@ pub struct ResourceType {
     pub scale: bool,
     /// Set for custom resources: the CRD's additionalPrinterColumns of this version.
     pub printer_columns: Option<Value>,
+    /// Answered at once and never stored (SelfSubjectAccessReview and the other reviews):
+    /// create is the only verb.
+    pub create_only: bool,
 }
 
 impl ResourceType {
@@ -39,12 +42,16 @@ impl ResourceType {
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.create_only {
+            return vec!["create"];
+        }
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 
-    /// Kinds whose spec changes bump `metadata.generation` (status is a subresource).
+    /// Kinds whose spec changes bump `metadata.generation` (status is a subresource). Services
+    /// have a status subresource but no generation upstream.
     pub fn tracks_generation(&self) -> bool {
-        self.status
+        self.status && self.id() != "/services"
     }
 }
 
@@ -72,7 +79,13 @@ fn builtin(
         status,
         scale,
         printer_columns: None,
+        create_only: false,
     }
+}
+
+/// A kind served only for create: a review answered from the request (see `auth`).
+fn review(group: &str, resource: &str, kind: &str) -> ResourceType {
+    ResourceType { create_only: true, ..builtin(group, "v1", resource, kind, false, &[], false, false, &[]) }
 }
 
 fn builtins() -> Vec<ResourceType> {
@@ -84,10 +97,29 @@ fn builtins() -> Vec<ResourceType> {
         builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], false, false, &[]),
         builtin("", "v1", "secrets", "Secret", true, &[], false, false, &[]),
         builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false, false, &[]),
+        builtin("", "v1", "services", "Service", true, &["svc"], true, false, &["all"]),
         builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true, true, &["all"]),
         builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true, true, &["all"]),
         builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"], false, false, &[]),
         builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false, false, &[]),
+        builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], true, false, &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", true, &[], false, false, &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, &[], false, false, &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, &[], false, false, &[]),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            &[],
+            false,
+            false,
+            &[],
+        ),
+        review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
+        review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+        review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
         builtin(
             "apiextensions.k8s.io",
             "v1",
@@ -182,6 +214,7 @@ impl Registry {
                 status: v.pointer("/subresources/status").is_some(),
                 scale: v.pointer("/subresources/scale").is_some(),
                 printer_columns: Some(v.get("additionalPrinterColumns").cloned().unwrap_or(json!([]))),
+                create_only: false,
             });
         }
     }

@@ -1,7 +1,7 @@
-//! HTTP(S) front of the embedded API server: connections, authentication, routing of the
-//! Kubernetes REST paths, content negotiation (JSON, YAML bodies, Table and
-//! PartialObjectMetadata views), list paging and watch streams. The semantics of each verb
-//! live in `api`; this module only translates.
+//! HTTP(S) front of the embedded API server: connections, authentication, impersonation and
+//! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, content
+//! negotiation (JSON, YAML bodies, Table and PartialObjectMetadata views), list paging and
+//! watch streams. The semantics of each verb live in `api`; this module only translates.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -18,11 +18,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::api::{self, DeleteOptions, Deleted, Part, Target};
+use super::auth::{self, UserInfo};
 use super::patch::PatchType;
 use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::{Event, EventType, WatchFrom};
-use super::{State, discovery, openapi, table};
+use super::{State, discovery, openapi, rbac, table};
 use crate::status::ApiError;
 
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -58,12 +59,25 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
     if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") || path.starts_with("/healthz/") {
         return Ok(text(StatusCode::OK, "ok"));
     }
-    if let Some(token) = &state.token {
-        let presented =
-            req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-        if presented != Some(token.as_str()) {
-            return Ok(error_response(&ApiError::unauthorized()));
-        }
+    let user = match auth::authenticate(&state, req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok())) {
+        Ok(user) => user,
+        Err(e) => return Ok(error_response(&e)),
+    };
+    let as_user = req.headers().get("impersonate-user").and_then(|v| v.to_str().ok());
+    let as_groups: Vec<String> =
+        req.headers().get_all("impersonate-group").iter().filter_map(|v| v.to_str().ok().map(String::from)).collect();
+    let user = match auth::impersonate(&state, user, as_user, &as_groups) {
+        Ok(user) => user,
+        Err(e) => return Ok(error_response(&e)),
+    };
+    // Authorization comes before routing, as upstream's filter chain: a request the user may
+    // not make is refused even where nothing is served.
+    let query: HashMap<String, String> =
+        req.uri().query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+    let attributes = rbac::Attributes::of_request(req.method().as_str(), &path, &query);
+    let decision = rbac::authorize(&state, &user, &attributes);
+    if !decision.allowed {
+        return Ok(error_response(&rbac::forbidden(&user, &attributes, &decision.reason)));
     }
     if let Some(fault) = state.faults.on_request(req.method()) {
         return Ok(error_response(&fault));
@@ -71,7 +85,7 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
     if let Some(delay) = state.faults.latency() {
         tokio::time::sleep(delay).await;
     }
-    Ok(match route(&state, req).await {
+    Ok(match route(&state, &user, req).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     })
@@ -103,7 +117,7 @@ impl Ctx {
     }
 }
 
-async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let (parts, body) = req.into_parts();
     let query: HashMap<String, String> =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
@@ -162,6 +176,13 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     }
     let namespace = namespace.unwrap_or("").to_string();
     let body = read_body(body).await?;
+    if rt.create_only {
+        if name.is_some() || ctx.method != Method::POST {
+            return Err(ApiError::method_not_allowed());
+        }
+        let answer = auth::review(state, user, &rt.resource, parse_object(&ctx, &body)?)?;
+        return Ok(json_response(StatusCode::CREATED, &answer));
+    }
 
     let Some(name) = name else {
         return match ctx.method {
@@ -181,6 +202,13 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     };
     if rt.namespaced && namespace.is_empty() {
         return Err(not_found_path());
+    }
+    if sub == Some("token") && discovery::has_token(&rt) {
+        if ctx.method != Method::POST {
+            return Err(ApiError::method_not_allowed());
+        }
+        let answer = auth::token_request(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
+        return Ok(json_response(StatusCode::CREATED, &answer));
     }
     let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
     let part = match sub {

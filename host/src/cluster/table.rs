@@ -333,6 +333,85 @@ const SERVICE_ACCOUNT_COLUMNS: &[ColumnSpec] = &[
     AGE_COLUMN,
 ];
 
+const SERVICE_COLUMNS: &[ColumnSpec] = &[
+    NAME_COLUMN,
+    (
+        "Type",
+        "string",
+        "",
+        "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types",
+        0,
+    ),
+    (
+        "Cluster-IP",
+        "string",
+        "",
+        "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
+        0,
+    ),
+    (
+        "External-IP",
+        "string",
+        "",
+        "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system.",
+        0,
+    ),
+    (
+        "Port(s)",
+        "string",
+        "",
+        "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
+        0,
+    ),
+    AGE_COLUMN,
+    (
+        "Selector",
+        "string",
+        "",
+        "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/",
+        1,
+    ),
+];
+
+const POD_DISRUPTION_BUDGET_COLUMNS: &[ColumnSpec] = &[
+    NAME_COLUMN,
+    ("Min Available", "string", "", "The minimum number of pods that must be available.", 0),
+    ("Max Unavailable", "string", "", "The maximum number of pods that may be unavailable.", 0),
+    ("Allowed Disruptions", "integer", "", "Calculated number of pods that may be disrupted at this time.", 0),
+    AGE_COLUMN,
+];
+
+// The printers describe roleRef with the rbac/v1beta1 docs, which lack v1's "This field is immutable."
+const ROLE_BINDING_COLUMNS: &[ColumnSpec] = &[
+    NAME_COLUMN,
+    (
+        "Role",
+        "string",
+        "",
+        "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+        0,
+    ),
+    AGE_COLUMN,
+    ("Users", "string", "", "Users in the roleBinding", 1),
+    ("Groups", "string", "", "Groups in the roleBinding", 1),
+    ("ServiceAccounts", "string", "", "ServiceAccounts in the roleBinding", 1),
+];
+
+const CLUSTER_ROLE_BINDING_COLUMNS: &[ColumnSpec] = &[
+    NAME_COLUMN,
+    (
+        "Role",
+        "string",
+        "",
+        "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+        0,
+    ),
+    AGE_COLUMN,
+    ("Users", "string", "", "Users in the clusterRoleBinding", 1),
+    ("Groups", "string", "", "Groups in the clusterRoleBinding", 1),
+    ("ServiceAccounts", "string", "", "ServiceAccounts in the clusterRoleBinding", 1),
+];
+
 // rest.defaultTableConvertor: what kube-apiserver uses for resources without a printer, the CRD resource included.
 const DEFAULT_COLUMNS: &[ColumnSpec] = &[NAME_COLUMN, ("Created At", "date", "", CREATION_TIMESTAMP_DOC, 0)];
 
@@ -358,6 +437,10 @@ enum Builtin {
     ConfigMap,
     Secret,
     ServiceAccount,
+    Service,
+    PodDisruptionBudget,
+    RoleBinding,
+    ClusterRoleBinding,
 }
 
 enum Printer {
@@ -396,6 +479,10 @@ impl Printer {
             ("", "ConfigMap") => Builtin::ConfigMap,
             ("", "Secret") => Builtin::Secret,
             ("", "ServiceAccount") => Builtin::ServiceAccount,
+            ("", "Service") => Builtin::Service,
+            ("policy", "PodDisruptionBudget") => Builtin::PodDisruptionBudget,
+            ("rbac.authorization.k8s.io", "RoleBinding") => Builtin::RoleBinding,
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Builtin::ClusterRoleBinding,
             _ => return Printer::Default,
         };
         Printer::Builtin(builtin)
@@ -420,6 +507,10 @@ impl Printer {
                 Builtin::ConfigMap => CONFIG_MAP_COLUMNS,
                 Builtin::Secret => SECRET_COLUMNS,
                 Builtin::ServiceAccount => SERVICE_ACCOUNT_COLUMNS,
+                Builtin::Service => SERVICE_COLUMNS,
+                Builtin::PodDisruptionBudget => POD_DISRUPTION_BUDGET_COLUMNS,
+                Builtin::RoleBinding => ROLE_BINDING_COLUMNS,
+                Builtin::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
             },
         };
         specs.iter().map(spec_column).collect()
@@ -459,9 +550,100 @@ impl Printer {
                     Row::new(vec![name, text(obj, "/type").into(), entries(obj, "/data").into(), age_cell()])
                 }
                 Builtin::ServiceAccount => Row::new(vec![name, items(obj, "/secrets").len().into(), age_cell()]),
+                Builtin::Service => service_row(obj, now),
+                Builtin::PodDisruptionBudget => {
+                    let bound = |pointer: &str| match obj.pointer(pointer) {
+                        Some(Value::Number(n)) => Value::from(n.to_string()),
+                        Some(Value::String(s)) => Value::from(s.as_str()),
+                        _ => Value::from("N/A"),
+                    };
+                    let allowed = int(obj, "/status/disruptionsAllowed").unwrap_or(0);
+                    Row::new(vec![
+                        name,
+                        bound("/spec/minAvailable"),
+                        bound("/spec/maxUnavailable"),
+                        allowed.into(),
+                        age_cell(),
+                    ])
+                }
+                Builtin::RoleBinding | Builtin::ClusterRoleBinding => binding_row(obj, now),
             },
         }
     }
+}
+
+// ---- Service (printService, makePortString, getServiceExternalIP)
+
+fn service_row(obj: &Value, now: Timestamp) -> Row {
+    let ty = text(obj, "/spec/type");
+    let cluster_ip = items(obj, "/spec/clusterIPs").first().and_then(Value::as_str).unwrap_or("<none>");
+    let external_ips: Vec<&str> = items(obj, "/spec/externalIPs").iter().filter_map(Value::as_str).collect();
+    let external = match ty {
+        "ClusterIP" | "NodePort" if external_ips.is_empty() => "<none>".to_string(),
+        "ClusterIP" | "NodePort" => external_ips.join(","),
+        "LoadBalancer" => {
+            let mut ingress: Vec<&str> = items(obj, "/status/loadBalancer/ingress")
+                .iter()
+                .map(|i| if text(i, "/ip").is_empty() { text(i, "/hostname") } else { text(i, "/ip") })
+                .filter(|s| !s.is_empty())
+                .collect();
+            ingress.sort_unstable();
+            ingress.dedup();
+            ingress.extend(&external_ips);
+            if ingress.is_empty() { "<pending>".to_string() } else { ingress.join(",") }
+        }
+        "ExternalName" => text(obj, "/spec/externalName").to_string(),
+        _ => "<unknown>".to_string(),
+    };
+    let ports: Vec<String> = items(obj, "/spec/ports")
+        .iter()
+        .map(|p| {
+            let (port, protocol) = (int(p, "/port").unwrap_or(0), text(p, "/protocol"));
+            match int(p, "/nodePort").filter(|n| *n > 0) {
+                Some(node_port) => format!("{port}:{node_port}/{protocol}"),
+                None => format!("{port}/{protocol}"),
+            }
+        })
+        .collect();
+    let mut selector: Vec<String> = obj
+        .pointer("/spec/selector")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect())
+        .unwrap_or_default();
+    selector.sort();
+    Row::new(vec![
+        text(obj, "/metadata/name").into(),
+        ty.into(),
+        cluster_ip.into(),
+        external.into(),
+        or_none(&ports.join(",")),
+        age(now, timestamp(obj, "/metadata/creationTimestamp")).into(),
+        or_none(&selector.join(",")),
+    ])
+}
+
+// ---- RoleBinding and ClusterRoleBinding (printRoleBinding, rbac.SubjectsStrings)
+
+fn binding_row(obj: &Value, now: Timestamp) -> Row {
+    let (mut users, mut groups, mut service_accounts) = (Vec::new(), Vec::new(), Vec::new());
+    for subject in items(obj, "/subjects") {
+        match text(subject, "/kind") {
+            "ServiceAccount" => {
+                service_accounts.push(format!("{}/{}", text(subject, "/namespace"), text(subject, "/name")))
+            }
+            "User" => users.push(text(subject, "/name").to_string()),
+            "Group" => groups.push(text(subject, "/name").to_string()),
+            _ => {}
+        }
+    }
+    Row::new(vec![
+        text(obj, "/metadata/name").into(),
+        format!("{}/{}", text(obj, "/roleRef/kind"), text(obj, "/roleRef/name")).into(),
+        age(now, timestamp(obj, "/metadata/creationTimestamp")).into(),
+        users.join(", ").into(),
+        groups.join(", ").into(),
+        service_accounts.join(", ").into(),
+    ])
 }
 
 fn row_object(api_version: &str, kind: &str, obj: &Value, include_object: &str) -> Value {

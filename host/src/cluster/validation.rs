@@ -48,6 +48,12 @@ pub fn validate(api_version: &str, kind: &str, object: &Value, old: Option<&Valu
         ("v1", "Secret") => secret(&mut v, object, old),
         ("v1", "ServiceAccount") => meta(&mut v, object, old, Scope::Namespaced, NameRule::Subdomain, true),
         ("coordination.k8s.io/v1", "Lease") => lease(&mut v, object, old),
+        ("v1", "Service") => service(&mut v, object, old),
+        ("policy/v1", "PodDisruptionBudget") => pod_disruption_budget(&mut v, object, old),
+        ("rbac.authorization.k8s.io/v1", "Role") => role(&mut v, object, old, true),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => role(&mut v, object, old, false),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => role_binding(&mut v, object, old, true),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => role_binding(&mut v, object, old, false),
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(&mut v, object, old),
         // Custom resources and anything else: what the generic registry checks.
         _ => meta(&mut v, object, old, Scope::Either, NameRule::Subdomain, false),
@@ -581,6 +587,8 @@ enum Scope {
 enum NameRule<'a> {
     Subdomain,
     Label,
+    /// Services: a DNS-1035 label (starts with a letter).
+    Dns1035,
     PathSegment,
     /// CRDs: a subdomain that must also equal `<plural>.<group>`.
     Crd(&'a str),
@@ -599,6 +607,7 @@ fn name_errors(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
     match rule {
         NameRule::Subdomain => dns1123_subdomain(name),
         NameRule::Label => dns1123_label(name),
+        NameRule::Dns1035 => dns1035_label(name),
         NameRule::PathSegment => path_segment(name, prefix),
         NameRule::Crd(required) => {
             let mut errs = dns1123_subdomain(name);
@@ -1688,6 +1697,269 @@ fn lease(v: &mut V, obj: &Value, old: Option<&Value>) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Services (pkg/apis/core/validation: ValidateService, ValidateServiceUpdate).
+
+fn service(v: &mut V, obj: &Value, old: Option<&Value>) {
+    meta(v, obj, old, Scope::Namespaced, NameRule::Dns1035, true);
+    let empty = Map::new();
+    let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);
+    let ty = v.string(spec.get("type"), "spec.type");
+    let cluster_ip = v.string(spec.get("clusterIP"), "spec.clusterIP");
+    let cluster_ips = v.str_list(spec.get("clusterIPs"), "spec.clusterIPs");
+    let headless = cluster_ip == "None";
+    let ports = v.objs(spec.get("ports"), "spec.ports");
+    if ports.is_empty() && !headless && ty != "ExternalName" {
+        v.required("spec.ports", "");
+    }
+    if ty == "ExternalName" {
+        if !cluster_ips.is_empty() {
+            v.forbidden("spec.clusterIPs", "may not be set for ExternalName services");
+        }
+        if !deep_empty(spec.get("ipFamilies")) {
+            v.forbidden("spec.ipFamilies", "may not be set for ExternalName services");
+        }
+        if spec.get("ipFamilyPolicy").is_some_and(|p| !p.is_null()) {
+            v.forbidden("spec.ipFamilyPolicy", "may not be set for ExternalName services");
+        }
+        let external = v.string(spec.get("externalName"), "spec.externalName");
+        let cname = external.strip_suffix('.').unwrap_or(external);
+        if cname.is_empty() {
+            v.required("spec.externalName", "");
+        } else {
+            v.each("spec.externalName", &q(cname), dns1123_subdomain(cname));
+        }
+    }
+    for (i, ip) in cluster_ips.iter().enumerate() {
+        if *ip != "None" && ip.parse::<std::net::IpAddr>().is_err() {
+            v.invalid(
+                &idx("spec.clusterIPs", i),
+                &q(ip),
+                "must be a valid IP address (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            );
+        }
+    }
+    if !cluster_ip.is_empty() && cluster_ips.first().is_some_and(|first| *first != cluster_ip) {
+        v.invalid("spec.clusterIPs", &go_strings(&cluster_ips), "element [0] must match clusterIP");
+    } else if cluster_ips.is_empty()
+        && !cluster_ip.is_empty()
+        && cluster_ip != "None"
+        && cluster_ip.parse::<std::net::IpAddr>().is_err()
+    {
+        v.invalid("spec.clusterIPs[0]", &q(cluster_ip), "must be a valid IP address (e.g. 10.9.8.7 or 2001:db8::ffff)");
+    }
+
+    let mut names: Vec<&str> = Vec::new();
+    for (ppath, p) in &ports {
+        let name = v.string(p.get("name"), &child(ppath, "name"));
+        if ports.len() > 1 && name.is_empty() {
+            v.required(&child(ppath, "name"), "");
+        } else if !name.is_empty() {
+            v.each(&child(ppath, "name"), &q(name), dns1123_label(name));
+            if names.contains(&name) {
+                v.duplicate(&child(ppath, "name"), &q(name));
+            } else {
+                names.push(name);
+            }
+        }
+        let port = v.int(p.get("port"), &child(ppath, "port")).unwrap_or(0);
+        port_number(v, &child(ppath, "port"), port);
+        let protocol = v.string(p.get("protocol"), &child(ppath, "protocol"));
+        one_of(v, &child(ppath, "protocol"), protocol, &["SCTP", "TCP", "UDP"]);
+        let target = child(ppath, "targetPort");
+        match p.get("targetPort") {
+            Some(Value::String(s)) => v.each(&target, &q(s), port_name(s)),
+            Some(Value::Null) | None => {}
+            Some(other) => {
+                if let Some(n) = v.int(Some(other), &target) {
+                    port_number(v, &target, n);
+                }
+            }
+        }
+        let node_port = v.int(p.get("nodePort"), &child(ppath, "nodePort")).unwrap_or(0);
+        if node_port != 0 {
+            if ty == "ClusterIP" {
+                v.forbidden(&child(ppath, "nodePort"), "may not be used when `type` is 'ClusterIP'");
+            } else {
+                port_number(v, &child(ppath, "nodePort"), node_port);
+            }
+        }
+    }
+    labels(v, spec.get("selector"), "spec.selector");
+    let affinity = v.string(spec.get("sessionAffinity"), "spec.sessionAffinity");
+    one_of(v, "spec.sessionAffinity", affinity, &["ClientIP", "None"]);
+    one_of(v, "spec.type", ty, &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]);
+
+    // The primary address is fixed once allocated, unless the type goes to or from
+    // ExternalName (upstream's validateUpgradeDowngradeClusterIPs).
+    if let Some(old) = old {
+        let old_ips: Vec<&str> = old
+            .pointer("/spec/clusterIPs")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let old_type = text(Some(old), "/spec/type");
+        if ty != "ExternalName"
+            && old_type != "ExternalName"
+            && let (Some(new_first), Some(old_first)) = (cluster_ips.first(), old_ips.first())
+            && new_first != old_first
+        {
+            v.invalid("spec.clusterIPs[0]", &go_strings(&cluster_ips), "may not change once set");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PodDisruptionBudgets (pkg/apis/policy/validation).
+
+fn pod_disruption_budget(v: &mut V, obj: &Value, old: Option<&Value>) {
+    meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
+    let empty = Map::new();
+    let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);
+    let set = |k: &str| spec.get(k).is_some_and(|x| !x.is_null());
+    if set("minAvailable") && set("maxUnavailable") {
+        let shown = json_short(&Value::Object(spec.clone()));
+        v.invalid("spec", &shown, "minAvailable and maxUnavailable cannot be both set");
+    }
+    for field in ["minAvailable", "maxUnavailable"] {
+        if !set(field) {
+            continue;
+        }
+        let path = child("spec", field);
+        if let Some(n) = int_or_percent(v, spec.get(field), &path)
+            && n.percent().is_some_and(|p| p > 100)
+        {
+            v.invalid(&path, &n.shown(), "must not be greater than 100%");
+        }
+    }
+    if let Some(sel) = v.obj(spec.get("selector"), "spec.selector") {
+        selector(v, sel, "spec.selector");
+    }
+    let policy = v.string(spec.get("unhealthyPodEvictionPolicy"), "spec.unhealthyPodEvictionPolicy");
+    if !policy.is_empty() && !["AlwaysAllow", "IfHealthyBudget"].contains(&policy) {
+        v.unsupported("spec.unhealthyPodEvictionPolicy", &q(policy), &["AlwaysAllow", "IfHealthyBudget"]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBAC (pkg/apis/rbac/validation). Names are path segments, as upstream's ValidateRBACName.
+
+fn role(v: &mut V, obj: &Value, old: Option<&Value>, namespaced: bool) {
+    let scope = if namespaced { Scope::Namespaced } else { Scope::Cluster };
+    meta(v, obj, old, scope, NameRule::PathSegment, false);
+    for (path, rule) in v.objs(obj.get("rules"), "rules") {
+        policy_rule(v, rule, namespaced, &path);
+    }
+    if namespaced {
+        return;
+    }
+    if let Some(aggregation) = v.obj(obj.get("aggregationRule"), "aggregationRule") {
+        let selectors = v.objs(aggregation.get("clusterRoleSelectors"), "aggregationRule.clusterRoleSelectors");
+        if selectors.is_empty() {
+            v.required(
+                "aggregationRule.clusterRoleSelectors",
+                "at least one clusterRoleSelector required if aggregationRule is non-nil",
+            );
+        }
+        for (path, sel) in selectors {
+            selector(v, sel, &path);
+        }
+    }
+}
+
+fn policy_rule(v: &mut V, rule: &Obj, namespaced: bool, path: &str) {
+    let list = |v: &mut V, k: &str| v.str_list(rule.get(k), &child(path, k));
+    let (verbs, urls, groups, resources, names) = (
+        list(v, "verbs"),
+        list(v, "nonResourceURLs"),
+        list(v, "apiGroups"),
+        list(v, "resources"),
+        list(v, "resourceNames"),
+    );
+    if verbs.is_empty() {
+        v.required(&child(path, "verbs"), "verbs must contain at least one value");
+    }
+    if !urls.is_empty() {
+        let field = child(path, "nonResourceURLs");
+        if namespaced {
+            v.invalid(&field, &go_strings(&urls), "namespaced rules cannot apply to non-resource URLs");
+        }
+        if !groups.is_empty() || !resources.is_empty() || !names.is_empty() {
+            v.invalid(&field, &go_strings(&urls), "rules cannot apply to both regular resources and non-resource URLs");
+        }
+        return;
+    }
+    if groups.is_empty() {
+        v.required(&child(path, "apiGroups"), "resource rules must supply at least one api group");
+    }
+    if resources.is_empty() {
+        v.required(&child(path, "resources"), "resource rules must supply at least one resource");
+    }
+}
+
+fn role_binding(v: &mut V, obj: &Value, old: Option<&Value>, namespaced: bool) {
+    let scope = if namespaced { Scope::Namespaced } else { Scope::Cluster };
+    meta(v, obj, old, scope, NameRule::PathSegment, false);
+    let empty = Map::new();
+    let role_ref = v.obj(obj.get("roleRef"), "roleRef").unwrap_or(&empty);
+    let group = v.string(role_ref.get("apiGroup"), "roleRef.apiGroup");
+    if group != "rbac.authorization.k8s.io" {
+        v.unsupported("roleRef.apiGroup", &q(group), &["rbac.authorization.k8s.io"]);
+    }
+    let kind = v.string(role_ref.get("kind"), "roleRef.kind");
+    let kinds: &[&str] = if namespaced { &["Role", "ClusterRole"] } else { &["ClusterRole"] };
+    if !kinds.contains(&kind) {
+        v.unsupported("roleRef.kind", &q(kind), kinds);
+    }
+    let name = v.string(role_ref.get("name"), "roleRef.name");
+    if name.is_empty() {
+        v.required("roleRef.name", "");
+    } else {
+        v.each("roleRef.name", &q(name), path_segment(name, false));
+    }
+    for (path, subject) in v.objs(obj.get("subjects"), "subjects") {
+        let name = v.string(subject.get("name"), &child(&path, "name"));
+        if name.is_empty() {
+            v.required(&child(&path, "name"), "");
+        }
+        let group = v.string(subject.get("apiGroup"), &child(&path, "apiGroup"));
+        match v.string(subject.get("kind"), &child(&path, "kind")) {
+            "ServiceAccount" => {
+                if !name.is_empty() {
+                    v.each(&child(&path, "name"), &q(name), dns1123_subdomain(name));
+                }
+                if !group.is_empty() {
+                    v.unsupported(&child(&path, "apiGroup"), &q(group), &[""]);
+                }
+                let ns = v.string(subject.get("namespace"), &child(&path, "namespace"));
+                if !namespaced && ns.is_empty() {
+                    v.required(&child(&path, "namespace"), "");
+                }
+            }
+            "User" | "Group" if group != "rbac.authorization.k8s.io" => {
+                v.unsupported(&child(&path, "apiGroup"), &q(group), &["rbac.authorization.k8s.io"]);
+            }
+            "User" | "Group" => {}
+            other => v.unsupported(&child(&path, "kind"), &q(other), &["ServiceAccount", "User", "Group"]),
+        }
+    }
+    // The role a binding grants is fixed: changing it means a new binding (upstream prints the
+    // internal rbac.RoleRef with %#v).
+    if let Some(old) = old {
+        let old_ref = old.get("roleRef");
+        if !semantic_eq(obj.get("roleRef"), old_ref) {
+            let field = |k: &str| q(role_ref.get(k).and_then(Value::as_str).unwrap_or(""));
+            let shown = format!(
+                "rbac.RoleRef{{APIGroup:{}, Kind:{}, Name:{}}}",
+                field("apiGroup"),
+                field("kind"),
+                field("name")
+            );
+            v.invalid("roleRef", &shown, "cannot change roleRef");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // CustomResourceDefinitions (apiextensions-apiserver/pkg/apis/apiextensions/validation).
 
 fn crd(v: &mut V, obj: &Value, old: Option<&Value>) {
@@ -2569,6 +2841,141 @@ mod tests {
         ];
         let updates = [("rename", json!({}), json!({"/metadata/name": "x"}), "Invalid metadata.name")];
         run("example.com/v1", "Widget", &widget, &creates, &updates);
+    }
+
+    #[test]
+    fn services_and_disruption_budgets() {
+        let svc = json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"type": "ClusterIP", "sessionAffinity": "None", "selector": {"app": "web"},
+                "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}]}});
+        let creates = [
+            ("valid", json!({}), ""),
+            ("name must start with a letter", json!({"/metadata/name": "1web"}), "Invalid metadata.name"),
+            ("no ports", json!({"/spec/ports": []}), "Required spec.ports"),
+            (
+                "headless needs no ports",
+                json!({"/spec/ports": [], "/spec/clusterIP": "None", "/spec/clusterIPs": ["None"]}),
+                "",
+            ),
+            ("named target port", json!({"/spec/ports/0/targetPort": "http"}), ""),
+            ("bad port", json!({"/spec/ports/0/port": 0}), "Invalid spec.ports[0].port"),
+            (
+                "second port unnamed",
+                json!({"/spec/ports/1": {"port": 81, "protocol": "TCP", "name": ""}, "/spec/ports/0/name": "a"}),
+                "Required spec.ports[1].name",
+            ),
+            ("protocol", json!({"/spec/ports/0/protocol": "HTTP"}), "NotSupported spec.ports[0].protocol"),
+            ("node port on ClusterIP", json!({"/spec/ports/0/nodePort": 30080}), "Forbidden spec.ports[0].nodePort"),
+            ("type", json!({"/spec/type": "Fancy"}), "NotSupported spec.type"),
+            ("bad IP", json!({"/spec/clusterIPs": ["ten"], "/spec/clusterIP": "ten"}), "Invalid spec.clusterIPs[0]"),
+            (
+                "external name",
+                json!({"/spec/type": "ExternalName", "/spec/clusterIP": null, "/spec/clusterIPs": null}),
+                "Required spec.externalName",
+            ),
+        ];
+        let updates = [
+            ("keeps its address", json!({}), json!({"/spec/ports/0/port": 81}), ""),
+            (
+                "address changed",
+                json!({}),
+                json!({"/spec/clusterIP": "10.96.0.11", "/spec/clusterIPs": ["10.96.0.11"]}),
+                "Invalid spec.clusterIPs[0]",
+            ),
+        ];
+        run("v1", "Service", &svc, &creates, &updates);
+
+        let pdb = json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}});
+        let creates = [
+            ("valid", json!({}), ""),
+            ("both", json!({"/spec/maxUnavailable": 1}), "Invalid spec"),
+            ("over 100%", json!({"/spec/minAvailable": "150%"}), "Invalid spec.minAvailable"),
+            ("negative", json!({"/spec/minAvailable": -1}), "Invalid spec.minAvailable"),
+            (
+                "policy",
+                json!({"/spec/unhealthyPodEvictionPolicy": "Never"}),
+                "NotSupported spec.unhealthyPodEvictionPolicy",
+            ),
+        ];
+        run("policy/v1", "PodDisruptionBudget", &pdb, &creates, &[]);
+    }
+
+    #[test]
+    fn roles_and_bindings() {
+        let role = json!({"metadata": {"name": "system:reader", "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+        let creates = [
+            ("valid (colons are fine)", json!({}), ""),
+            ("slash in name", json!({"/metadata/name": "a/b"}), "Invalid metadata.name"),
+            ("no verbs", json!({"/rules/0/verbs": []}), "Required rules[0].verbs"),
+            ("no groups", json!({"/rules/0/apiGroups": null}), "Required rules[0].apiGroups"),
+            (
+                "urls in a namespace",
+                json!({"/rules/1": {"verbs": ["get"], "nonResourceURLs": ["/x"]}}),
+                "Invalid rules[1].nonResourceURLs",
+            ),
+        ];
+        run("rbac.authorization.k8s.io/v1", "Role", &role, &creates, &[]);
+        let cluster_role = json!({"metadata": {"name": "reader"},
+            "rules": [{"verbs": ["get"], "nonResourceURLs": ["/metrics"]}]});
+        let creates = [
+            ("urls cluster-wide", json!({}), ""),
+            ("both kinds of rule", json!({"/rules/0/resources": ["pods"]}), "Invalid rules[0].nonResourceURLs"),
+            ("empty aggregation", json!({"/aggregationRule": {}}), "Required aggregationRule.clusterRoleSelectors"),
+        ];
+        run("rbac.authorization.k8s.io/v1", "ClusterRole", &cluster_role, &creates, &[]);
+
+        let rb = json!({"metadata": {"name": "read", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "ctl"},
+                {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]});
+        let creates = [
+            ("valid", json!({}), ""),
+            (
+                "no roleRef",
+                json!({"/roleRef": null}),
+                "NotSupported roleRef.apiGroup, NotSupported roleRef.kind, Required roleRef.name",
+            ),
+            ("kind", json!({"/roleRef/kind": "Group"}), "NotSupported roleRef.kind"),
+            ("subject kind", json!({"/subjects/0/kind": "Robot"}), "NotSupported subjects[0].kind"),
+            ("user group", json!({"/subjects/1/apiGroup": ""}), "NotSupported subjects[1].apiGroup"),
+            ("unnamed", json!({"/subjects/0/name": ""}), "Required subjects[0].name"),
+        ];
+        let updates = [
+            ("subjects change", json!({}), json!({"/subjects/1/name": "bob"}), ""),
+            ("role changes", json!({}), json!({"/roleRef/name": "writer"}), "Invalid roleRef"),
+        ];
+        run("rbac.authorization.k8s.io/v1", "RoleBinding", &rb, &creates, &updates);
+        let crb = json!({"metadata": {"name": "read"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "ctl", "namespace": "wasmcm"}]});
+        let creates = [
+            ("valid", json!({}), ""),
+            ("role", json!({"/roleRef/kind": "Role"}), "NotSupported roleRef.kind"),
+            (
+                "service account without namespace",
+                json!({"/subjects/0/namespace": null}),
+                "Required subjects[0].namespace",
+            ),
+        ];
+        run("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", &crb, &creates, &[]);
+        let message = &validate(
+            "rbac.authorization.k8s.io/v1",
+            "RoleBinding",
+            &{
+                let mut new = rb.clone();
+                edit(&mut new, &json!({"/roleRef/name": "writer"}));
+                new
+            },
+            Some(&rb),
+        )[0]
+        .message;
+        assert_eq!(
+            message,
+            "Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", Name:\"writer\"}: cannot change roleRef"
+        );
     }
 
     #[test]
