@@ -17,9 +17,11 @@ cluster: toolchain
 	cargo run -p wasmcm -- cluster
 
 # Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI,
-# the embedded cluster through kube-rs and the real kubectl, which the script installs).
+# the embedded cluster through kube-rs and the real kubectl, the deploy manifests and Helm chart
+# through the real kubectl and helm, which the scripts install).
 test: toolchain
 	scripts/install-kubectl.sh
+	scripts/install-helm.sh
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings

@@ -31,8 +31,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the controller host with the built-in plugins (the default command): against the
-    /// cluster of --kubeconfig, in-cluster credentials when running in a pod, or else a new
-    /// embedded cluster.
+    /// cluster of --kubeconfig, in-cluster credentials when running in a pod
+    /// (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT, and the ServiceAccount's token, ca.crt and
+    /// namespace files in $WASMCM_SERVICEACCOUNT_DIR, default
+    /// /var/run/secrets/kubernetes.io/serviceaccount), or else a new embedded cluster.
     Run(RunArgs),
     /// Run one reconcile of one key against a snapshot and print the writes and the result.
     Simulate(SimulateArgs),
@@ -402,12 +404,13 @@ async fn stop_signal() -> std::io::Result<()> {
     }
 }
 
-/// The namespace this host runs in: the pod's (downward API or service-account mount), else
-/// `default`. ConfigMap plugin sources that name no namespace are read from it.
+/// The namespace this host runs in: the pod's (downward API, or the `namespace` file of the
+/// service-account directory), else `default`. ConfigMap plugin sources that name no namespace
+/// are read from it.
 fn own_namespace() -> String {
     std::env::var("POD_NAMESPACE")
         .ok()
-        .or_else(|| std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok())
+        .or_else(|| std::fs::read_to_string(wasmcm::kubeapi::service_account_dir().join("namespace")).ok())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "default".into())
@@ -429,7 +432,12 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 let opts = kube::config::KubeConfigOptions { context: args.context.clone(), ..Default::default() };
                 (None, kube::Config::from_custom_kubeconfig(kc, &opts).await?)
             }
-            (None, true) => (None, kube::Config::incluster()?),
+            (None, true) => {
+                let dir = wasmcm::kubeapi::service_account_dir();
+                let config = wasmcm::kubeapi::in_cluster_config(&dir)
+                    .with_context(|| format!("in-cluster credentials from {}", dir.display()))?;
+                (None, config)
+            }
             (None, false) => {
                 let cluster = Cluster::start(ClusterConfig::default()).await?;
                 let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;

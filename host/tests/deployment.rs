@@ -73,9 +73,11 @@ impl Env {
             let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
             let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
             let client = Client::try_from(config).unwrap();
-            let host = Host::start(client.clone(), plugins(), HostConfig::default(), Default::default())
-                .await
-                .expect("host starts");
+            // The host runs as deploy/manifests' ServiceAccount: every scenario here also proves
+            // the ClusterRole sufficient.
+            let identity = common::service_account(&cluster).await;
+            let host =
+                Host::start(identity, plugins(), HostConfig::default(), Default::default()).await.expect("host starts");
             (cluster, client, host)
         });
         Env {

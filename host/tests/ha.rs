@@ -1,6 +1,10 @@
 //! Two `wasmcm run` processes on one cluster, as two replicas of the in-cluster Deployment:
 //! one leads; SIGTERM makes it finish, release the Lease and exit 0, so the standby takes over
-//! at once; SIGKILL leaves the Lease held, and a standby takes over once it expires.
+//! at once; SIGKILL leaves the Lease held, and a standby takes over once it expires. Configured
+//! as deploy/manifests' Deployment runs them: as the ServiceAccount wasmcm/wasmcm (a token of
+//! it, bound by the manifests' RBAC objects applied with the real kubectl), electing through the
+//! Lease wasmcm/wasmcm that the manifests' Role allows, with the plugin manifest of the
+//! ConfigMap wasmcm-plugins as the pod mounts it.
 
 mod common;
 
@@ -12,18 +16,35 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-/// A host process named `identity` (its POD_NAME) on the cluster of `kubeconfig`.
-fn host(kubeconfig: &std::path::Path, identity: &str) -> Child {
+/// The data of the manifests' ConfigMap wasmcm-plugins written out as the pod's volume mount
+/// /etc/wasmcm/plugins.
+fn plugins_dir() -> tempfile::TempDir {
+    let text = std::fs::read_to_string(common::manifest("06-configmap-plugins.yaml")).unwrap();
+    let config_map: k8s_openapi::api::core::v1::ConfigMap = serde_saphyr::from_str(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (file, content) in config_map.data.expect("the plugin manifest") {
+        std::fs::write(dir.path().join(file), content).unwrap();
+    }
+    dir
+}
+
+/// A host process named `identity` (its POD_NAME) on the cluster of `kubeconfig`, configured
+/// as the manifests' Deployment configures it (but for quicker lease timing).
+fn host(kubeconfig: &std::path::Path, plugins: &std::path::Path, identity: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_wasmcm"))
         .arg("--cache-dir")
         .arg(common::precompiled_dir())
         .arg("run")
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .args(["--metrics-bind-address", "127.0.0.1:0", "--leader-elect-resource-namespace", "default"])
+        .arg("--plugins")
+        .arg(plugins)
+        .arg("--strict")
+        .args(["--metrics-bind-address", "127.0.0.1:0", "--leader-elect-resource-namespace", "wasmcm"])
         .args(["--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3"])
         .args(["--leader-elect-retry-period", "1"])
         .env("POD_NAME", identity)
+        .env("POD_NAMESPACE", "wasmcm")
         .env("RUST_LOG", "warn,wasmcm=info")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -60,7 +81,11 @@ fn replica_set(replicas: i32) -> ReplicaSet {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
     let (cluster, client) = common::cluster().await;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
+    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
+    let kubeconfig = cluster.kubeconfig_for_token(&token).unwrap();
+    let plugins = plugins_dir();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "wasmcm");
     let holder = || async {
         leases.get_opt("wasmcm").await.ok().flatten().and_then(|l| l.spec?.holder_identity).unwrap_or_default()
     };
@@ -73,9 +98,9 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
         }
     };
 
-    let mut a = host(&cluster.kubeconfig, "wasmcm-a");
+    let mut a = host(&kubeconfig, plugins.path(), "wasmcm-a");
     common::eventually("a to lead", || async { (holder().await == "wasmcm-a").then_some(()) }).await;
-    let mut b = host(&cluster.kubeconfig, "wasmcm-b");
+    let mut b = host(&kubeconfig, plugins.path(), "wasmcm-b");
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
     common::eventually("a to create the pods", || count(2)).await;
@@ -90,7 +115,7 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
     rss.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
     common::eventually("b to reconcile", || count(3)).await;
 
-    let mut c = host(&cluster.kubeconfig, "wasmcm-c");
+    let mut c = host(&kubeconfig, plugins.path(), "wasmcm-c");
     signal(&b, "-KILL");
     exit_code(&mut b).await;
     assert_eq!(holder().await, "wasmcm-b", "a killed host cannot release its lease");

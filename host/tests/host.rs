@@ -26,9 +26,14 @@ async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
     let (cluster, client, engine) = cluster_and_engine().await;
     let plugin = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap();
     let metrics = Arc::new(Metrics::default());
-    let host = Host::start(client.clone(), vec![Version::of(Arc::new(plugin))], HostConfig::default(), metrics.clone())
-        .await
-        .unwrap();
+    let host = Host::start(
+        common::service_account(&cluster).await,
+        vec![Version::of(Arc::new(plugin))],
+        HostConfig::default(),
+        metrics.clone(),
+    )
+    .await
+    .unwrap();
     (cluster, client, host, metrics)
 }
 
@@ -208,14 +213,17 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
             .sum()
     };
     for resync in [None, Some(Duration::from_millis(200))] {
-        let (_cluster, client, engine) = cluster_and_engine().await;
+        let (cluster, client, engine) = cluster_and_engine().await;
         let plugin = Arc::new(
             engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap(),
         );
         let metrics = Arc::new(Metrics::default());
         let mut config = HostConfig::default();
         config.controller.resync = resync;
-        let host = Host::start(client.clone(), vec![Version::of(plugin)], config, metrics.clone()).await.unwrap();
+        let host =
+            Host::start(common::service_account(&cluster).await, vec![Version::of(plugin)], config, metrics.clone())
+                .await
+                .unwrap();
         let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
         let mut rs = replica_set("quiet", 0);
         rs.spec.replicas = Some(0);
@@ -246,6 +254,7 @@ async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted
     let metrics = Arc::new(Metrics::default());
     let mut config = HostConfig::default();
     config.controller.max_retries = 2;
+    // As admin: the hostile plugin reconciles ConfigMaps cluster-wide, beyond deploy/'s RBAC.
     let host = Host::start(client.clone(), vec![Version::of(plugin)], config, metrics.clone()).await.unwrap();
 
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");

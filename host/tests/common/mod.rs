@@ -85,6 +85,16 @@ pub fn kubectl_path() -> PathBuf {
     path
 }
 
+/// The real helm v4.1, installed by `scripts/install-helm.sh` (`make test` runs it); `WASMCM_HELM`
+/// points elsewhere. Missing, it fails the test: helm tests never skip.
+pub fn helm_path() -> PathBuf {
+    let path = std::env::var_os("WASMCM_HELM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/tools/helm"));
+    assert!(path.exists(), "helm v4.1 is missing at {}: run scripts/install-helm.sh (make test does)", path.display());
+    path
+}
+
 /// An embedded cluster whose pods start 50 ms after binding, and an admin client for it.
 pub async fn cluster() -> (wasmcm::cluster::Cluster, kube::Client) {
     use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
@@ -138,4 +148,57 @@ pub fn metric(text: &str, series: &str, labels: &[&str]) -> f64 {
 pub fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// A file of deploy/manifests.
+pub fn manifest(file: &str) -> PathBuf {
+    workspace_root().join("deploy/manifests").join(file)
+}
+
+/// The RBAC objects of deploy/manifests, in order: the namespace, the ServiceAccount
+/// wasmcm/wasmcm, the ClusterRole and its binding, the Role for leases and ConfigMaps and its
+/// binding.
+pub const RBAC_MANIFESTS: [&str; 6] = [
+    "00-namespace.yaml",
+    "01-serviceaccount.yaml",
+    "02-clusterrole.yaml",
+    "03-clusterrolebinding.yaml",
+    "04-role.yaml",
+    "05-rolebinding.yaml",
+];
+
+/// `kubectl apply -f` of each of `files` (of deploy/manifests) with `kubeconfig`, off the async
+/// workers (the cluster serves on them; needs a multi-thread runtime). Fails the test on error.
+pub fn kubectl_apply(kubeconfig: &std::path::Path, files: &[&str]) {
+    tokio::task::block_in_place(|| {
+        let mut cmd = std::process::Command::new(kubectl_path());
+        cmd.arg("apply").env("KUBECONFIG", kubeconfig).env("HOME", kubeconfig.parent().unwrap());
+        for f in files {
+            cmd.arg("-f").arg(manifest(f));
+        }
+        let out = cmd.output().expect("kubectl runs");
+        assert!(
+            out.status.success(),
+            "kubectl apply {files:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    })
+}
+
+/// A client presenting a fresh token of the ServiceAccount `namespace/name`.
+pub async fn token_client(cluster: &wasmcm::cluster::Cluster, namespace: &str, name: &str) -> kube::Client {
+    let token = cluster.service_account_token(namespace, name).unwrap();
+    let path = cluster.kubeconfig_for_token(&token).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(path).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// The identity wasmcm runs as in a cluster: deploy/manifests' RBAC objects applied, and a
+/// client of their ServiceAccount wasmcm/wasmcm. End-to-end tests run their hosts with it, so
+/// they prove the ClusterRole sufficient.
+pub async fn service_account(cluster: &wasmcm::cluster::Cluster) -> kube::Client {
+    kubectl_apply(&cluster.kubeconfig, &RBAC_MANIFESTS);
+    token_client(cluster, "wasmcm", "wasmcm").await
 }

@@ -1,0 +1,419 @@
+//! What `deploy/` ships, checked with the real tools against the embedded cluster: the plain
+//! manifests applied with kubectl v1.35 (`apply -f` and `apply -k`, twice), the objects read back
+//! as written; the Helm chart linted and rendered with helm v4.1 (`scripts/install-helm.sh`),
+//! applied, and compared with the manifests (the "must agree" of deploy/README.md: the same
+//! objects, and above all the same RBAC rules); values overrides rendered; and the plugin manifest
+//! of both ConfigMaps resolved and loaded by the host's own loader. Without kubectl or helm these
+//! tests fail, they never skip. No wasmcm host runs here, so no pods appear: nothing waits for any.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use wasmcm::manifest::Source;
+
+/// The ten objects of deploy/manifests, as kubectl names them in its output.
+const MANIFEST_OBJECTS: [&str; 10] = [
+    "namespace/wasmcm",
+    "serviceaccount/wasmcm",
+    "clusterrole.rbac.authorization.k8s.io/wasmcm",
+    "clusterrolebinding.rbac.authorization.k8s.io/wasmcm",
+    "role.rbac.authorization.k8s.io/wasmcm",
+    "rolebinding.rbac.authorization.k8s.io/wasmcm",
+    "configmap/wasmcm-plugins",
+    "deployment.apps/wasmcm",
+    "service/wasmcm-metrics",
+    "poddisruptionbudget.policy/wasmcm",
+];
+
+fn manifests_dir() -> PathBuf {
+    common::workspace_root().join("deploy/manifests")
+}
+
+fn chart_dir() -> PathBuf {
+    common::workspace_root().join("deploy/helm/wasmcm")
+}
+
+/// Runs `program` (with `kubeconfig` when given), off the async workers: the cluster serves on them.
+fn run(program: &Path, args: &[&str], kubeconfig: Option<&Path>, stdin: Option<&str>) -> Output {
+    tokio::task::block_in_place(|| {
+        let mut cmd = Command::new(program);
+        cmd.args(args).current_dir(common::workspace_root());
+        if let Some(kc) = kubeconfig {
+            // HOME: kubectl's and helm's caches go beside the cluster's kubeconfig.
+            cmd.env("KUBECONFIG", kc).env("HOME", kc.parent().unwrap());
+        }
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    })
+}
+
+/// stdout of a command that must succeed; fails the test with its stderr otherwise.
+fn ok(program: &Path, args: &[&str], kubeconfig: Option<&Path>, stdin: Option<&str>) -> String {
+    let out = run(program, args, kubeconfig, stdin);
+    assert!(
+        out.status.success(),
+        "{} {} failed: {}{}",
+        program.display(),
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    ok(&common::kubectl_path(), args, Some(kubeconfig), stdin)
+}
+
+fn helm(args: &[&str]) -> String {
+    ok(&common::helm_path(), args, None, None)
+}
+
+/// `helm template wasmcm deploy/helm/wasmcm -n wasmcm` with `extra` arguments.
+fn helm_template(extra: &[&str]) -> String {
+    let chart = chart_dir();
+    let mut args = vec!["template", "wasmcm", chart.to_str().unwrap(), "-n", "wasmcm"];
+    args.extend_from_slice(extra);
+    helm(&args)
+}
+
+/// The objects of a multi-document YAML stream (empty documents dropped).
+fn documents(text: &str) -> Vec<Value> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).unwrap_or_else(|e| panic!("invalid YAML: {e}\n{text}"));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+/// The objects of deploy/manifests, read as `kubectl apply -f` reads them: every .yaml file.
+fn manifest_objects() -> Vec<Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(manifests_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files.iter().flat_map(|f| documents(&std::fs::read_to_string(f).unwrap())).collect()
+}
+
+/// The one object of `kind` named `name`.
+fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    let mut found = objects.iter().filter(|o| o["kind"] == kind && o["metadata"]["name"] == name);
+    let object = found.next().unwrap_or_else(|| panic!("no {kind} {name} among {}", names(objects).join(", ")));
+    assert!(found.next().is_none(), "two {kind} {name}");
+    object
+}
+
+fn names(objects: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = objects
+        .iter()
+        .map(|o| format!("{}/{}", o["kind"].as_str().unwrap(), o["metadata"]["name"].as_str().unwrap()))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whether `actual` holds everything `expected` says (objects: every key of `expected`, recursively;
+/// everything else: equal). What the server adds (defaults, status, metadata) is allowed; anything
+/// it dropped or changed is reported by its path.
+fn contains(actual: &Value, expected: &Value, path: &str) -> Result<(), String> {
+    match (actual, expected) {
+        (Value::Object(a), Value::Object(e)) => e.iter().try_for_each(|(k, ev)| match a.get(k) {
+            Some(av) => contains(av, ev, &format!("{path}.{k}")),
+            None => Err(format!("{path}.{k}: missing, expected {ev}")),
+        }),
+        (Value::Array(a), Value::Array(e)) if a.len() == e.len() => {
+            a.iter().zip(e).enumerate().try_for_each(|(i, (av, ev))| contains(av, ev, &format!("{path}[{i}]")))
+        }
+        _ if actual == expected => Ok(()),
+        _ => Err(format!("{path}: {actual}, expected {expected}")),
+    }
+}
+
+/// Every object of `written` is on the server (one `kubectl get -f -`) and holds what was written.
+fn assert_served_as_written(kubeconfig: &Path, written: &[Value]) {
+    let stream = written.iter().map(|o| serde_json::to_string(o).unwrap()).collect::<Vec<_>>().join("\n---\n");
+    let served: Value =
+        serde_json::from_str(&kubectl(kubeconfig, &["get", "-f", "-", "-o", "json"], Some(&stream))).unwrap();
+    let served = served["items"].as_array().expect("a List").clone();
+    assert_eq!(names(&served), names(written), "what the server has");
+    for object in written {
+        let kind = object["kind"].as_str().unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap();
+        if let Err(e) = contains(find(&served, kind, name), object, &format!("{kind}/{name}")) {
+            panic!("the server does not hold what was written: {e}");
+        }
+    }
+}
+
+/// Every field of every object is one of its kind's (Kubernetes 1.35 types, k8s-openapi): a typo'd
+/// field, which kube-apiserver's strict field validation would refuse but the embedded cluster
+/// keeps, is dropped by the round trip and reported.
+fn assert_known_fields(objects: &[Value]) {
+    use k8s_openapi::api::{apps, core, policy, rbac};
+    fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(object: &Value) -> Value {
+        serde_json::to_value(serde_json::from_value::<T>(object.clone()).expect("the kind's type")).unwrap()
+    }
+    for object in objects {
+        let kind = object["kind"].as_str().unwrap();
+        let typed = match kind {
+            "Namespace" => round_trip::<core::v1::Namespace>(object),
+            "ServiceAccount" => round_trip::<core::v1::ServiceAccount>(object),
+            "ConfigMap" => round_trip::<core::v1::ConfigMap>(object),
+            "Service" => round_trip::<core::v1::Service>(object),
+            "ClusterRole" => round_trip::<rbac::v1::ClusterRole>(object),
+            "ClusterRoleBinding" => round_trip::<rbac::v1::ClusterRoleBinding>(object),
+            "Role" => round_trip::<rbac::v1::Role>(object),
+            "RoleBinding" => round_trip::<rbac::v1::RoleBinding>(object),
+            "Deployment" => round_trip::<apps::v1::Deployment>(object),
+            "PodDisruptionBudget" => round_trip::<policy::v1::PodDisruptionBudget>(object),
+            other => panic!("no type for {other}: add it here"),
+        };
+        let name = object["metadata"]["name"].as_str().unwrap();
+        if let Err(e) = contains(&typed, object, &format!("{kind}/{name}")) {
+            panic!("not a field of the Kubernetes types: {e}");
+        }
+    }
+}
+
+/// kubectl apply's output names every object of deploy/manifests, each with one of `verbs`.
+fn assert_applied(output: &str, verbs: &[&str]) {
+    let mut lines: Vec<&str> = output.lines().collect();
+    lines.sort();
+    let mut expected: Vec<&str> = MANIFEST_OBJECTS.to_vec();
+    expected.sort();
+    assert_eq!(lines.len(), expected.len(), "one line per object:\n{output}");
+    for (line, object) in lines.iter().zip(expected) {
+        let verb = line.strip_prefix(object).and_then(|v| v.strip_prefix(' '));
+        assert!(verb.is_some_and(|v| verbs.contains(&v)), "{object} should be one of {verbs:?}:\n{output}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_manifests_apply_with_kubectl_f_and_k() {
+    let written = manifest_objects();
+    assert_known_fields(&written);
+    let dir = manifests_dir();
+    let dir = dir.to_str().unwrap();
+
+    // kubectl apply -f: every object created, and on the server as written.
+    let (cluster, _) = common::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    assert_applied(&kubectl(&kc, &["apply", "-f", dir], None), &["created"]);
+    assert_served_as_written(&kc, &written);
+
+    // Again: nothing to create. The PodDisruptionBudget says "configured" against kube-apiserver
+    // too: its selector's patch strategy is replace, so kubectl's patch is never empty.
+    assert_applied(&kubectl(&kc, &["apply", "-f", dir], None), &["unchanged", "configured"]);
+    assert_served_as_written(&kc, &written);
+
+    // The Deployment as written: the fields a cluster's admission (Pod Security "restricted") and
+    // the host's probes depend on, read back from the server.
+    let deployment: Value =
+        serde_json::from_str(&kubectl(&kc, &["-n", "wasmcm", "get", "deployment", "wasmcm", "-o", "json"], None))
+            .unwrap();
+    let spec = &deployment["spec"];
+    assert_eq!(spec["replicas"], 2);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "wasmcm");
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    let container = &pod["containers"][0];
+    assert_eq!(container["image"], "ghcr.io/wasmcm/wasmcm:0.1.0");
+    let security = &container["securityContext"];
+    assert_eq!(security["runAsNonRoot"], true);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    assert_eq!(security["seccompProfile"]["type"], "RuntimeDefault");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["startupProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["port"], "metrics");
+    assert_eq!(container["resources"]["requests"]["memory"], "256Mi");
+    assert_eq!(container["resources"]["requests"]["cpu"], "100m");
+    assert_eq!(container["resources"]["limits"]["memory"], "1Gi");
+    let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(args[0], "run");
+    for arg in ["--plugins=/etc/wasmcm/plugins", "--leader-elect=true", "--leader-elect-resource-namespace=wasmcm"] {
+        assert!(args.contains(&arg), "{arg} in {args:?}");
+    }
+    drop(cluster);
+
+    // kubectl apply -k on a fresh cluster: the same objects (kustomize's image edit changes nothing).
+    let (cluster, _) = common::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    assert_applied(&kubectl(&kc, &["apply", "-k", dir], None), &["created"]);
+    assert_served_as_written(&kc, &written);
+    assert_applied(&kubectl(&kc, &["apply", "-k", dir], None), &["unchanged", "configured"]);
+}
+
+/// The labels Helm adds to every object: the only difference the README allows.
+const HELM_LABELS: [&str; 2] = ["app.kubernetes.io/managed-by", "helm.sh/chart"];
+
+fn without_helm_labels(mut value: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::Object(labels)) = map.get_mut("labels") {
+                    labels.retain(|k, _| !HELM_LABELS.contains(&k.as_str()));
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut value);
+    value
+}
+
+fn deployment_args(objects: &[Value]) -> Vec<String> {
+    let args = &find(objects, "Deployment", "wasmcm")["spec"]["template"]["spec"]["containers"][0]["args"];
+    args.as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect()
+}
+
+/// The PluginList of a `wasmcm-plugins` ConfigMap.
+fn plugin_list(objects: &[Value]) -> Value {
+    let text =
+        find(objects, "ConfigMap", "wasmcm-plugins")["data"]["plugins.yaml"].as_str().expect("data plugins.yaml");
+    serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("plugins.yaml is not YAML: {e}\n{text}"))
+}
+
+/// `name: enabled` of each item of a PluginList, in order.
+fn plugins_enabled(list: &Value) -> Vec<(String, bool)> {
+    let items = list["items"].as_array().expect("items");
+    items
+        .iter()
+        .map(|i| {
+            (i["metadata"]["name"].as_str().unwrap().to_string(), i["spec"]["enabled"].as_bool().expect("enabled"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
+    let chart = chart_dir();
+    let lint = helm(&["lint", chart.to_str().unwrap()]);
+    assert!(lint.contains("1 chart(s) linted, 0 chart(s) failed"), "{lint}");
+
+    let rendered_text = helm_template(&[]);
+    let rendered = documents(&rendered_text);
+    let manifests = manifest_objects();
+    assert_known_fields(&rendered);
+
+    // The "must agree" check: the RBAC rules, exactly.
+    for kind in ["ClusterRole", "Role"] {
+        let chart_rules = &find(&rendered, kind, "wasmcm")["rules"];
+        let manifest_rules = &find(&manifests, kind, "wasmcm")["rules"];
+        assert!(chart_rules.as_array().is_some_and(|r| !r.is_empty()), "{kind} rules: {chart_rules}");
+        assert_eq!(chart_rules, manifest_rules, "the chart's {kind} rules differ from deploy/manifests'");
+    }
+    // And everything else: the same objects, less the Namespace, plus Helm's labels.
+    let expected: Vec<&Value> = manifests.iter().filter(|o| o["kind"] != "Namespace").collect();
+    assert_eq!(names(&rendered), names(&expected.iter().map(|o| (*o).clone()).collect::<Vec<_>>()));
+    for object in expected {
+        let kind = object["kind"].as_str().unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let chart_object = without_helm_labels(find(&rendered, kind, name).clone());
+        assert_eq!(&chart_object, object, "the chart's {kind} {name} differs from deploy/manifests'");
+    }
+    for object in &rendered {
+        let labels = &object["metadata"]["labels"];
+        assert!(HELM_LABELS.iter().all(|l| labels.get(l).is_some()), "Helm's labels on {}", object["kind"]);
+    }
+
+    // Applied where the namespace exists (`helm install --create-namespace` would make it).
+    let (cluster, _) = common::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    kubectl(&kc, &["create", "namespace", "wasmcm"], None);
+    let applied = kubectl(&kc, &["apply", "-n", "wasmcm", "-f", "-"], Some(&rendered_text));
+    assert_eq!(applied.lines().filter(|l| l.ends_with(" created")).count(), rendered.len(), "{applied}");
+    assert_served_as_written(&kc, &rendered);
+
+    // Values overrides.
+    let overridden_text = helm_template(&["--set", "replicaCount=3,plugins.builtin.rollback=false,logFormat=text"]);
+    let overridden = documents(&overridden_text);
+    assert_known_fields(&overridden);
+    assert_eq!(find(&overridden, "Deployment", "wasmcm")["spec"]["replicas"], 3);
+    let args = deployment_args(&overridden);
+    assert!(
+        args.contains(&"--log-format=text".to_string()) && !args.contains(&"--log-format=json".to_string()),
+        "{args:?}"
+    );
+    assert!(deployment_args(&rendered).contains(&"--log-format=json".to_string()));
+    let on = |name: &str, enabled: bool| (name.to_string(), enabled);
+    assert_eq!(
+        plugins_enabled(&plugin_list(&overridden)),
+        [on("replicaset", true), on("deployment", true), on("rollback", false)]
+    );
+    assert_eq!(
+        plugins_enabled(&plugin_list(&rendered)),
+        [on("replicaset", true), on("deployment", true), on("rollback", true)]
+    );
+    let applied = kubectl(&kc, &["apply", "-n", "wasmcm", "-f", "-"], Some(&overridden_text));
+    assert!(applied.contains("deployment.apps/wasmcm configured"), "{applied}");
+    assert_served_as_written(&kc, &overridden);
+
+    // The chart refuses values that would give a broken install.
+    let refused = run(
+        &common::helm_path(),
+        &["template", "wasmcm", chart.to_str().unwrap(), "-n", "wasmcm", "--set", "leaderElection.enabled=false"],
+        None,
+        None,
+    );
+    assert!(!refused.status.success(), "2 replicas without leader election should be refused");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs replicaCount: 1"));
+}
+
+/// Resolves and loads, as `wasmcm run --plugins <dir>` does, the plugin manifest of the
+/// `wasmcm-plugins` ConfigMap among `objects`; returns the names that loaded.
+async fn load_plugin_manifest(objects: &[Value], what: &str) -> (Vec<(String, bool)>, Vec<String>) {
+    let text = find(objects, "ConfigMap", "wasmcm-plugins")["data"]["plugins.yaml"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plugins.yaml");
+    std::fs::write(&file, text).unwrap();
+    let paths = [dir.path().to_path_buf()];
+
+    let (specs, errors) = wasmcm::manifest::resolve(&paths, "wasmcm");
+    assert!(errors.is_empty(), "{what}: {errors:?}");
+    for spec in &specs {
+        // From the file, not from the default manifest compiled into the binary.
+        assert_eq!(spec.manifest.as_deref(), Some(file.as_path()), "{what}: where {} comes from", spec.name);
+        assert_eq!(spec.source, Source::Builtin(spec.name.clone()), "{what}");
+    }
+    let resolved = specs.iter().map(|s| (s.name.clone(), s.enabled)).collect();
+
+    let (versions, failures) = wasmcm::loader::load_all(common::engine(), &paths, "wasmcm", None).await;
+    assert!(failures.is_empty(), "{what}: {failures:?}");
+    (resolved, versions.iter().map(|v| v.plugin.info().name.clone()).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plugin_manifest_in_the_configmap_loads() {
+    let all = ["replicaset", "deployment", "rollback"];
+    let on = |name: &str, enabled: bool| (name.to_string(), enabled);
+    let every_one = [on("replicaset", true), on("deployment", true), on("rollback", true)];
+
+    let (resolved, loaded) = load_plugin_manifest(&manifest_objects(), "deploy/manifests").await;
+    assert_eq!(resolved, every_one);
+    assert_eq!(loaded, all);
+
+    let (resolved, loaded) = load_plugin_manifest(&documents(&helm_template(&[])), "the chart").await;
+    assert_eq!(resolved, every_one);
+    assert_eq!(loaded, all);
+
+    // A built-in turned off in the chart is off in the host, not brought back by the default manifest.
+    let rendered = documents(&helm_template(&["--set", "plugins.builtin.rollback=false"]));
+    let (resolved, loaded) = load_plugin_manifest(&rendered, "the chart, rollback off").await;
+    assert_eq!(resolved, [on("replicaset", true), on("deployment", true), on("rollback", false)]);
+    assert_eq!(loaded, ["replicaset", "deployment"]);
+}

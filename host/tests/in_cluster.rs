@@ -1,0 +1,130 @@
+//! The real `wasmcm run` with in-cluster credentials, as the pod of deploy/manifests runs it:
+//! no kubeconfig, only KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT and a service-account
+//! directory (token, ca.crt, namespace; `WASMCM_SERVICEACCOUNT_DIR` points at a temporary one
+//! instead of /var/run/secrets/kubernetes.io/serviceaccount) holding a token of the
+//! ServiceAccount wasmcm/wasmcm, bound by the manifests' own RBAC objects (applied with the real
+//! kubectl). It elects itself through the Lease wasmcm/wasmcm and runs a Deployment to
+//! completion: the manifests' permissions suffice and the process acts as the ServiceAccount.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+
+/// Stops the host process however the test ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_a_deployment_with_the_manifests_service_account_and_in_cluster_credentials() {
+    let (cluster, admin) = common::cluster().await;
+    common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
+
+    // What the kubelet mounts into the pod.
+    let dir = tempfile::tempdir().unwrap();
+    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
+    std::fs::write(dir.path().join("token"), &token).unwrap();
+    std::fs::write(dir.path().join("ca.crt"), cluster.ca_pem.as_deref().expect("a TLS cluster")).unwrap();
+    std::fs::write(dir.path().join("namespace"), "wasmcm").unwrap();
+    let log = dir.path().join("wasmcm.log");
+    println!("host log: {}", log.display());
+
+    let _host = Running(
+        Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            .arg("--cache-dir")
+            .arg(common::precompiled_dir())
+            .arg("run")
+            .args(["--leader-elect-resource-namespace", "wasmcm", "--metrics-bind-address", "127.0.0.1:0"])
+            .env_remove("KUBECONFIG")
+            .env_remove("WASMCM_KUBECONFIG")
+            .env_remove("POD_NAMESPACE")
+            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+            .env("KUBERNETES_SERVICE_PORT", cluster.addr.port().to_string())
+            .env("WASMCM_SERVICEACCOUNT_DIR", dir.path())
+            .env("POD_NAME", "wasmcm-test")
+            .env("RUST_LOG", "warn,wasmcm=debug")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("wasmcm runs"),
+    );
+
+    // It elects itself in the manifests' lease namespace: the Role of 04-role.yaml.
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), "wasmcm");
+    common::eventually("wasmcm-test to hold the Lease wasmcm/wasmcm", || async {
+        let lease = leases.get_opt("wasmcm").await.ok().flatten()?;
+        (lease.spec?.holder_identity.as_deref() == Some("wasmcm-test")).then_some(())
+    })
+    .await;
+
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), "default");
+    let web: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
+    }))
+    .unwrap();
+    deployments.create(&PostParams::default(), &web).await.unwrap();
+
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    common::eventually("3 ready pods", || async {
+        let listed = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
+        let ready = listed
+            .items
+            .iter()
+            .filter(|p| {
+                p.metadata.deletion_timestamp.is_none()
+                    && p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count();
+        (listed.items.len() == 3 && ready == 3).then_some(())
+    })
+    .await;
+    common::eventually("the Deployment's status to converge", || async {
+        let d = deployments.get("web").await.ok()?;
+        let s = d.status?;
+        let done = s.observed_generation == d.metadata.generation
+            && s.replicas == Some(3)
+            && s.updated_replicas == Some(3)
+            && s.ready_replicas == Some(3)
+            && s.available_replicas == Some(3);
+        done.then_some(())
+    })
+    .await;
+
+    // The events are recorded by this process (its POD_NAME), through the ServiceAccount.
+    let events: Api<Event> = Api::namespaced(admin.clone(), "default");
+    common::eventually("SuccessfulCreate events reported by wasmcm-test", || async {
+        let listed = events.list(&ListParams::default()).await.ok()?;
+        listed
+            .items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("SuccessfulCreate")
+                    && e.reporting_component.as_deref() == Some("wasmcm")
+                    && e.reporting_instance.as_deref() == Some("wasmcm-test")
+            })
+            .then_some(())
+    })
+    .await;
+    // And still leads: nothing it did lost it the lease.
+    let lease = leases.get("wasmcm").await.unwrap();
+    assert_eq!(lease.spec.and_then(|s| s.holder_identity).as_deref(), Some("wasmcm-test"));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!text.to_lowercase().contains("forbidden"), "the host was refused something:\n{text}");
+}

@@ -1,0 +1,310 @@
+//! The ClusterRole of deploy/manifests (02-clusterrole.yaml, the chart's default rules) is
+//! least privilege both ways, against the embedded cluster's RBAC:
+//!   - sufficient: a host acting as the ServiceAccount wasmcm/wasmcm (its token, the manifests'
+//!     RBAC objects applied with the real kubectl, leader election through the Role of
+//!     04-role.yaml) runs the three built-in plugins through a whole Deployment rollout: create,
+//!     new image, scale, rollback annotation;
+//!   - necessary (for the rules checked here): the same ClusterRole minus one rule makes a
+//!     scenario fail visibly with 403 Forbidden: without `replicasets/status` update a
+//!     ReplicaSet's status never converges; without pods `create` no pod is created; without
+//!     events `create` everything still converges but no event is recorded (the writer treats
+//!     events as best effort).
+
+mod common;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use wasmcm::cluster::Cluster;
+use wasmcm::controller::ControllerConfig;
+use wasmcm::host::{Host, HostConfig};
+use wasmcm::leader::LeaderConfig;
+use wasmcm::metrics::Metrics;
+
+/// The manifests' ClusterRole.
+fn cluster_role() -> ClusterRole {
+    let text = std::fs::read_to_string(common::manifest("02-clusterrole.yaml")).unwrap();
+    serde_saphyr::from_str(&text).expect("02-clusterrole.yaml is a ClusterRole")
+}
+
+/// The manifests' RBAC objects with `role` as the ClusterRole `wasmcm` (`None`: as it is), and
+/// a client presenting a token of the ServiceAccount wasmcm/wasmcm.
+async fn service_account(cluster: &Cluster, admin: &Client, role: Option<ClusterRole>) -> Client {
+    match role {
+        None => common::service_account(cluster).await,
+        Some(role) => {
+            let others: Vec<&str> =
+                common::RBAC_MANIFESTS.iter().copied().filter(|f| *f != "02-clusterrole.yaml").collect();
+            common::kubectl_apply(&cluster.kubeconfig, &others);
+            Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.unwrap();
+            common::token_client(cluster, "wasmcm", "wasmcm").await
+        }
+    }
+}
+
+/// The host with the built-in plugins (as `wasmcm run` loads them) on `client`, electing itself
+/// through the Lease wasmcm/wasmcm.
+async fn host(client: Client, controller: ControllerConfig) -> (Host, Arc<Metrics>) {
+    let (versions, failures) = wasmcm::loader::load_all(common::engine(), &[], "wasmcm", Some(&client)).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(versions.len(), 3, "the three built-ins");
+    let config =
+        HostConfig { controller, leader: Some(LeaderConfig::new("wasmcm", "wasmcm", "x")), ..Default::default() };
+    let metrics = Arc::new(Metrics::default());
+    let host = Host::start(client, versions, config, metrics.clone()).await.unwrap();
+    (host, metrics)
+}
+
+/// Fails fast so that a 403 shows as a `ReconcileFailed` event within the test's patience.
+fn impatient() -> ControllerConfig {
+    ControllerConfig { max_retries: 3, ..ControllerConfig::default() }
+}
+
+fn deployment(replicas: i32, image: &str) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": image}]}}},
+    }))
+    .unwrap()
+}
+
+fn replica_set(replicas: i32) -> ReplicaSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }))
+    .unwrap()
+}
+
+fn image(template: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> Option<String> {
+    template?.spec.as_ref()?.containers.first()?.image.clone()
+}
+
+/// Pods labelled app=web, not being deleted, and how many of them are ready.
+async fn web_pods(admin: &Client) -> Option<(usize, usize)> {
+    let listed =
+        Api::<Pod>::namespaced(admin.clone(), "default").list(&ListParams::default().labels("app=web")).await.ok()?;
+    let live: Vec<&Pod> = listed.items.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+    let ready = live
+        .iter()
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count();
+    Some((live.len(), ready))
+}
+
+/// The events wasmcm recorded in `default`.
+async fn wasmcm_events(admin: &Client) -> Vec<Event> {
+    let listed = Api::<Event>::namespaced(admin.clone(), "default").list(&ListParams::default()).await.unwrap();
+    listed.items.into_iter().filter(|e| e.reporting_component.as_deref() == Some("wasmcm")).collect()
+}
+
+/// Waits until the Deployment's rollout is complete at `replicas` with `image`: every replica
+/// updated, ready and available, the old ReplicaSets scaled to 0. Returns its ReplicaSets.
+async fn rolled_out(admin: &Client, replicas: i32, want: &str) -> Vec<ReplicaSet> {
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), "default");
+    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
+    common::eventually(&format!("the rollout of {want} at {replicas} replicas"), || async {
+        let d = deployments.get("web").await.ok()?;
+        let s = d.status.as_ref()?;
+        let complete = s.observed_generation == d.metadata.generation
+            && image(Some(&d.spec.template)).as_deref() == Some(want)
+            && s.replicas == Some(replicas)
+            && s.updated_replicas == Some(replicas)
+            && s.ready_replicas == Some(replicas)
+            && s.available_replicas == Some(replicas);
+        if !complete {
+            return None;
+        }
+        let owned: Vec<ReplicaSet> = rss
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .filter(|rs| {
+                rs.metadata.owner_references.iter().flatten().any(|o| o.uid == d.metadata.uid.clone().unwrap())
+            })
+            .collect();
+        let scaled = owned.iter().all(|rs| {
+            let spec = rs.spec.replicas;
+            let status = rs.status.as_ref().map(|s| s.replicas);
+            if image(rs.spec.template.as_ref()).as_deref() == Some(want) {
+                spec == Some(replicas) && status == Some(replicas)
+            } else {
+                spec == Some(0) && status == Some(0)
+            }
+        });
+        let pods = web_pods(admin).await?;
+        (scaled && pods == (replicas as usize, replicas as usize)).then_some(owned)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_manifests_cluster_role_suffices_for_a_whole_deployment_rollout() {
+    let (cluster, admin) = common::cluster().await;
+    let client = service_account(&cluster, &admin, None).await;
+    let (host, metrics) = host(client, ControllerConfig::default()).await;
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), "default");
+
+    deployments.create(&PostParams::default(), &deployment(4, "web:1")).await.unwrap();
+    let rss = rolled_out(&admin, 4, "web:1").await;
+    assert_eq!(rss.len(), 1);
+
+    // `kubectl set image deployment/web c=web:2`.
+    let new_image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "web:2"}]}}}});
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(&new_image)).await.unwrap();
+    let rss = rolled_out(&admin, 4, "web:2").await;
+    assert_eq!(rss.len(), 2, "a new ReplicaSet, the old one scaled to 0");
+
+    // `kubectl scale deployment/web --replicas 6`.
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 6}}))).await.unwrap();
+    rolled_out(&admin, 6, "web:2").await;
+
+    // Back to revision 1: the rollback plugin puts its template back and drops the annotation.
+    let rollback = json!({"metadata": {"annotations": {"rollback.wasmcm.dev/to-revision": "1"}}});
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(&rollback)).await.unwrap();
+    let rss = rolled_out(&admin, 6, "web:1").await;
+    assert_eq!(rss.len(), 2, "revision 1's ReplicaSet is reused");
+    let d = deployments.get("web").await.unwrap();
+    let annotations = d.metadata.annotations.unwrap_or_default();
+    assert!(!annotations.contains_key("rollback.wasmcm.dev/to-revision"), "{annotations:?}");
+
+    // Nothing was refused: every write the plugins asked for went through, and the events too.
+    let events = wasmcm_events(&admin).await;
+    let reasons: Vec<&str> = events.iter().filter_map(|e| e.reason.as_deref()).collect();
+    assert!(reasons.contains(&"SuccessfulCreate") && reasons.contains(&"ScalingReplicaSet"), "{reasons:?}");
+    for e in &events {
+        let message = e.message.as_deref().unwrap_or_default().to_lowercase();
+        assert!(!message.contains("forbidden"), "{:?}: {message}", e.reason);
+        assert_eq!(e.type_.as_deref(), Some("Normal"), "{:?}: {message}", e.reason);
+    }
+    // It led through the Lease of the manifests' Role.
+    let lease = Api::<Lease>::namespaced(admin.clone(), "wasmcm").get("wasmcm").await.unwrap();
+    assert_eq!(lease.spec.and_then(|s| s.holder_identity).as_deref(), Some("x"));
+    let text = metrics.encode();
+    for plugin in ["replicaset", "deployment", "rollback"] {
+        assert!(
+            common::metric(&text, "wasmcm_reconciles_total", &[&format!("plugin=\"{plugin}\""), "outcome=\"success\""])
+                > 0.0,
+            "{plugin} reconciled:\n{text}"
+        );
+    }
+    host.shutdown().await;
+}
+
+/// The manifests' ClusterRole with `edit` applied to its rules.
+fn without(edit: impl FnOnce(&mut Vec<k8s_openapi::api::rbac::v1::PolicyRule>)) -> ClusterRole {
+    let mut role = cluster_role();
+    edit(role.rules.as_mut().expect("rules"));
+    role
+}
+
+fn is_rule(rule: &k8s_openapi::api::rbac::v1::PolicyRule, group: &str, resource: &str) -> bool {
+    rule.api_groups.iter().flatten().any(|g| g == group) && rule.resources.iter().flatten().any(|r| r == resource)
+}
+
+/// Waits for a `reason` event about the ReplicaSet web whose message says 403 Forbidden.
+async fn forbidden_event(admin: &Client, reason: &str) -> String {
+    common::eventually(&format!("a {reason} event saying forbidden"), || async {
+        wasmcm_events(admin).await.into_iter().find_map(|e| {
+            let message = e.message.unwrap_or_default();
+            let about_web = e.involved_object.kind.as_deref() == Some("ReplicaSet")
+                && e.involved_object.name.as_deref() == Some("web");
+            (e.reason.as_deref() == Some(reason) && about_web && message.to_lowercase().contains("forbidden"))
+                .then_some(message)
+        })
+    })
+    .await
+}
+
+async fn write_failed(metrics: &Metrics, plugin: &str) {
+    common::eventually(&format!("{plugin} reconciles failing to write"), || async {
+        let text = metrics.encode();
+        let labels = [&format!("plugin=\"{plugin}\"") as &str, "outcome=\"write_failed\""];
+        (common::metric(&text, "wasmcm_reconciles_total", &labels) > 0.0).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_replicaset_status_update_the_status_never_converges() {
+    let (cluster, admin) = common::cluster().await;
+    let role = without(|rules| rules.retain(|r| !is_rule(r, "apps", "replicasets/status")));
+    let client = service_account(&cluster, &admin, Some(role)).await;
+    let (host, metrics) = host(client, impatient()).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
+    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+
+    // The pods are created and become ready...
+    common::eventually("2 ready pods", || async { (web_pods(&admin).await? == (2, 2)).then_some(()) }).await;
+    // ...but writing the status is refused, visibly.
+    write_failed(&metrics, "replicaset").await;
+    let message = forbidden_event(&admin, "ReconcileFailed").await;
+    assert!(message.contains("replicasets/status"), "{message}");
+    let status = rss.get("web").await.unwrap().status.unwrap_or_default();
+    assert_ne!(status.ready_replicas, Some(2), "the status was never written: {status:?}");
+    assert_ne!(status.replicas, 2, "the status was never written: {status:?}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_pod_create_no_pod_is_created() {
+    let (cluster, admin) = common::cluster().await;
+    let role = without(|rules| {
+        for r in rules.iter_mut().filter(|r| is_rule(r, "", "pods")) {
+            r.verbs.retain(|v| v != "create");
+        }
+    });
+    let client = service_account(&cluster, &admin, Some(role)).await;
+    let (host, metrics) = host(client, impatient()).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
+    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+
+    write_failed(&metrics, "replicaset").await;
+    let message = forbidden_event(&admin, "FailedCreate").await;
+    assert!(message.contains("pods"), "{message}");
+    forbidden_event(&admin, "ReconcileFailed").await;
+    assert_eq!(web_pods(&admin).await, Some((0, 0)), "no pod was created");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_event_create_everything_converges_but_no_event_is_recorded() {
+    let (cluster, admin) = common::cluster().await;
+    let role = without(|rules| rules.retain(|r| !is_rule(r, "", "events")));
+    let client = service_account(&cluster, &admin, Some(role)).await;
+    let (host, metrics) = host(client, impatient()).await;
+    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
+    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+
+    common::eventually("the ReplicaSet's status to converge", || async {
+        let s = rss.get("web").await.ok()?.status?;
+        (s.replicas == 2 && s.ready_replicas == Some(2) && s.available_replicas == Some(2)).then_some(())
+    })
+    .await;
+    assert_eq!(web_pods(&admin).await, Some((2, 2)));
+    let text = metrics.encode();
+    assert!(common::metric(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"success\""]) > 0.0);
+    // Events are best effort: refused, they fail nothing, and none is recorded.
+    let events = wasmcm_events(&admin).await;
+    // (The SuccessfulCreate events were tried, and refused, when the pods were created: before
+    // the reconciles that saw them ready.)
+    assert!(events.is_empty(), "{events:?}");
+    host.shutdown().await;
+}
