@@ -94,6 +94,11 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
     write(d, "g-unknown.yaml", manifest("colourful", "{source: {builtin: replicaset}, colour: blue}"));
     write(d, "h-wasi.yaml", manifest("wasi", "{source: {file: wasi.wasm}}"));
     write(d, "notes.txt", "not a manifest: ignored");
+    let release = |version: &str| wasmcm_stamp::variant(&stamp_bytes(), "v1", version).unwrap();
+    let traps = write(d, "traps.wasm", release("trap"));
+    let future = write(d, "future.wasm", release("contract-9.0.0"));
+    write(d, "i-traps.yaml", manifest("traps", "{source: {file: traps.wasm}}"));
+    write(d, "j-future.yaml", manifest("future", "{source: {file: future.wasm}}"));
 
     let (versions, failures) = loader::load_all(common::engine(), &[d.to_path_buf()], "default", None).await;
 
@@ -126,6 +131,23 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
             ],
         ),
         ("invalid YAML", vec![broken, "invalid YAML".into()]),
+        (
+            "describe() traps",
+            vec![
+                traps.display().to_string(),
+                "plugin traps".into(),
+                "describe() failed".into(),
+                "version trap traps in describe()".into(),
+            ],
+        ),
+        (
+            "another contract",
+            vec![
+                future.display().to_string(),
+                "plugin future".into(),
+                format!("built for contract 9.0.0; this host implements {}", wasmcm_guest::CONTRACT_VERSION),
+            ],
+        ),
         ("unknown field", vec![unknown, "plugin colourful".into(), "unknown field `colour`".into()]),
         (
             "import beyond the world",

@@ -4,7 +4,9 @@
 //! stamp and a count of reconciles into the data, and each write wakes the next reconcile, so
 //! every such ConfigMap is reconciled continuously and its count says how often.
 //!
-//! Stamp `trap` panics on every call. Settings: `{"limit": N}` stops at count N.
+//! Stamp `trap` panics on every call. Settings: `{"limit": N}` stops at count N. Broken
+//! releases for the loading tests: version `trap` makes `describe()` panic, and version
+//! `contract-X.Y.Z` declares contract X.Y.Z.
 
 use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Intent, Kind, Outcome, PluginInfo, Request};
 
@@ -44,14 +46,19 @@ pub struct Stamp;
 
 impl Controller for Stamp {
     fn describe() -> PluginInfo {
+        let version = marker(&VERSION, VERSION_PREFIX);
+        if version == "trap" {
+            panic!("version {version} traps in describe()");
+        }
+        let contract = version.strip_prefix("contract-").unwrap_or(CONTRACT_VERSION).to_string();
         PluginInfo {
             name: "stamp".into(),
-            version: marker(&VERSION, VERSION_PREFIX),
+            version,
             primary: Kind::new("v1", "ConfigMap"),
             owns: vec![],
             watches: vec![],
             writes: vec![Kind::new("v1", "ConfigMap")],
-            contract: CONTRACT_VERSION.into(),
+            contract,
         }
     }
 
