@@ -5,8 +5,10 @@
 #
 #   docker build -t <registry>/wasmcm:0.1.0 .
 #
-# Not built or checked on this project's machines (they have no Docker engine); see
-# deploy/README.md. Build it on the CPU family the cluster's nodes have (see the warm stage).
+# Not run on this project's machines (they have no Docker engine): there, scripts/build-image.sh
+# (`make image`) assembles the same image with umoci, and host/tests/image.rs checks that its
+# configuration is this file's runtime stage and runs it under runc; see deploy/README.md. Build it
+# on the CPU family the cluster's nodes have (see the warm stage).
 
 ARG RUST_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot

@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test cluster bench toolchain
+.PHONY: run test cluster bench image toolchain
 
 toolchain:
 	rustup toolchain install
@@ -18,10 +18,12 @@ cluster: toolchain
 
 # Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI,
 # the embedded cluster through kube-rs and the real kubectl, the deploy manifests and Helm chart
-# through the real kubectl and helm, which the scripts install).
+# through the real kubectl and helm, the image through umoci, skopeo and runc; the scripts install
+# those tools).
 test: toolchain
 	scripts/install-kubectl.sh
 	scripts/install-helm.sh
+	scripts/install-image-tools.sh
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
@@ -32,3 +34,8 @@ bench: toolchain
 	cargo bench -p wasmcm --bench cluster
 	cargo bench -p wasmcm --bench host
 	cargo bench -p wasmcm --bench lifecycle
+
+# The image as an OCI layout in target/image/wasmcm, without a Docker engine (deploy/README.md).
+image: toolchain
+	scripts/install-image-tools.sh
+	scripts/build-image.sh

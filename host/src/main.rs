@@ -270,7 +270,10 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                 let i = p.info();
                 let kinds = |ks: &[wasmcm_guest::Kind]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
                 println!("{} {} (contract {})", i.name, i.version, i.contract);
-                println!("  sha256:  {}\n  size:    {} bytes", p.digest(), p.compiled().size);
+                let c = p.compiled();
+                let how = if c.cached { "from the precompiled cache" } else { "compiled" };
+                println!("  sha256:  {}\n  size:    {} bytes", p.digest(), c.size);
+                println!("  load:    {how} in {:.1} ms", c.duration.as_secs_f64() * 1e3);
                 println!(
                     "  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}\n  imports: {}",
                     i.primary,

@@ -417,3 +417,62 @@ async fn the_plugin_manifest_in_the_configmap_loads() {
     assert_eq!(resolved, [on("replicaset", true), on("deployment", true), on("rollback", false)]);
     assert_eq!(loaded, ["replicaset", "deployment"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_shipped_in_the_chart_loads_from_its_configmap_as_the_service_account() {
+    use base64::Engine as _;
+    let stamp = std::fs::read(common::guest("wasmcm_stamp.wasm")).unwrap();
+    let digest = common::sha256(&stamp);
+    let dir = tempfile::tempdir().unwrap();
+    // What deploy/helm/wasmcm/values.yaml tells a user to do.
+    let b64 = dir.path().join("stamp.wasm.b64");
+    std::fs::write(&b64, base64::engine::general_purpose::STANDARD.encode(&stamp)).unwrap();
+    let values = dir.path().join("stamp.yaml");
+    std::fs::write(
+        &values,
+        format!(
+            "plugins:\n  extra:\n    - metadata: {{name: stamp}}\n      spec:\n        \
+             source: {{configMap: {{name: wasmcm-plugin-files, key: stamp.wasm}}}}\n        sha256: \"{digest}\"\n"
+        ),
+    )
+    .unwrap();
+    let file_arg = format!("plugins.files.stamp\\.wasm={}", b64.display());
+    let text = helm_template(&["--set-file", &file_arg, "-f", values.to_str().unwrap()]);
+    let rendered = documents(&text);
+    assert_known_fields(&rendered);
+    let files = find(&rendered, "ConfigMap", "wasmcm-plugin-files");
+    assert_eq!(files["binaryData"]["stamp.wasm"], base64::engine::general_purpose::STANDARD.encode(&stamp));
+
+    let (cluster, _) = common::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    kubectl(&kc, &["create", "namespace", "wasmcm"], None);
+    kubectl(&kc, &["apply", "-n", "wasmcm", "-f", "-"], Some(&text));
+
+    // The host's loader, as the chart's ServiceAccount (the Role's configmaps rule), on the
+    // plugin manifest of the chart's wasmcm-plugins ConfigMap.
+    let plugins = tempfile::tempdir().unwrap();
+    let manifest = find(&rendered, "ConfigMap", "wasmcm-plugins")["data"]["plugins.yaml"].as_str().unwrap();
+    std::fs::write(plugins.path().join("plugins.yaml"), manifest).unwrap();
+    let client = common::token_client(&cluster, "wasmcm", "wasmcm").await;
+    let (versions, failures) =
+        wasmcm::loader::load_all(common::engine(), &[plugins.path().to_path_buf()], "wasmcm", Some(&client)).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let names: Vec<&str> = versions.iter().map(|v| v.name()).collect();
+    assert_eq!(names, ["replicaset", "deployment", "rollback", "stamp"]);
+    let loaded = versions.iter().find(|v| v.name() == "stamp").unwrap();
+    assert_eq!(loaded.plugin.digest(), digest);
+    assert_eq!(
+        loaded.spec.source,
+        Source::ConfigMap { namespace: "wasmcm".into(), name: "wasmcm-plugin-files".into(), key: "stamp.wasm".into() }
+    );
+
+    // What is not base64 is refused before anything is installed.
+    let refused = run(
+        &common::helm_path(),
+        &["template", "wasmcm", chart_dir().to_str().unwrap(), "--set", "plugins.files.stamp\\.wasm=<binary>"],
+        None,
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("plugins.files.stamp.wasm: not base64"), "{stderr}");
+}

@@ -474,17 +474,27 @@ async fn a_warm_restart_reuses_compiled_plugins() {
 fn plugins_inspect_prints_digest_imports_and_size() {
     let cache = tempfile::tempdir().unwrap();
     let stamp = stamp_path();
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-        .args(["plugins", "inspect"])
-        .arg(&stamp)
-        .arg("replicaset")
-        .arg("--cache-dir")
-        .arg(cache.path())
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("the binary runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "exit {}; stderr: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let inspect = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            .args(["plugins", "inspect"])
+            .arg(&stamp)
+            .arg("replicaset")
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .env("RUST_LOG", "off")
+            .output()
+            .expect("the binary runs");
+        assert!(out.status.success(), "exit {}; stderr: {}", out.status, String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let loads = |stdout: &str| -> Vec<String> {
+        stdout.lines().filter_map(|l| l.strip_prefix("  load:    ")).map(String::from).collect()
+    };
+    let first = loads(&inspect());
+    assert!(first.len() == 2 && first.iter().all(|l| l.starts_with("compiled in ")), "a fresh cache: {first:?}");
+    let stdout = inspect();
+    let again = loads(&stdout);
+    assert!(again.len() == 2 && again.iter().all(|l| l.starts_with("from the precompiled cache in ")), "{again:?}");
 
     // One block per plugin, in the order asked.
     let at = stdout.find("\nreplicaset ").unwrap_or_else(|| panic!("{stdout}"));

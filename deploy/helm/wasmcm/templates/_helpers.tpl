@@ -66,6 +66,19 @@ replicaset deployment rollback
 {{- fail (printf "plugins.builtin.%s: not a built-in plugin (built-ins: %s)" $name (join ", " $known)) }}
 {{- end }}
 {{- end }}
+{{- $bytes := 0 }}
+{{- range $file, $base64 := .Values.plugins.files }}
+{{- $bytes = add $bytes (div (mul (len (nospace $base64)) 3) 4) }}
+{{- if not (regexMatch "^[-._a-zA-Z0-9]+$" $file) }}
+{{- fail (printf "plugins.files: %q is not a ConfigMap key (letters, digits, '-', '_', '.')" $file) }}
+{{- end }}
+{{- if not (regexMatch "^[A-Za-z0-9+/]+={0,2}$" (nospace $base64)) }}
+{{- fail (printf "plugins.files.%s: not base64 (base64 -w0 %s > %s.b64, then --set-file 'plugins.files.%s=%s.b64')" $file $file $file (replace "." "\\." $file) $file) }}
+{{- end }}
+{{- end }}
+{{- if gt (int $bytes) 1048576 }}
+{{- fail (printf "plugins.files: about %d bytes in all; a ConfigMap holds at most 1 MiB (1048576)" (int $bytes)) }}
+{{- end }}
 {{- range $i, $p := .Values.plugins.extra }}
 {{- $name := dig "metadata" "name" "" $p }}
 {{- if not $name }}
