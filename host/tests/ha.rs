@@ -69,15 +69,6 @@ async fn exit_code(child: &mut Child) -> Option<i32> {
     }
 }
 
-fn replica_set(replicas: i32) -> ReplicaSet {
-    serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
-    }))
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
     let (cluster, client) = common::cluster().await;
@@ -102,7 +93,7 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
     common::eventually("a to lead", || async { (holder().await == "wasmcm-a").then_some(()) }).await;
     let mut b = host(&kubeconfig, plugins.path(), "wasmcm-b");
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
-    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+    rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
     common::eventually("a to create the pods", || count(2)).await;
     assert_eq!(holder().await, "wasmcm-a", "b stands by");
 

@@ -50,13 +50,7 @@ async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
         cms.create(&PostParams::default(), &cm).await.unwrap();
     }
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
-    let rs = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
-    }))
-    .unwrap();
+    let rs: ReplicaSet = common::web(3, "nginx:1.27");
     rss.create(&PostParams::default(), &rs).await.unwrap();
 
     let hostile_queue = ["name=\"hostile\""];

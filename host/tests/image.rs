@@ -490,13 +490,7 @@ async fn the_image_runs_as_the_manifests_pod() {
         (lease_holder(&admin).await.as_deref() == Some(POD)).then_some(())
     })
     .await;
-    let web: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
-    }))
-    .unwrap();
+    let web: Deployment = common::web(3, "nginx:1.27");
     Api::<Deployment>::namespaced(admin.clone(), "default").create(&PostParams::default(), &web).await.unwrap();
     let rollout = tokio::task::block_in_place(|| {
         Command::new(kubectl)

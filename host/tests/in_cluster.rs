@@ -12,9 +12,8 @@ use std::process::{Child, Command, Stdio};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
-use serde_json::json;
 
 /// Stops the host process however the test ends.
 struct Running(Child);
@@ -69,32 +68,10 @@ async fn runs_a_deployment_with_the_manifests_service_account_and_in_cluster_cre
     .await;
 
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), "default");
-    let web: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
-    }))
-    .unwrap();
+    let web: Deployment = common::web(3, "nginx:1.27");
     deployments.create(&PostParams::default(), &web).await.unwrap();
 
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
-    common::eventually("3 ready pods", || async {
-        let listed = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
-        let ready = listed
-            .items
-            .iter()
-            .filter(|p| {
-                p.metadata.deletion_timestamp.is_none()
-                    && p.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
-            .count();
-        (listed.items.len() == 3 && ready == 3).then_some(())
-    })
-    .await;
+    common::eventually("3 ready pods", || async { (common::web_pods(&admin).await? == (3, 3)).then_some(()) }).await;
     common::eventually("the Deployment's status to converge", || async {
         let d = deployments.get("web").await.ok()?;
         let s = d.status?;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -66,45 +66,8 @@ fn impatient() -> ControllerConfig {
     ControllerConfig { max_retries: 3, ..ControllerConfig::default() }
 }
 
-fn deployment(replicas: i32, image: &str) -> Deployment {
-    serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "c", "image": image}]}}},
-    }))
-    .unwrap()
-}
-
-fn replica_set(replicas: i32) -> ReplicaSet {
-    serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "c", "image": "i"}]}}},
-    }))
-    .unwrap()
-}
-
 fn image(template: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> Option<String> {
     template?.spec.as_ref()?.containers.first()?.image.clone()
-}
-
-/// Pods labelled app=web, not being deleted, and how many of them are ready.
-async fn web_pods(admin: &Client) -> Option<(usize, usize)> {
-    let listed =
-        Api::<Pod>::namespaced(admin.clone(), "default").list(&ListParams::default().labels("app=web")).await.ok()?;
-    let live: Vec<&Pod> = listed.items.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
-    let ready = live
-        .iter()
-        .filter(|p| {
-            p.status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-        })
-        .count();
-    Some((live.len(), ready))
 }
 
 /// The events wasmcm recorded in `default`.
@@ -149,7 +112,7 @@ async fn rolled_out(admin: &Client, replicas: i32, want: &str) -> Vec<ReplicaSet
                 spec == Some(0) && status == Some(0)
             }
         });
-        let pods = web_pods(admin).await?;
+        let pods = common::web_pods(admin).await?;
         (scaled && pods == (replicas as usize, replicas as usize)).then_some(owned)
     })
     .await
@@ -162,7 +125,7 @@ async fn the_manifests_cluster_role_suffices_for_a_whole_deployment_rollout() {
     let (host, metrics) = host(client, ControllerConfig::default()).await;
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), "default");
 
-    deployments.create(&PostParams::default(), &deployment(4, "web:1")).await.unwrap();
+    deployments.create(&PostParams::default(), &common::web::<Deployment>(4, "web:1")).await.unwrap();
     let rss = rolled_out(&admin, 4, "web:1").await;
     assert_eq!(rss.len(), 1);
 
@@ -249,10 +212,10 @@ async fn without_replicaset_status_update_the_status_never_converges() {
     let client = service_account(&cluster, &admin, Some(role)).await;
     let (host, metrics) = host(client, impatient()).await;
     let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
-    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+    rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
 
     // The pods are created and become ready...
-    common::eventually("2 ready pods", || async { (web_pods(&admin).await? == (2, 2)).then_some(()) }).await;
+    common::eventually("2 ready pods", || async { (common::web_pods(&admin).await? == (2, 2)).then_some(()) }).await;
     // ...but writing the status is refused, visibly.
     write_failed(&metrics, "replicaset").await;
     let message = forbidden_event(&admin, "ReconcileFailed").await;
@@ -274,13 +237,13 @@ async fn without_pod_create_no_pod_is_created() {
     let client = service_account(&cluster, &admin, Some(role)).await;
     let (host, metrics) = host(client, impatient()).await;
     let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
-    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+    rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
 
     write_failed(&metrics, "replicaset").await;
     let message = forbidden_event(&admin, "FailedCreate").await;
     assert!(message.contains("pods"), "{message}");
     forbidden_event(&admin, "ReconcileFailed").await;
-    assert_eq!(web_pods(&admin).await, Some((0, 0)), "no pod was created");
+    assert_eq!(common::web_pods(&admin).await, Some((0, 0)), "no pod was created");
     host.shutdown().await;
 }
 
@@ -291,14 +254,14 @@ async fn without_event_create_everything_converges_but_no_event_is_recorded() {
     let client = service_account(&cluster, &admin, Some(role)).await;
     let (host, metrics) = host(client, impatient()).await;
     let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
-    rss.create(&PostParams::default(), &replica_set(2)).await.unwrap();
+    rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
 
     common::eventually("the ReplicaSet's status to converge", || async {
         let s = rss.get("web").await.ok()?.status?;
         (s.replicas == 2 && s.ready_replicas == Some(2) && s.available_replicas == Some(2)).then_some(())
     })
     .await;
-    assert_eq!(web_pods(&admin).await, Some((2, 2)));
+    assert_eq!(common::web_pods(&admin).await, Some((2, 2)));
     let text = metrics.encode();
     assert!(common::metric(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"success\""]) > 0.0);
     // Events are best effort: refused, they fail nothing, and none is recorded.

@@ -445,13 +445,7 @@ async fn a_warm_restart_reuses_compiled_plugins() {
 
     let (_cluster, client) = common::cluster().await;
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
-    let rs: ReplicaSet = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
-    }))
-    .unwrap();
+    let rs: ReplicaSet = common::web(1, "nginx:1.27");
     rss.create(&PostParams::default(), &rs).await.unwrap();
     let metrics = Arc::new(Metrics::default());
     let started = Instant::now();

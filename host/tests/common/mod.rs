@@ -150,6 +150,38 @@ pub fn sha256(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
+/// `web`, a Deployment or a ReplicaSet (they share this shape): `replicas` pods of `image`
+/// labelled app=web.
+pub fn web<K: serde::de::DeserializeOwned>(replicas: i32, image: &str) -> K {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": image}]}}},
+    }))
+    .expect("a workload")
+}
+
+/// Pods labelled app=web, not being deleted, and how many of them are ready.
+pub async fn web_pods(admin: &kube::Client) -> Option<(usize, usize)> {
+    let listed = kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(admin.clone(), "default")
+        .list(&kube::api::ListParams::default().labels("app=web"))
+        .await
+        .ok()?;
+    let live: Vec<&k8s_openapi::api::core::v1::Pod> =
+        listed.items.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+    let ready = live
+        .iter()
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count();
+    Some((live.len(), ready))
+}
+
 /// A file of deploy/manifests.
 pub fn manifest(file: &str) -> PathBuf {
     workspace_root().join("deploy/manifests").join(file)
