@@ -40,7 +40,7 @@ pub fn in_cluster_config(dir: &std::path::Path) -> anyhow::Result<kube::Config> 
     let url = in_cluster_url(&host, port)?;
     let ca_file = dir.join("ca.crt");
     let ca = std::fs::read_to_string(&ca_file).with_context(|| format!("reading {}", ca_file.display()))?;
-    let certs = pem_certificates(&ca);
+    let certs = pem_certificates(&ca).with_context(|| format!("{}: invalid PEM", ca_file.display()))?;
     if certs.is_empty() {
         anyhow::bail!("{}: no PEM certificate", ca_file.display());
     }
@@ -70,24 +70,9 @@ fn in_cluster_url(host: &str, port: u16) -> anyhow::Result<hyper::Uri> {
 }
 
 /// The DER bytes of every `CERTIFICATE` block of a PEM bundle.
-fn pem_certificates(pem: &str) -> Vec<Vec<u8>> {
-    use base64::Engine as _;
-    let mut certs = Vec::new();
-    let mut body: Option<String> = None;
-    for line in pem.lines().map(str::trim) {
-        if line == "-----BEGIN CERTIFICATE-----" {
-            body = Some(String::new());
-        } else if line == "-----END CERTIFICATE-----" {
-            if let Some(b) = body.take()
-                && let Ok(der) = base64::engine::general_purpose::STANDARD.decode(b)
-            {
-                certs.push(der);
-            }
-        } else if let Some(b) = body.as_mut() {
-            b.push_str(line);
-        }
-    }
-    certs
+fn pem_certificates(pem: &str) -> Result<Vec<Vec<u8>>, rustls::pki_types::pem::Error> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    CertificateDer::pem_slice_iter(pem.as_bytes()).map(|c| c.map(|c| c.to_vec())).collect()
 }
 
 /// Client-side limit on API calls.
@@ -288,6 +273,7 @@ mod tests {
     fn pem_bundles_give_every_certificate() {
         let pem = "junk\n-----BEGIN CERTIFICATE-----\nAAEC\nAw==\n-----END CERTIFICATE-----\n\
                    -----BEGIN CERTIFICATE-----\nBAU=\n-----END CERTIFICATE-----\n";
-        assert_eq!(pem_certificates(pem), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+        assert_eq!(pem_certificates(pem).unwrap(), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+        assert!(pem_certificates("-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").is_err());
     }
 }
