@@ -205,14 +205,23 @@ async fn write_failed(metrics: &Metrics, plugin: &str) {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_replicaset_status_update_the_status_never_converges() {
+/// The embedded cluster; a host acting as the ServiceAccount whose ClusterRole is the manifests'
+/// with `edit` applied to its rules; and the ReplicaSet web (2 pods) created.
+async fn start_without(
+    edit: impl FnOnce(&mut Vec<k8s_openapi::api::rbac::v1::PolicyRule>),
+) -> (Cluster, Client, Host, Arc<Metrics>, Api<ReplicaSet>) {
     let (cluster, admin) = common::cluster().await;
-    let role = without(|rules| rules.retain(|r| !is_rule(r, "apps", "replicasets/status")));
-    let client = service_account(&cluster, &admin, Some(role)).await;
+    let client = service_account(&cluster, &admin, Some(without(edit))).await;
     let (host, metrics) = host(client, impatient()).await;
     let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
     rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
+    (cluster, admin, host, metrics, rss)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_replicaset_status_update_the_status_never_converges() {
+    let (_cluster, admin, host, metrics, rss) =
+        start_without(|rules| rules.retain(|r| !is_rule(r, "apps", "replicasets/status"))).await;
 
     // The pods are created and become ready...
     common::eventually("2 ready pods", || async { (common::web_pods(&admin).await? == (2, 2)).then_some(()) }).await;
@@ -228,16 +237,12 @@ async fn without_replicaset_status_update_the_status_never_converges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_pod_create_no_pod_is_created() {
-    let (cluster, admin) = common::cluster().await;
-    let role = without(|rules| {
+    let (_cluster, admin, host, metrics, _) = start_without(|rules| {
         for r in rules.iter_mut().filter(|r| is_rule(r, "", "pods")) {
             r.verbs.retain(|v| v != "create");
         }
-    });
-    let client = service_account(&cluster, &admin, Some(role)).await;
-    let (host, metrics) = host(client, impatient()).await;
-    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
-    rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
+    })
+    .await;
 
     write_failed(&metrics, "replicaset").await;
     let message = forbidden_event(&admin, "FailedCreate").await;
@@ -249,12 +254,8 @@ async fn without_pod_create_no_pod_is_created() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_event_create_everything_converges_but_no_event_is_recorded() {
-    let (cluster, admin) = common::cluster().await;
-    let role = without(|rules| rules.retain(|r| !is_rule(r, "", "events")));
-    let client = service_account(&cluster, &admin, Some(role)).await;
-    let (host, metrics) = host(client, impatient()).await;
-    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
-    rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
+    let (_cluster, admin, host, metrics, rss) =
+        start_without(|rules| rules.retain(|r| !is_rule(r, "", "events"))).await;
 
     common::eventually("the ReplicaSet's status to converge", || async {
         let s = rss.get("web").await.ok()?.status?;
