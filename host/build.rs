@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+// The fallback report it also returns is read by host/tests/protobuf_schema.rs.
+#[allow(dead_code)]
 #[path = "build/protobuf_schema.rs"]
 mod protobuf_schema;
 
@@ -22,6 +24,9 @@ fn main() {
     for watched in ["guest-controllers", "tests/guests", "wit", "Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
+    // The guests' path remaps name these (see `remaps`).
+    println!("cargo:rerun-if-env-changed=CARGO_HOME");
+    println!("cargo:rerun-if-env-changed=HOME");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // The protobuf schema: the registry sources it is read from are pinned by Cargo.lock
     // (watched above), so only the generator itself needs watching.
@@ -50,9 +55,14 @@ fn main() {
 fn build_guest(cargo: &str, root: &std::path::Path, target_dir: &std::path::Path, guest: &str) {
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--profile", "guest", "--target", TARGET, "--target-dir"])
+        .args(["build", "--locked", "--profile", "guest", "--target", TARGET, "--target-dir"])
         .arg(target_dir)
-        .args(["-p", guest]);
+        .args(["-p", guest])
+        // Panic locations name source files by absolute path: the checkout's and the cargo
+        // home's (registry sources) differ between machines, and so would the components'
+        // bytes and digests. Joined to .cargo/config.toml's flags for the target.
+        .arg("--config")
+        .arg(format!("target.{TARGET}.rustflags = {}", toml_strings(&remaps(root))));
     // What the outer build sets for the host must not leak into the guests' build: a clippy
     // or coverage wrapper, host rustflags, a forced target.
     for var in [
@@ -75,4 +85,22 @@ fn build_guest(cargo: &str, root: &std::path::Path, target_dir: &std::path::Path
              run `rustup toolchain install` in the repository: rust-toolchain.toml names it."
         );
     }
+}
+
+/// `--remap-path-prefix` flags that name the checkout `/wasmcm` and the cargo home `/cargo`.
+fn remaps(root: &std::path::Path) -> Vec<String> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| home.map(|h| h.join(".cargo")));
+    let mut flags = vec![format!("--remap-path-prefix={}=/wasmcm", root.display())];
+    if let Some(cargo_home) = cargo_home {
+        flags.push(format!("--remap-path-prefix={}=/cargo", cargo_home.display()));
+    }
+    flags
+}
+
+/// A TOML array of strings (paths may hold quotes or backslashes).
+fn toml_strings(items: &[String]) -> String {
+    let quoted: Vec<String> =
+        items.iter().map(|s| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))).collect();
+    format!("[{}]", quoted.join(", "))
 }

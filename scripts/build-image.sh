@@ -23,6 +23,8 @@
 # every file is owned by root in the image.
 # stdout: the image reference (oci:<dir>:<tag>) only; progress and errors go to stderr.
 set -euo pipefail
+# Sorting, dates and messages the same whatever the machine's locale.
+export LC_ALL=C
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 binary=""

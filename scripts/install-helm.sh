@@ -11,6 +11,8 @@
 # stdout: the installed path only (so callers can do `helm=$(scripts/install-helm.sh)`);
 # progress and errors go to stderr.
 set -euo pipefail
+# Sorting, dates and messages the same whatever the machine's locale.
+export LC_ALL=C
 
 # What `helm version` must report: the minor version the pinned layer ships (it has v4.1.4; the chart
 # is apiVersion v2, which helm 3 renders the same).

@@ -4,6 +4,8 @@
 # bundle), skopeo (reads the image back; pushes it to a registry) and runc (runs the bundle as a
 # container, host/tests/image.rs). Idempotent: present tools are kept. Needs root or sudo.
 set -euo pipefail
+# Sorting, dates and messages the same whatever the machine's locale.
+export LC_ALL=C
 
 log() { printf 'install-image-tools: %s\n' "$*" >&2; }
 

@@ -11,6 +11,8 @@
 # stdout: the installed path only (so callers can do `kubectl=$(scripts/install-kubectl.sh)`);
 # progress and errors go to stderr.
 set -euo pipefail
+# Sorting, dates and messages the same whatever the machine's locale.
+export LC_ALL=C
 
 # What `kubectl version --client` must report; a minor-version prefix, since the tests target 1.35's behaviour.
 readonly WANT_VERSION_PREFIX="v1.35."

@@ -6,7 +6,7 @@
 //!
 //! It owns reading from the cluster and nothing else: no keys, no queues, no writes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use futures_util::StreamExt;
@@ -67,7 +67,9 @@ pub struct Change {
 
 pub struct Informer {
     kind: Kind,
-    objects: RwLock<HashMap<(String, String), Arc<Object>>>,
+    /// By (namespace, name): lists come out in that order whatever the hash seed, and a
+    /// namespace is one range.
+    objects: RwLock<BTreeMap<(String, String), Arc<Object>>>,
     synced: watch::Sender<bool>,
     changes: broadcast::Sender<Change>,
 }
@@ -103,11 +105,20 @@ impl Informer {
         self.objects.read().ok()?.get(&(namespace.to_string(), name.to_string())).cloned()
     }
 
+    /// The objects of `namespace` (all namespaces if empty) matching `selector`, by
+    /// (namespace, name).
     pub fn list(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Object>> {
         let Ok(objects) = self.objects.read() else { return Vec::new() };
+        let matching = |o: &&Arc<Object>| selector.matches(&o.labels);
+        if namespace.is_empty() {
+            return objects.values().filter(matching).cloned().collect();
+        }
+        let from = (namespace.to_owned(), String::new());
         objects
-            .values()
-            .filter(|o| (namespace.is_empty() || o.namespace == namespace) && selector.matches(&o.labels))
+            .range(from..)
+            .map(|(_, o)| o)
+            .take_while(|o| o.namespace == namespace)
+            .filter(matching)
             .cloned()
             .collect()
     }
@@ -165,13 +176,13 @@ impl Informer {
 /// The informers of one host, by kind.
 pub struct Informers {
     client: kube::Client,
-    by_kind: Mutex<HashMap<Kind, Arc<Informer>>>,
+    by_kind: Mutex<BTreeMap<Kind, Arc<Informer>>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
 }
 
 impl Informers {
     pub fn new(client: kube::Client) -> Self {
-        Informers { client, by_kind: Mutex::new(HashMap::new()), tasks: Mutex::new(tokio::task::JoinSet::new()) }
+        Informers { client, by_kind: Mutex::new(BTreeMap::new()), tasks: Mutex::new(tokio::task::JoinSet::new()) }
     }
 
     /// The informer of `kind`, started on first use.
@@ -193,7 +204,7 @@ impl Informers {
         }
         let informer = Arc::new(Informer {
             kind: kind.clone(),
-            objects: RwLock::new(HashMap::new()),
+            objects: RwLock::new(BTreeMap::new()),
             synced: watch::channel(false).0,
             changes: broadcast::channel(65_536).0,
         });
@@ -232,7 +243,7 @@ async fn run(api: Api<DynamicObject>, informer: Arc<Informer>) {
 /// The informers of every kind any version of a plugin declared. What one call may read is
 /// narrower and enforced by the engine (`Plugin`'s readable kinds), so versions share this.
 pub struct PluginCache {
-    informers: RwLock<HashMap<Kind, Arc<Informer>>>,
+    informers: RwLock<BTreeMap<Kind, Arc<Informer>>>,
 }
 
 impl PluginCache {

@@ -3,17 +3,75 @@
 //! counts, plugin versions, traps, shadow comparisons, swaps and reverts). It records what
 //! others report and reads nothing from the cluster; `admin` serves it.
 
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 pub type Labels = Vec<(String, String)>;
-type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+type HistogramFamily = Family<Histogram, fn() -> Histogram>;
+
+/// A metric per label set, exposed in label order. prometheus-client's own `Family` keeps its
+/// label sets in a `HashMap`, so `/metrics` would list them in a different order on every
+/// start.
+pub struct Family<M, C = fn() -> M> {
+    metrics: Arc<Mutex<BTreeMap<Labels, M>>>,
+    new: C,
+}
+
+impl<M: Default + Clone> Default for Family<M> {
+    fn default() -> Self {
+        Family::new_with_constructor(M::default)
+    }
+}
+
+impl<M, C: Clone> Clone for Family<M, C> {
+    fn clone(&self) -> Self {
+        Family { metrics: self.metrics.clone(), new: self.new.clone() }
+    }
+}
+
+impl<M: Clone, C: Fn() -> M> Family<M, C> {
+    pub fn new_with_constructor(new: C) -> Self {
+        Family { metrics: Arc::default(), new }
+    }
+
+    /// The metric of `labels` (prometheus-client's metrics share their value between clones).
+    pub fn get_or_create(&self, labels: &Labels) -> M {
+        let mut metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        metrics.entry(labels.clone()).or_insert_with(&self.new).clone()
+    }
+
+    pub fn remove(&self, labels: &Labels) {
+        self.metrics.lock().unwrap_or_else(|e| e.into_inner()).remove(labels);
+    }
+}
+
+impl<M: EncodeMetric + TypedMetric, C> std::fmt::Debug for Family<M, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Family").finish_non_exhaustive()
+    }
+}
+
+impl<M: EncodeMetric + TypedMetric, C: Send + Sync + 'static> EncodeMetric for Family<M, C> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        for (labels, metric) in metrics.iter() {
+            metric.encode(encoder.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
+    }
+}
 
 fn latency_histogram() -> Histogram {
     // 1 ms … ~16 s, as client-go's workqueue buckets span.
@@ -22,25 +80,25 @@ fn latency_histogram() -> Histogram {
 
 pub struct Metrics {
     registry: Registry,
-    pub queue_depth: Family<Labels, Gauge>,
-    pub queue_adds: Family<Labels, Counter>,
+    pub queue_depth: Family<Gauge>,
+    pub queue_adds: Family<Counter>,
     pub queue_duration: HistogramFamily,
     pub work_duration: HistogramFamily,
-    pub queue_retries: Family<Labels, Counter>,
-    pub unfinished_work: Family<Labels, Gauge<f64, AtomicU64>>,
-    pub longest_running: Family<Labels, Gauge<f64, AtomicU64>>,
-    pub reconciles: Family<Labels, Counter>,
+    pub queue_retries: Family<Counter>,
+    pub unfinished_work: Family<Gauge<f64, AtomicU64>>,
+    pub longest_running: Family<Gauge<f64, AtomicU64>>,
+    pub reconciles: Family<Counter>,
     pub reconcile_duration: HistogramFamily,
-    pub intents_refused: Family<Labels, Counter>,
-    pub intents_executed: Family<Labels, Counter>,
-    pub traps: Family<Labels, Counter>,
-    pub shadow_comparisons: Family<Labels, Counter>,
-    pub plugin_swaps: Family<Labels, Counter>,
-    pub plugin_reverts: Family<Labels, Counter>,
-    pub plugin_info: Family<Labels, Gauge>,
-    pub plugin_load_seconds: Family<Labels, Gauge<f64, AtomicU64>>,
+    pub intents_refused: Family<Counter>,
+    pub intents_executed: Family<Counter>,
+    pub traps: Family<Counter>,
+    pub shadow_comparisons: Family<Counter>,
+    pub plugin_swaps: Family<Counter>,
+    pub plugin_reverts: Family<Counter>,
+    pub plugin_info: Family<Gauge>,
+    pub plugin_load_seconds: Family<Gauge<f64, AtomicU64>>,
     pub leader: Gauge,
-    pub informer_objects: Family<Labels, Gauge>,
+    pub informer_objects: Family<Gauge>,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
     refreshers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
@@ -161,5 +219,26 @@ impl Metrics {
             return String::new();
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exposition is the same whatever order label sets were first seen in.
+    #[test]
+    fn label_sets_are_exposed_in_order() {
+        let text = |plugins: &[&str]| {
+            let m = Metrics::default();
+            for p in plugins {
+                m.reconciles.get_or_create(&vec![("plugin".into(), (*p).into())]).inc();
+            }
+            m.encode()
+        };
+        let forward = text(&["a", "b", "c", "d", "e", "f", "g", "h"]);
+        assert_eq!(forward, text(&["h", "g", "f", "e", "d", "c", "b", "a"]));
+        let (a, h) = (forward.find("plugin=\"a\"").unwrap(), forward.find("plugin=\"h\"").unwrap());
+        assert!(a < h, "{forward}");
     }
 }

@@ -136,6 +136,48 @@ fn deployment_rolling_update_step_surges_the_new_replica_set_and_trims_the_old()
     assert_eq!(reasons, ["ScalingReplicaSet", "ScalingReplicaSet"]);
 }
 
+/// `simulate --plugin deployment` of key `default/web` over `objects`, at the fixtures' time.
+fn simulate_deployment(objects: &[Value]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    let state = write(dir.path(), "state.json", &list.to_string());
+    let now = ["--now", wasmcm_deployment::fixtures::NOW];
+    let run = wasmcm(
+        &[&["simulate", "--plugin", "deployment", "--state", &state, "--key", "default/web"][..], &now].concat(),
+    );
+    ok_json(run)
+}
+
+/// The deployment crate's history-cleanup table, through the component and the simulated API.
+#[test]
+fn deployment_history_cleanup_as_upstream() {
+    for case in wasmcm_deployment::fixtures::cleanup_cases() {
+        let out = simulate_deployment(&case.objects);
+        let deleted: Vec<&str> = out["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["verb"] == "delete" && a["kind"] == "ReplicaSet")
+            .map(|a| a["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(deleted, case.want, "{}", case.what);
+        for name in &case.want {
+            assert!(!out["state"]["items"].as_array().unwrap().iter().any(|i| i["metadata"]["name"] == *name));
+        }
+    }
+}
+
+/// The deployment crate's damaged max-replicas table, through the component.
+#[test]
+fn deployment_damaged_max_replicas_annotations_as_upstream() {
+    for case in wasmcm_deployment::fixtures::damaged_annotation_cases() {
+        let out = simulate_deployment(&case.objects);
+        for (name, want) in &case.want {
+            assert_eq!(item(&out, "ReplicaSet", name)["spec"]["replicas"], *want, "{}: {name}", case.what);
+        }
+    }
+}
+
 #[test]
 fn rollback_request_puts_the_old_template_back_and_records_it() {
     let out = ok_json(simulate("rollback", &example("deployment-rollback.yaml"), "default/web", &[]));

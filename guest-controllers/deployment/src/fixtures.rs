@@ -123,3 +123,235 @@ pub fn rollout(rss: usize, pods: usize) -> Vec<Value> {
     }
     objects
 }
+
+const REVISION: &str = "deployment.kubernetes.io/revision";
+const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
+const MAX: &str = "deployment.kubernetes.io/max-replicas";
+
+/// A table case: the objects of one sync of deployment `web`, and what it must do.
+pub struct Case<T> {
+    pub what: &'static str,
+    pub objects: Vec<Value>,
+    pub want: T,
+}
+
+/// An old, scaled-down ReplicaSet: `revision` `None` has no revision annotation; created on
+/// `created` (a day of May 2026); `fields` merged over it.
+fn old(name: &str, revision: Option<&str>, created: u32, fields: Value) -> Value {
+    let revision = revision.map_or(Value::Null, Value::from);
+    let mut rs = replica_set(name, &format!("nginx:{name}"), 0, 0, json!({"status": {"replicas": 0}}));
+    merge(
+        &mut rs,
+        json!({"metadata": {"annotations": {REVISION: revision},
+                            "creationTimestamp": format!("2026-05-{created:02}T00:00:00Z")}}),
+    );
+    merge(&mut rs, fields);
+    rs
+}
+
+/// History cleanup (upstream `cleanupDeployment`): a completed deployment of 2 replicas at
+/// revision 9 (`web-9`) with `revisionHistoryLimit` `limit` and the old ReplicaSets `olds`;
+/// `want` is the ReplicaSets deleted, in order.
+pub fn cleanup_cases() -> Vec<Case<Vec<&'static str>>> {
+    let case = |what, limit: i32, olds: Vec<Value>, want: Vec<&'static str>| {
+        let d = deployment(
+            2,
+            json!({"spec": {"revisionHistoryLimit": limit, "template": template("nginx:9")},
+                   "status": {"replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2}}),
+        );
+        let mut objects = vec![d, replica_set("web-9", "nginx:9", 9, 2, json!({}))];
+        objects.extend(olds);
+        Case { what, objects, want }
+    };
+    let empty = |name, revision, created| old(name, Some(revision), created, json!({}));
+    vec![
+        case(
+            "the oldest revisions beyond the limit",
+            2,
+            vec![
+                empty("r1", "1", 2),
+                empty("r2", "2", 3),
+                empty("r3", "3", 4),
+                empty("r4", "4", 5),
+                empty("r5", "5", 6),
+            ],
+            vec!["r1", "r2", "r3"],
+        ),
+        case(
+            "a candidate with pods is skipped and no later one is deleted in its place",
+            1,
+            vec![old("r1", Some("1"), 2, json!({"status": {"replicas": 1}})), empty("r2", "2", 3), empty("r3", "3", 4)],
+            vec!["r2"],
+        ),
+        {
+            // Paused, or the rollout would scale r1 down before any cleanup.
+            let mut c = case(
+                "a candidate still wanting pods is skipped (paused)",
+                1,
+                vec![
+                    old("r1", Some("1"), 2, json!({"spec": {"replicas": 1}})),
+                    empty("r2", "2", 3),
+                    empty("r3", "3", 4),
+                ],
+                vec!["r2"],
+            );
+            merge(&mut c.objects[0], json!({"spec": {"paused": true}}));
+            c
+        },
+        case(
+            "a candidate whose scale-down is not observed yet is skipped",
+            1,
+            vec![
+                old("r1", Some("1"), 2, json!({"metadata": {"generation": 3}, "status": {"observedGeneration": 2}})),
+                empty("r2", "2", 3),
+                empty("r3", "3", 4),
+            ],
+            vec!["r2"],
+        ),
+        case(
+            "no revision annotation is revision 0, the oldest, however new",
+            2,
+            vec![old("unannotated", None, 20, json!({})), empty("r1", "1", 2), empty("r2", "2", 3)],
+            vec!["unannotated"],
+        ),
+        case(
+            "an unreadable revision counts as 0 too",
+            2,
+            vec![old("spoiled", Some("two"), 20, json!({})), empty("r1", "1", 2), empty("r2", "2", 3)],
+            vec!["spoiled"],
+        ),
+        case(
+            "equal revisions by creation time, then name",
+            1,
+            vec![
+                old("b-none", None, 10, json!({})),
+                old("a-none", None, 10, json!({})),
+                old("c-none", None, 5, json!({})),
+            ],
+            vec!["c-none", "a-none"],
+        ),
+        case(
+            "a ReplicaSet being deleted is neither a candidate nor counted",
+            1,
+            vec![
+                old(
+                    "r1",
+                    Some("1"),
+                    2,
+                    json!({"metadata": {"deletionTimestamp": "2026-06-01T11:00:00Z", "finalizers": ["foregroundDeletion"]}}),
+                ),
+                empty("r2", "2", 3),
+                empty("r3", "3", 4),
+            ],
+            vec!["r2"],
+        ),
+        case(
+            "a limit of 0 keeps no empty old ReplicaSet",
+            0,
+            vec![empty("r1", "1", 2), old("r2", Some("2"), 3, json!({"status": {"replicas": 1}}))],
+            vec!["r1"],
+        ),
+        case("within the limit nothing goes", 2, vec![empty("r1", "1", 2), empty("r2", "2", 3)], vec![]),
+    ]
+}
+
+/// Proportional scaling with damaged max-replicas annotations (upstream `getReplicaSetFraction`
+/// falls back to `status.replicas` when the annotation is missing, unreadable or 0, and scales
+/// nothing against 0): deployment `web` (maxSurge 0, maxUnavailable 0, so 1) scaled from
+/// `status.replicas` to `replicas`, with the new ReplicaSet `web-new` and an old one `web-old`,
+/// both last sized for 10 (or 5); `want` is every ReplicaSet's size after the sync.
+pub fn damaged_annotation_cases() -> Vec<Case<Vec<(&'static str, i32)>>> {
+    let case = |what, replicas: i32, status: Option<i32>, new: (i32, i32, Value), old: (i32, i32, Value), want| {
+        let d = deployment(
+            replicas,
+            json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
+                            "template": template("nginx:new")},
+                   "status": {"replicas": status}}),
+        );
+        let sized = |name: &str, image: &str, revision, (size, before, max): (i32, i32, Value)| {
+            replica_set(
+                name,
+                image,
+                revision,
+                size,
+                json!({"metadata": {"annotations": {DESIRED: before.to_string(), MAX: max}}}),
+            )
+        };
+        let objects = vec![d, sized("web-new", "nginx:new", 10, new), sized("web-old", "nginx:old", 1, old)];
+        Case { what, objects, want }
+    };
+    vec![
+        case(
+            "intact: 5 -> 10 as upstream's TestScale",
+            10,
+            Some(5),
+            (2, 5, json!("5")),
+            (3, 5, json!("5")),
+            vec![("web-new", 4), ("web-old", 6)],
+        ),
+        case(
+            "removed: status.replicas stands in",
+            10,
+            Some(5),
+            (2, 5, json!("5")),
+            (3, 5, Value::Null),
+            vec![("web-new", 4), ("web-old", 6)],
+        ),
+        case(
+            "unreadable: status.replicas stands in",
+            10,
+            Some(5),
+            (2, 5, json!("5")),
+            (3, 5, json!("many")),
+            vec![("web-new", 4), ("web-old", 6)],
+        ),
+        case(
+            "negative: status.replicas stands in",
+            10,
+            Some(5),
+            (2, 5, json!("5")),
+            (3, 5, json!("-5")),
+            vec![("web-new", 4), ("web-old", 6)],
+        ),
+        case(
+            "zero: status.replicas stands in",
+            10,
+            Some(5),
+            (2, 5, json!("5")),
+            (3, 5, json!("0")),
+            vec![("web-new", 4), ("web-old", 6)],
+        ),
+        case(
+            "removed and no status.replicas: no share, the leftover goes to the largest",
+            10,
+            None,
+            (3, 5, json!("5")),
+            (2, 5, Value::Null),
+            vec![("web-new", 8), ("web-old", 2)],
+        ),
+        case(
+            "removed and no status.replicas, scaling down: bounded",
+            4,
+            None,
+            (4, 10, json!("10")),
+            (6, 10, Value::Null),
+            vec![("web-new", 2), ("web-old", 2)],
+        ),
+        case(
+            "zero with status.replicas, scaling down",
+            4,
+            Some(10),
+            (4, 10, json!("10")),
+            (6, 10, json!("0")),
+            vec![("web-new", 2), ("web-old", 2)],
+        ),
+        case(
+            "damaged to 1, scaling down: no ReplicaSet grows (upstream's goes to 20)",
+            5,
+            Some(10),
+            (6, 10, json!("10")),
+            (4, 10, json!("1")),
+            vec![("web-new", 1), ("web-old", 4)],
+        ),
+    ]
+}

@@ -373,8 +373,16 @@ pub fn replicas_annotations_need_update(rs: &ReplicaSet, desired: i32, max: i32)
 }
 
 /// Go's `strconv.Atoi` into `int32`: values past 32 bits wrap as upstream's conversion does.
+/// `getNonNegativeInt32FromAnnotation`: a decimal in 0..=2^31-1, anything else (absent, a
+/// sign, out of range, not a number) unreadable. These annotations are the controller's own;
+/// another tool may still damage them.
 fn int_annotation(rs: &ReplicaSet, key: &str) -> Option<i32> {
-    annotation(&rs.metadata, key)?.parse::<i64>().ok().map(|v| v as i32)
+    let value = annotation(&rs.metadata, key)?;
+    // Go's ParseUint takes no sign; Rust's parse would take a `+`.
+    if !value.bytes().next().is_some_and(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse::<i32>().ok()
 }
 
 pub fn desired_replicas_annotation(rs: &ReplicaSet) -> Option<i32> {
@@ -489,8 +497,13 @@ pub fn filter_active_replica_sets<'a>(replica_sets: &[&'a ReplicaSet]) -> Vec<&'
     replica_sets.iter().copied().filter(|rs| rs_replicas(rs) > 0).collect()
 }
 
-/// `GetProportion`: how many replicas `rs` gains (or loses) in a scaling event, bounded by
-/// what is left of `to_add` after `added`.
+/// `GetReplicaSetProportion`: how many replicas `rs` gains (or loses) in a scaling event,
+/// bounded by what is left of `to_add` after `added`.
+///
+/// Unlike upstream, a scale-down never grows a ReplicaSet: a max-replicas annotation damaged
+/// to a small value (`"1"`) gives a large positive share, which upstream's `max(share,
+/// allowed)` keeps, growing that ReplicaSet past what the deployment allows while the largest
+/// one is cut to 0 for the leftover.
 pub fn get_proportion(rs: Option<&ReplicaSet>, d: &Deployment, to_add: i32, added: i32) -> i32 {
     let Some(rs) = rs else { return 0 };
     if rs_replicas(rs) == 0 || to_add == 0 || to_add == added {
@@ -498,26 +511,32 @@ pub fn get_proportion(rs: Option<&ReplicaSet>, d: &Deployment, to_add: i32, adde
     }
     let fraction = get_replica_set_fraction(rs, d);
     let allowed = to_add.wrapping_sub(added);
-    if to_add > 0 { fraction.min(allowed) } else { fraction.max(allowed) }
+    if to_add > 0 { fraction.min(allowed) } else { fraction.max(allowed).min(0) }
 }
 
 /// `getReplicaSetFraction`: the change that keeps `rs` at its share of the deployment, the
-/// share being measured against the max-replicas annotation it was last sized for.
+/// share being measured against the deployment size (max-replicas annotation) it was last
+/// sized for.
 pub fn get_replica_set_fraction(rs: &ReplicaSet, d: &Deployment) -> i32 {
     let replicas = rs_replicas(rs);
     if deployment_replicas(d) == 0 {
         return replicas.wrapping_neg();
     }
     let deployment_max = deployment_replicas(d).wrapping_add(max_surge(d));
-    let annotated =
-        max_replicas_annotation(rs).unwrap_or_else(|| d.status.as_ref().and_then(|s| s.replicas).unwrap_or(0));
-    // The product is int32 in Go and wraps before the division.
-    let new_size = f64::from(replicas.wrapping_mul(deployment_max)) / f64::from(annotated);
-    // A zero annotation divides by zero; Rust's saturating cast keeps that from panicking where
-    // Go's result is unspecified.
+    // An annotation another tool removed, spoiled or zeroed: the deployment's current size
+    // stands in; when that is 0 too, there is nothing to scale against.
+    let before = match max_replicas_annotation(rs) {
+        Some(max) if max > 0 => max,
+        _ => d.status.as_ref().and_then(|s| s.replicas).unwrap_or(0),
+    };
+    if before <= 0 {
+        return 0;
+    }
+    // In f64, where Go multiplies in int32 and wraps past 2^31 (50k replicas × 50k).
+    let new_size = f64::from(replicas) * f64::from(deployment_max) / f64::from(before);
     // k8s.io/utils RoundToInt32: half away from zero by adding 0.5 and truncating.
     let rounded = if new_size < 0.0 { (new_size - 0.5) as i32 } else { (new_size + 0.5) as i32 };
-    rounded.wrapping_sub(replicas)
+    rounded.saturating_sub(replicas)
 }
 
 /// `IsSaturated`: `rs` owns every desired replica, all available, and was sized for this
@@ -596,13 +615,12 @@ pub fn replica_sets_by_creation_timestamp(a: &ReplicaSet, b: &ReplicaSet) -> Ord
     ta.map(|t| t.0).cmp(&tb.map(|t| t.0)).then_with(|| a.metadata.name.cmp(&b.metadata.name))
 }
 
-/// `ReplicaSetsByRevision`: lowest revision first; equal or unreadable ones by age.
+/// `ReplicaSetsByRevision`: lowest revision first, a ReplicaSet without the annotation being
+/// revision 0 (upstream's `Revision`); equal revisions by age, then name. An unreadable
+/// revision counts as 0 too: upstream compares it by age with every other, which is no order
+/// at all (and Rust's sort may panic on one).
 pub fn replica_sets_by_revision(a: &ReplicaSet, b: &ReplicaSet) -> Ordering {
-    let parse = |rs: &ReplicaSet| annotation(&rs.metadata, REVISION_ANNOTATION).and_then(|v| v.parse::<i64>().ok());
-    match (parse(a), parse(b)) {
-        (Some(ra), Some(rb)) if ra != rb => ra.cmp(&rb),
-        _ => replica_sets_by_creation_timestamp(a, b),
-    }
+    revision(&a.metadata).cmp(&revision(&b.metadata)).then_with(|| replica_sets_by_creation_timestamp(a, b))
 }
 
 /// Largest first, older first among equals: the order scale-downs take.
@@ -1189,8 +1207,66 @@ mod tests {
             assert_eq!(replicas_annotations_need_update(&r(pairs), 10, 20), want, "{pairs:?}");
         }
         let odd = r(Some([(DESIRED_REPLICAS_ANNOTATION, "4294967297"), (MAX_REPLICAS_ANNOTATION, "many")]));
-        assert_eq!(desired_replicas_annotation(&odd), Some(1), "wraps to int32 like Go");
+        assert_eq!(desired_replicas_annotation(&odd), None, "out of range, not wrapped");
         assert_eq!(max_replicas_annotation(&odd), None);
+    }
+
+    /// Upstream's TestGetNonNegativeInt32FromAnnotation.
+    #[test]
+    fn replica_annotations_are_non_negative_int32s() {
+        let r = |value: &str| {
+            rs("r", 1, "2026-01-01T00:00:00Z", json!({"metadata": {"annotations": {MAX_REPLICAS_ANNOTATION: value}}}))
+        };
+        for (value, want) in [
+            ("0", Some(0)),
+            ("13", Some(13)),
+            ("2147483647", Some(i32::MAX)),
+            ("2147483648", None),
+            ("4294967296", None),
+            ("-1", None),
+            ("+5", None),
+            (" 5", None),
+            ("", None),
+            ("invalid", None),
+        ] {
+            assert_eq!(max_replicas_annotation(&r(value)), want, "{value:?}");
+        }
+        assert_eq!(max_replicas_annotation(&rs("r", 1, "2026-01-01T00:00:00Z", json!({}))), None);
+    }
+
+    /// Upstream's TestGetReplicaSetFraction (maxUnavailable 1 throughout).
+    #[test]
+    fn replica_set_fraction_as_upstream() {
+        /// (what, deployment replicas, status.replicas, maxSurge, rs replicas, max-replicas, fraction)
+        type Case<'a> = (&'a str, i32, i32, i32, i32, Option<&'a str>, i32);
+        let cases: &[Case] = &[
+            ("empty deployment always scales to 0", 0, 0, 0, 10, None, -10),
+            ("annotation missing and no status: no scaling", 10, 0, 0, 5, None, 0),
+            ("annotation 0 and no status: no scaling", 10, 0, 0, 5, Some("0"), 0),
+            ("annotation missing: scale up by 1/5 from status", 120, 100, 0, 50, None, 10),
+            ("annotation 0: scale up by 1/5 from status", 120, 100, 0, 50, Some("0"), 10),
+            ("annotation unreadable: scale up by 1/5 from status", 120, 100, 0, 50, Some("-100"), 10),
+            ("scale up by 1/5", 120, 0, 0, 50, Some("100"), 10),
+            ("scale up with maxSurge", 120, 0, 10, 50, Some("110"), 9),
+            ("scale down by 1/6", 10, 0, 0, 6, Some("12"), -1),
+            ("scale down with maxSurge", 100, 0, 10, 50, Some("130"), -8),
+        ];
+        for &(what, replicas, status, surge, rs_replicas, max, want) in cases {
+            let mut d = rolling(replicas, json!(surge), json!(1));
+            d.status = Some(DeploymentStatus { replicas: Some(status), ..Default::default() });
+            let annotations = max.map_or(json!({}), |m| json!({MAX_REPLICAS_ANNOTATION: m}));
+            let r = rs("r", rs_replicas, "2026-01-01T00:00:00Z", json!({"metadata": {"annotations": annotations}}));
+            assert_eq!(get_replica_set_fraction(&r, &d), want, "{what}");
+        }
+        // No int32 wrap: 50,000 × 60,000 overflows int32 in Go.
+        let d = rolling(60_000, json!(0), json!(1));
+        let big = rs(
+            "b",
+            50_000,
+            "2026-01-01T00:00:00Z",
+            json!({"metadata": {"annotations": {MAX_REPLICAS_ANNOTATION: "50000"}}}),
+        );
+        assert_eq!(get_replica_set_fraction(&big, &d), 10_000);
     }
 
     #[test]
@@ -1297,10 +1373,17 @@ mod tests {
             rs("t", 10, "2026-01-01T00:00:00Z", json!({"metadata": {"annotations": {MAX_REPLICAS_ANNOTATION: "10"}}}));
         assert_eq!(get_proportion(Some(&ten), &down, -5, 0), -5);
         assert_eq!(get_proportion(Some(&ten), &down, -3, 0), -3);
-        // Degenerate annotations do not panic.
+        // A zero annotation with no status to fall back on scales nothing.
         let zero =
             rs("z", 3, "2026-01-01T00:00:00Z", json!({"metadata": {"annotations": {MAX_REPLICAS_ANNOTATION: "0"}}}));
-        let _ = get_replica_set_fraction(&zero, &d);
+        assert_eq!(get_replica_set_fraction(&zero, &d), 0);
+        assert_eq!(get_proportion(Some(&zero), &down, -5, 0), 0);
+        // A tiny annotation on a scale-down: upstream grows the ReplicaSet by 27; never here.
+        let tiny =
+            rs("y", 3, "2026-01-01T00:00:00Z", json!({"metadata": {"annotations": {MAX_REPLICAS_ANNOTATION: "1"}}}));
+        assert_eq!(get_replica_set_fraction(&tiny, &rolling(10, json!(0), json!(1))), 27);
+        assert_eq!(get_proportion(Some(&tiny), &down, -5, 0), 0);
+        // Extremes do not panic.
         let big = rs(
             "g",
             i32::MAX,

@@ -350,3 +350,109 @@ fn each_scaling_event_follows_its_own_write() {
     }
     assert_eq!(seen, 2, "{o:?}");
 }
+
+#[test]
+fn history_cleanup_as_upstream() {
+    for case in wasmcm_deployment::fixtures::cleanup_cases() {
+        assert_eq!(deletes(&reconcile(&case.objects)), case.want, "{}", case.what);
+    }
+}
+
+/// A ReplicaSet's size after `o`: written, or as it was.
+fn size_after(objects: &[Value], o: &wasmcm_guest::Outcome, name: &str) -> i64 {
+    sizes(o).get(name).copied().unwrap_or_else(|| {
+        let rs = objects.iter().find(|v| v["kind"] == "ReplicaSet" && v["metadata"]["name"] == name);
+        rs.and_then(|rs| rs["spec"]["replicas"].as_i64()).expect("the ReplicaSet exists")
+    })
+}
+
+#[test]
+fn damaged_max_replicas_annotations_as_upstream() {
+    for case in wasmcm_deployment::fixtures::damaged_annotation_cases() {
+        let o = reconcile(&case.objects);
+        for (name, want) in &case.want {
+            assert_eq!(
+                size_after(&case.objects, &o, name),
+                i64::from(*want),
+                "{}: {name} in {:?}",
+                case.what,
+                sizes(&o)
+            );
+        }
+    }
+}
+
+/// Whatever the cache holds — sizes, strategies, annotations missing, spoiled, zero, negative,
+/// huge — one sync never sizes a ReplicaSet above max(its size before, replicas + maxSurge).
+#[test]
+fn no_input_scales_a_replica_set_past_replicas_plus_max_surge() {
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let annotations = ["", "0", "1", "2", "-3", "many", "+4", "2147483647", "2147483648", "99999999999"];
+    let intstrs = [json!(0), json!(1), json!(3), json!("25%"), json!("50%"), json!("100%")];
+    let (mut scaled, mut rounds) = (0, 0);
+    for _ in 0..4000 {
+        let replicas = if next(20) == 0 { next(60_000) as i32 } else { next(60) as i32 };
+        let strategy = if next(8) == 0 {
+            json!({"type": "Recreate", "rollingUpdate": null})
+        } else {
+            json!({"rollingUpdate": {"maxSurge": intstrs[next(6) as usize], "maxUnavailable": intstrs[next(6) as usize]}})
+        };
+        let status = if next(3) == 0 { Value::Null } else { json!(next(200)) };
+        let mut objects = vec![deployment(
+            replicas,
+            json!({"spec": {"strategy": strategy, "template": template("nginx:new")},
+                   "status": {"replicas": status}}),
+        )];
+        for i in 0..1 + next(4) {
+            let image = if i == 0 && next(2) == 0 { "nginx:new".to_string() } else { format!("nginx:{i}") };
+            let size = if next(10) == 0 { next(100_000) as i32 } else { next(80) as i32 };
+            // Absent, a plausible size, or one of the spoiled values.
+            let mut pick = || match next(12) as usize {
+                0 | 1 => Value::Null,
+                n => match annotations[n - 2] {
+                    "" => json!(next(120).to_string()),
+                    spoiled => json!(spoiled),
+                },
+            };
+            let (desired, max) = (pick(), pick());
+            objects.push(replica_set(
+                &format!("web-{i}"),
+                &image,
+                1 + i as i64,
+                size,
+                json!({"metadata": {"annotations": {"deployment.kubernetes.io/desired-replicas": desired,
+                                                    "deployment.kubernetes.io/max-replicas": max}}}),
+            ));
+        }
+        let d: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(objects[0].clone()).unwrap();
+        let allowed = i64::from(replicas) + i64::from(wasmcm_deployment::util::max_surge(&d));
+        let Ok(o) = <wasmcm_deployment::DeploymentController as wasmcm_guest::Controller>::reconcile(
+            &request("web"),
+            &wasmcm_deployment::fixtures::cache(&objects),
+        ) else {
+            continue;
+        };
+        rounds += 1;
+        for (name, size) in sizes(&o) {
+            let before = objects
+                .iter()
+                .find(|v| v["metadata"]["name"] == name.as_str())
+                .and_then(|rs| rs["spec"]["replicas"].as_i64())
+                .unwrap_or(0);
+            scaled += 1;
+            assert!(
+                size <= before.max(allowed),
+                "{name} sized {size} (was {before}) where the deployment allows {allowed}:\n{}",
+                serde_json::to_string_pretty(&objects).unwrap()
+            );
+            assert!(size >= 0, "{name} sized {size}");
+        }
+    }
+    assert!(rounds > 3000 && scaled > 1000, "the inputs exercised too little: {rounds} syncs, {scaled} sizes");
+}

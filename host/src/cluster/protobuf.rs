@@ -35,6 +35,11 @@ enum Special {
     RawJson,
     IntOrString,
     Quantity,
+    /// apiextensions' JSONSchemaPropsOr{Bool,Array,StringArray}: Go writes one of the two
+    /// fields as the value itself (a schema, or a bool / list), never an object of both.
+    SchemaOrBool,
+    SchemaOrArray,
+    SchemaOrStringArray,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -166,7 +171,29 @@ fn decode_message(index: u16, bytes: &[u8], depth: usize) -> Result<Option<Value
             decode_fields(message, bytes, depth, &mut object)?;
             Ok(Some(Value::Object(object)))
         }
+        special @ (Special::SchemaOrBool | Special::SchemaOrArray | Special::SchemaOrStringArray) => {
+            let mut object = Map::new();
+            decode_fields(message, bytes, depth, &mut object)?;
+            Ok(Some(schema_or(special, message, object)))
+        }
         special => decode_special(special, bytes, depth),
+    }
+}
+
+/// The JSON of a JSONSchemaPropsOr* message, as its Go MarshalJSON writes it.
+fn schema_or(special: Special, message: &Message, mut fields: Map<String, Value>) -> Value {
+    let mut take = |tag: u32| message.field(tag).and_then(|f| fields.remove(f.1));
+    match special {
+        // Tag 1 `allows`, tag 2 `schema`: the schema if set, else the bool (false when unset).
+        Special::SchemaOrBool => match take(2) {
+            Some(schema) => schema,
+            None => Value::Bool(take(1) == Some(Value::Bool(true))),
+        },
+        // Tag 1 `schema`, tag 2 the list: the list if not empty, else the schema (null if unset).
+        _ => match take(2) {
+            Some(Value::Array(items)) if !items.is_empty() => Value::Array(items),
+            _ => take(1).unwrap_or(Value::Null),
+        },
     }
 }
 
@@ -317,7 +344,7 @@ fn decode_special(special: Special, bytes: &[u8], depth: usize) -> Result<Option
     }
     let [_, first, second, _] = ints;
     Ok(match special {
-        Special::None => None,
+        Special::None | Special::SchemaOrBool | Special::SchemaOrArray | Special::SchemaOrStringArray => None,
         Special::Time | Special::MicroTime => {
             let (seconds, nanos) = (first as i64, second as i32);
             if seconds == 0 && nanos == 0 {
@@ -592,6 +619,59 @@ mod tests {
         );
     }
 
+    /// What the generator once got wrong here: `$schema` (JSONSchemaProps') for the `schema` of
+    /// JSONSchemaPropsOr*, which Go writes as a bare value, and `JSON` (`Json` in prost) decoded
+    /// as an object of its raw bytes.
+    #[test]
+    fn crd_schemas_transcode_like_kubernetes_json() {
+        let string = len_field(5, b"string");
+        let with_type = |t: &[u8], rest: &[u8]| [len_field(5, t), rest.to_vec()].concat();
+        // additionalProperties: a schema (OrBool tag 2), then `false` (tag 1 unset).
+        let labels = with_type(b"object", &len_field(30, &len_field(2, &string)));
+        let closed = with_type(b"object", &len_field(30, &[]));
+        // items: one schema (OrArray tag 1), then a list of two (tag 2).
+        let tags = with_type(b"array", &len_field(24, &len_field(1, &string)));
+        let tuple = with_type(b"array", &len_field(24, &[len_field(2, &string), len_field(2, &string)].concat()));
+        // default: apiextensions JSON (prost's `Json`), raw JSON in field 1.
+        let mode = with_type(b"string", &len_field(8, &len_field(1, br#""fast""#)));
+        let property = |name: &[u8], schema: &[u8]| len_field(29, &[len_field(1, name), len_field(2, schema)].concat());
+        let root = with_type(
+            b"object",
+            &[
+                property(b"labels", &labels),
+                property(b"closed", &closed),
+                property(b"tags", &tags),
+                property(b"pair", &tuple),
+                property(b"mode", &mode),
+            ]
+            .concat(),
+        );
+        let version =
+            [len_field(1, b"v1"), int_field(2, 1), int_field(3, 1), len_field(4, &len_field(1, &root))].concat();
+        let spec = [len_field(1, b"example.com"), len_field(4, b"Namespaced"), len_field(7, &version)].concat();
+        let decoded =
+            decode(&envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", &len_field(2, &spec))).unwrap();
+        let string = json!({"type": "string"});
+        assert_eq!(
+            decoded["spec"]["versions"][0],
+            json!({
+                "name": "v1",
+                "served": true,
+                "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "labels": {"type": "object", "additionalProperties": string},
+                        "closed": {"type": "object", "additionalProperties": false},
+                        "tags": {"type": "array", "items": string},
+                        "pair": {"type": "array", "items": [string, string]},
+                        "mode": {"type": "string", "default": "fast"},
+                    },
+                }},
+            })
+        );
+    }
+
     #[test]
     fn lists_and_meta_kinds_resolve() {
         let item = len_field(1, &len_field(1, b"a"));
@@ -646,13 +726,14 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        let mut corpus = Vec::new();
-        for entry in std::fs::read_dir(FIXTURES).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "pb") {
-                corpus.push(std::fs::read(path).unwrap());
-            }
-        }
+        // In name order: which mutation hits which body must not depend on read_dir's order.
+        let mut paths: Vec<_> = std::fs::read_dir(FIXTURES).unwrap().map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        let corpus: Vec<Vec<u8>> = paths
+            .iter()
+            .filter(|path| path.extension().is_some_and(|e| e == "pb"))
+            .map(|path| std::fs::read(path).unwrap())
+            .collect();
         for body in &corpus {
             for end in 0..body.len() {
                 let _ = decode(&body[..end]);
