@@ -1,21 +1,22 @@
-//! Builds the guest components (built-in plugins and the sandbox-test guest) with a nested
+//! Builds the guest components (built-in plugins and the sandbox-test guests) with one nested
 //! cargo for wasm32-unknown-unknown, into their own target dir (`target/guests`) so it never
-//! waits on the outer build's lock, and copies each component into OUT_DIR for the host crate
-//! (`WASMCM_GUEST_DIR`) as soon as it is built. Also generates the schema of the API server's
-//! protobuf decoder (see build/protobuf_schema.rs).
+//! waits on the outer build's lock, and copies them into OUT_DIR for the host crate
+//! (`WASMCM_GUEST_DIR`). Also generates the schema of the API server's protobuf decoder (see
+//! build/protobuf_schema.rs).
 
 use std::path::PathBuf;
 use std::process::Command;
 
-// The fallback report it also returns is read by host/tests/protobuf_schema.rs.
+// The fallback report it also returns is read by host/tests/it/reproducible.rs.
 #[allow(dead_code)]
 #[path = "build/protobuf_schema.rs"]
 mod protobuf_schema;
 
-/// Built one cargo invocation each: a plugin that uses another as a library turns that one's
-/// `component` feature off, and feature unification across one invocation would turn it back on.
+/// The component crates. A controller another plugin builds on (deployment, under rollback) is
+/// a library with a separate component crate: a component exports what every crate it links
+/// exports.
 const GUESTS: &[&str] =
-    &["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback", "wasmcm-hostile", "wasmcm-stamp"];
+    &["wasmcm-replicaset", "wasmcm-deployment-plugin", "wasmcm-rollback", "wasmcm-hostile", "wasmcm-stamp"];
 const TARGET: &str = "wasm32-unknown-unknown";
 
 fn main() {
@@ -38,12 +39,8 @@ fn main() {
     let built = target_dir.join(TARGET).join("guest");
     let out = out_dir.join("guests");
     std::fs::create_dir_all(&out).expect("cannot create the guests directory in OUT_DIR");
+    build_guests(&cargo, &root, &target_dir);
     for guest in GUESTS {
-        build_guest(&cargo, &root, &target_dir, guest);
-        // Each component is taken right after its own build: a guest that uses another as a
-        // library makes cargo build that one's cdylib too (without its `component` feature) and
-        // link it under the same name in `built`, where a later build (this one's, or a
-        // concurrent build's of the host) replaces it with a component that exports nothing.
         let file = format!("{}.wasm", guest.replace('-', "_"));
         if let Err(e) = std::fs::copy(built.join(&file), out.join(&file)) {
             panic!("cannot copy the guest component {file} from {}: {e}", built.display());
@@ -52,12 +49,13 @@ fn main() {
     println!("cargo:rustc-env=WASMCM_GUEST_DIR={}", out.display());
 }
 
-fn build_guest(cargo: &str, root: &std::path::Path, target_dir: &std::path::Path, guest: &str) {
+/// One cargo for all: shared dependencies are built once, and two components link at a time.
+fn build_guests(cargo: &str, root: &std::path::Path, target_dir: &std::path::Path) {
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
         .args(["build", "--locked", "--profile", "guest", "--target", TARGET, "--target-dir"])
         .arg(target_dir)
-        .args(["-p", guest])
+        .args(GUESTS.iter().flat_map(|guest| ["-p", guest]))
         // Panic locations name source files by absolute path: the checkout's and the cargo
         // home's (registry sources) differ between machines, and so would the components'
         // bytes and digests. Joined to .cargo/config.toml's flags for the target.
@@ -81,7 +79,7 @@ fn build_guest(cargo: &str, root: &std::path::Path, target_dir: &std::path::Path
     let status = cmd.status().expect("cannot run cargo to build the guest plugins");
     if !status.success() {
         panic!(
-            "building the guest plugin {guest} for {TARGET} failed (see above). If the target is missing, \
+            "building the guest plugins for {TARGET} failed (see above). If the target is missing, \
              run `rustup toolchain install` in the repository: rust-toolchain.toml names it."
         );
     }

@@ -4,7 +4,7 @@
 /// (name, component bytes) of each built-in plugin.
 pub const BUILTINS: &[(&str, &[u8])] = &[
     ("replicaset", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_replicaset.wasm"))),
-    ("deployment", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_deployment.wasm"))),
+    ("deployment", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_deployment_plugin.wasm"))),
     ("rollback", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_rollback.wasm"))),
 ];
 

@@ -1,5 +1,5 @@
-//! The Deployment controller of kube-controller-manager (`pkg/controller/deployment`) as a
-//! wasmcm plugin: plain Rust over a cache view, exported as a component on wasm32.
+//! The Deployment controller of kube-controller-manager (`pkg/controller/deployment`) for
+//! wasmcm: plain Rust over a cache view, exported as a component by `plugin/`.
 //!
 //! Files follow upstream's: [`sync`] (syncDeployment, ReplicaSet discovery, scaling, cleanup,
 //! status), [`rolling`], [`recreate`], [`progress`], [`rollback`] (revision bookkeeping the
@@ -40,6 +40,3 @@ impl Controller for DeploymentController {
         sync::sync(request, cache)
     }
 }
-
-#[cfg(all(target_arch = "wasm32", feature = "component"))]
-wasmcm_guest::export_plugin!(DeploymentController);

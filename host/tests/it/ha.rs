@@ -6,7 +6,7 @@
 //! Lease wasmcm/wasmcm that the manifests' Role allows, with the plugin manifest of the
 //! ConfigMap wasmcm-plugins as the pod mounts it.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 

@@ -1,9 +1,7 @@
 //! Table tests of the shared sync steps, natively: ReplicaSet discovery and adoption, hash
 //! collisions, proportional scaling, paused deployments, history cleanup, deletion.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use wasmcm_deployment::fixtures::{deployment, replica_set, request};
 use wasmcm_guest::{EventType, Intent};

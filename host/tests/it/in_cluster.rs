@@ -6,7 +6,7 @@
 //! kubectl). It elects itself through the Lease wasmcm/wasmcm and runs a Deployment to
 //! completion: the manifests' permissions suffice and the process acts as the ServiceAccount.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 

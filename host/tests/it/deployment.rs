@@ -8,7 +8,7 @@
 //! turns Ready; a terminating pod lingers up to 2 s. Timeouts are generous: these tests check
 //! behaviour, not speed. kubectl comes from `scripts/install-kubectl.sh`; without it they fail.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

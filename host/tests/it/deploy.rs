@@ -6,7 +6,7 @@
 //! of both ConfigMaps resolved and loaded by the host's own loader. Without kubectl or helm these
 //! tests fail, they never skip. No wasmcm host runs here, so no pods appear: nothing waits for any.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

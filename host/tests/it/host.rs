@@ -1,7 +1,7 @@
 //! The host end to end on the embedded cluster: the ReplicaSet plugin, through informers,
 //! queue, expectations and the API writer, makes pods exist and status converge.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

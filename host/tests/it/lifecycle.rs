@@ -6,7 +6,7 @@
 //! Every labelled ConfigMap is reconciled continuously (each write wakes the next reconcile),
 //! its `data.stamp` saying which version wrote it last and `data.count` how often.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! The plugin engine with real components: loading, refusing bad input, and the ReplicaSet
 //! plugin giving exactly the outcome its native build gives.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! changes, a restart reuses the compiled plugins, and `wasmcm plugins inspect` shows what a
 //! component is.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};

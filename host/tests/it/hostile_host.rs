@@ -2,7 +2,7 @@
 //! sits next to the ReplicaSet plugin on the embedded cluster. Its keys trap or are refused,
 //! are retried with backoff and finally given up; the ReplicaSet converges all the same.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

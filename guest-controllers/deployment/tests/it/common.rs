@@ -2,8 +2,6 @@
 //! to an in-memory cluster with API semantics that matter here (uids, resourceVersions,
 //! creation order, status subresource) and can play the ReplicaSet controller.
 
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! what kube-apiserver serves, and the guest components.
 
 #[allow(dead_code)]
-#[path = "../build/protobuf_schema.rs"]
+#[path = "../../build/protobuf_schema.rs"]
 mod protobuf_schema;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,6 +1,6 @@
 //! `wasmcm simulate` through the built binary: output, exit codes, error messages.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,8 +1,6 @@
 //! Progress conditions and the progress-deadline requeue, natively (upstream progress.go).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use wasmcm_deployment::fixtures::{deployment, replica_set};
 

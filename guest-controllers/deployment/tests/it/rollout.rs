@@ -1,9 +1,7 @@
 //! Whole rollouts, natively: the Deployment controller stepped against a world that plays the
 //! ReplicaSet controller, checking upstream's bounds at every step.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use wasmcm_deployment::fixtures::{deployment, pod, replica_set};
 

@@ -14,7 +14,7 @@
 //! wasmcm are not this container. Needs root (runc), and umoci, skopeo and runc
 //! (`scripts/install-image-tools.sh`, which `make test` runs); without them the test fails.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

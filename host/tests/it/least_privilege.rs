@@ -10,7 +10,7 @@
 //!     events `create` everything still converges but no event is recorded (the writer treats
 //!     events as best effort).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The sandbox, proven with a hostile guest: every misbehaviour ends that one call with a
 //! precise reason, and the host keeps serving other calls, other keys and other plugins.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};

@@ -1,5 +1,4 @@
 //! Shared setup for the host's integration tests.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

@@ -1,0 +1,3 @@
+//! The ReplicaSet controller natively, one test binary, a module per area.
+
+mod sync;

@@ -1,0 +1,3 @@
+//! The rollback controller natively, one test binary, a module per area.
+
+mod rollback;

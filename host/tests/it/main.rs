@@ -1,0 +1,27 @@
+//! The host's integration tests, one binary (each test binary links wasmtime, kube, hyper and
+//! rustls; one link instead of twenty). A module per area: `cargo test -p wasmcm --test it
+//! deployment::` runs one.
+
+// Each module uses its own part of the shared setup.
+#[allow(dead_code)]
+mod common;
+
+mod cluster;
+mod deploy;
+mod deployment;
+mod engine;
+mod ha;
+mod host;
+mod hostile_host;
+mod image;
+mod in_cluster;
+mod informers;
+mod kubectl;
+mod leader;
+mod least_privilege;
+mod lifecycle;
+mod plugin_loading;
+mod rbac;
+mod reproducible;
+mod sandbox;
+mod simulate_cli;
