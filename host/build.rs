@@ -1,16 +1,10 @@
 //! Builds the guest components (built-in plugins and the sandbox-test guests) with one nested
 //! cargo for wasm32-unknown-unknown, into their own target dir (`target/guests`) so it never
 //! waits on the outer build's lock, and copies them into OUT_DIR for the host crate
-//! (`WASMCM_GUEST_DIR`). Also generates the schema of the API server's protobuf decoder (see
-//! build/protobuf_schema.rs).
+//! (`WASMCM_GUEST_DIR`).
 
 use std::path::PathBuf;
 use std::process::Command;
-
-// The fallback report it also returns is read by host/tests/it/reproducible.rs.
-#[allow(dead_code)]
-#[path = "build/protobuf_schema.rs"]
-mod protobuf_schema;
 
 /// The component crates. A controller another plugin builds on (deployment, under rollback) is
 /// a library with a separate component crate: a component exports what every crate it links
@@ -29,11 +23,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CARGO_HOME");
     println!("cargo:rerun-if-env-changed=HOME");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    // The protobuf schema: the registry sources it is read from are pinned by Cargo.lock
-    // (watched above), so only the generator itself needs watching.
-    println!("cargo:rerun-if-changed={}", host_dir.join("build/protobuf_schema.rs").display());
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    protobuf_schema::generate(&cargo, &root, &out_dir.join("protobuf_schema.rs"));
 
     let target_dir = root.join("target").join("guests");
     let built = target_dir.join(TARGET).join("guest");

@@ -15,12 +15,12 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
-use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::kubeapi::ClientRate;
 use wasmcm::loader::Version;
 use wasmcm::metrics::Metrics;
 use wasmcm::plugins::{Engine, EngineConfig, Limits};
+use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
 const REPLICA_SETS: usize = 1000;
 

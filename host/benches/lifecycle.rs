@@ -43,12 +43,12 @@ use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
-use wasmcm::cluster::{Cluster, ClusterConfig};
 use wasmcm::controller::Controller;
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::kubeapi::{ClientRate, KubeApi};
 use wasmcm::metrics::Metrics;
 use wasmcm::plugins::{Engine, EngineConfig, Limits};
+use wasmcm_apiserver::{Cluster, ClusterConfig};
 
 const CONFIGMAPS: usize = 20;
 const WARM_ROUNDS: usize = 10;

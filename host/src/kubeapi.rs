@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tokio::time::{Duration, Instant};
 use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
 
-use crate::status::ApiError;
 use crate::writer::Api as WriterApi;
+use wasmcm_core::ApiError;
 
 /// Where the kubelet mounts a pod's ServiceAccount credentials (`token`, `ca.crt`, `namespace`).
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -184,7 +184,7 @@ impl KubeApi {
     }
 
     async fn target(&self, object: &Value) -> Result<(Api<DynamicObject>, DynamicObject), ApiError> {
-        let kind = crate::snapshot::kind_of(object);
+        let kind = Kind::of_object(object);
         let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
         let api = self.api(&kind, ns).await?;
         let dynamic: DynamicObject =
@@ -233,7 +233,7 @@ impl WriterApi for KubeApi {
         let event = event.clone();
         let uid = uid.map(String::from);
         async move {
-            let now = crate::cluster::now_rfc3339();
+            let now = wasmcm_core::now_rfc3339();
             let r = &event.regarding;
             let mut suffix = [0u8; 8];
             let _ = getrandom::fill(&mut suffix);

@@ -3,7 +3,6 @@
 
 pub mod admin;
 pub mod builtin;
-pub mod cluster;
 pub mod controller;
 pub mod expectations;
 pub mod host;
@@ -18,6 +17,4 @@ pub mod queue;
 pub mod reload;
 pub mod rollout;
 pub mod simulate;
-pub mod snapshot;
-pub mod status;
 pub mod writer;

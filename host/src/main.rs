@@ -364,7 +364,7 @@ fn default_cache_dir() -> Option<PathBuf> {
 }
 
 fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
-    use wasmcm::cluster::{Cluster, ClusterConfig, FaultConfig, KubeletConfig};
+    use wasmcm_apiserver::{Cluster, ClusterConfig, FaultConfig, KubeletConfig};
     let config = ClusterConfig {
         bind: std::net::SocketAddr::new(args.address, args.port),
         insecure_http: args.insecure_http,
@@ -420,11 +420,11 @@ fn own_namespace() -> String {
 }
 
 fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
-    use wasmcm::cluster::{Cluster, ClusterConfig};
     use wasmcm::controller::ControllerConfig;
     use wasmcm::host::{Host, HostConfig};
     use wasmcm::kubeapi::ClientRate;
     use wasmcm::leader::LeaderConfig;
+    use wasmcm_apiserver::{Cluster, ClusterConfig};
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();

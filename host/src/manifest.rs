@@ -291,7 +291,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
     };
     let defaults = crate::plugins::Limits::default();
     let memory_bytes = match raw.limits.memory {
-        Some(m) => crate::cluster::quantity::nanos(&m)
+        Some(m) => wasmcm_core::quantity::nanos(&m)
             .map(|n| n / 1_000_000_000)
             .filter(|b| (1 << 20..=4 << 30).contains(b))
             .map(|b| b as usize)

@@ -1,13 +1,17 @@
-//! `wasmcm simulate`: one reconcile of one key against a snapshot, its writes applied as the
-//! API server would, printed as one JSON document. The plugin author's offline test tool.
+//! `wasmcm simulate`: one reconcile of one key against a snapshot, its writes applied by the
+//! embedded API server's own write path ([`Offline`]: the same defaulting, validation, status
+//! subresources and graceful deletion as `wasmcm cluster`, at the request's time, with seeded
+//! names and uids), printed as one JSON document. The plugin author's offline test tool.
 
-use std::sync::{Arc, Mutex};
+use std::future::{Future, ready};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use wasmcm_guest::{EventType, Instant, Request};
+use wasmcm_apiserver::Offline;
+use wasmcm_core::{ApiError, Kind};
+use wasmcm_guest::{Event, EventType, Instant, MemoryCache, ObjectRef, Request};
 
 use crate::plugins::{CallError, Plugin};
-use crate::snapshot::{self, Snapshot};
 use crate::writer;
 
 #[derive(Debug, thiserror::Error)]
@@ -39,9 +43,10 @@ pub fn simulate(
     now: Instant,
 ) -> Result<Value, SimulateError> {
     let input = |msg: String| SimulateError::Input(msg);
-    let items = snapshot::parse_objects(state_text).map_err(|e| input(format!("{state_name}: {e}")))?;
-    let snapshot = Snapshot::new(items, now);
-    let cache = snapshot.cache().map_err(|e| input(format!("{state_name}: {e}")))?;
+    let items = parse_objects(state_text).map_err(|e| input(format!("{state_name}: {e}")))?;
+    let cache = MemoryCache::from_objects(&items).map_err(|e| input(format!("{state_name}: {e}")))?;
+    let summary = summary(&items);
+    let api = Offline::new(items, now.timestamp()).map_err(|e| input(format!("{state_name}: {e}")))?;
 
     let (namespace, name) = match key.split_once('/') {
         Some((ns, name)) if !name.is_empty() && !name.contains('/') => (ns, name),
@@ -49,23 +54,17 @@ pub fn simulate(
         _ => return Err(input(format!("invalid key {key:?}: expected <namespace>/<name>"))),
     };
     let info = plugin.info();
-    if snapshot.get(&info.primary, namespace, name).is_none() {
-        return Err(input(format!(
-            "key {key}: no {} {key} in {state_name}, which holds {}",
-            info.primary,
-            snapshot.summary()
-        )));
+    if api.get(&info.primary, namespace, name).is_none() {
+        return Err(input(format!("key {key}: no {} {key} in {state_name}, which holds {summary}", info.primary)));
     }
 
     let request = Request::new(namespace, name, now);
     let outcome = plugin.reconcile(&request, Arc::new(cache))?;
-    let api = Mutex::new(snapshot);
-    // The writer is async for live APIs; the snapshot answers at once.
+    // The writer is async for live APIs; the offline server answers at once.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| SimulateError::Input(format!("cannot start a runtime: {e}")))?;
     let report = runtime.block_on(writer::execute(&api, info, namespace, name, &outcome, Default::default()));
-    let snapshot = api.into_inner().unwrap_or_else(|e| e.into_inner());
 
     let actions: Vec<Value> = report
         .actions
@@ -106,7 +105,7 @@ pub fn simulate(
         "actions": actions,
         "events": events,
         "requeueAfterSeconds": outcome.requeue_after_ms.map(|ms| ms as f64 / 1000.0),
-        "state": snapshot.to_list(),
+        "state": {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": api.objects()},
     });
     if !report.refused.is_empty() {
         out["refused"] = report.refused.iter().map(|r| json!({"intent": r.intent, "reason": r.reason})).collect();
@@ -115,4 +114,101 @@ pub fn simulate(
         out["failure"] = json!(f);
     }
     Ok(out)
+}
+
+/// Reads a Kubernetes `List` (JSON or YAML) or a multi-document YAML stream of objects.
+pub fn parse_objects(text: &str) -> Result<Vec<Value>, String> {
+    let docs: Vec<Value> = if text.trim_start().starts_with(['{', '[']) {
+        vec![serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?]
+    } else {
+        serde_saphyr::from_multiple(text).map_err(|e| format!("invalid YAML: {e}"))?
+    };
+    let mut items = Vec::new();
+    for doc in docs {
+        match doc {
+            Value::Null => {}
+            Value::Array(list) => items.extend(list),
+            Value::Object(ref o) if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) => {
+                match o.get("items") {
+                    Some(Value::Array(list)) => items.extend(list.iter().cloned()),
+                    Some(Value::Null) | None => {}
+                    Some(_) => return Err("a List's items must be a list".into()),
+                }
+            }
+            other => items.push(other),
+        }
+    }
+    for (i, item) in items.iter().enumerate() {
+        let kind = item.get("kind").and_then(Value::as_str);
+        let what = format!("item {} ({})", i + 1, kind.unwrap_or("no kind"));
+        if !item.is_object() {
+            return Err(format!("{what}: not an object"));
+        }
+        if item.get("apiVersion").and_then(Value::as_str).is_none() {
+            return Err(format!("{what}: apiVersion is missing"));
+        }
+        if kind.is_none() {
+            return Err(format!("{what}: kind is missing"));
+        }
+        if item.pointer("/metadata/name").and_then(Value::as_str).is_none_or(str::is_empty) {
+            return Err(format!("{what}: metadata.name is missing"));
+        }
+    }
+    Ok(items)
+}
+
+/// What a snapshot holds, for messages: "apps/v1 ReplicaSet ×1, v1 Pod ×3".
+fn summary(items: &[Value]) -> String {
+    let mut counts: Vec<(Kind, usize)> = Vec::new();
+    for item in items {
+        let k = Kind::of_object(item);
+        match counts.iter_mut().find(|(c, _)| *c == k) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((k, 1)),
+        }
+    }
+    if counts.is_empty() {
+        return "no objects".into();
+    }
+    counts.iter().map(|(k, n)| format!("{} {} ×{n}", k.api_version, k.kind)).collect::<Vec<_>>().join(", ")
+}
+
+impl writer::Api for Offline {
+    fn create(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        ready(Offline::create(self, object))
+    }
+
+    fn update(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        ready(Offline::update(self, object))
+    }
+
+    fn update_status(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        ready(Offline::update_status(self, object))
+    }
+
+    fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
+        ready(Offline::delete(self, &target.kind, &target.namespace, &target.name, uid))
+    }
+
+    /// Events are not stored; the report lists them.
+    fn record_event(&self, _event: &Event, _uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
+        ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_and_documents_parse_alike() {
+        let list =
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}"#;
+        assert_eq!(parse_objects(list).unwrap().len(), 1);
+        let yaml_list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n";
+        assert_eq!(parse_objects(yaml_list).unwrap(), parse_objects(list).unwrap());
+        assert!(parse_objects("kind: Pod\nmetadata: {name: a}").unwrap_err().contains("apiVersion is missing"));
+        assert!(parse_objects("{not json").unwrap_err().starts_with("invalid JSON"));
+        assert!(parse_objects("a: [b").unwrap_err().starts_with("invalid YAML"));
+    }
 }

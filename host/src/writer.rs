@@ -14,7 +14,7 @@ use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInf
 
 use crate::expectations::Expectations;
 
-pub use crate::status::ApiError;
+pub use wasmcm_core::ApiError;
 
 /// The API as the writer needs it. `&self` and `Send` futures: the writes of a batch run
 /// concurrently.
@@ -191,7 +191,7 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
         Ok(_) => return Err(refusal(verb.as_str().into(), "the object is not a JSON object".into())),
         Err(e) => return Err(refusal(verb.as_str().into(), format!("invalid JSON: {e}"))),
     };
-    let kind = crate::snapshot::kind_of(&object);
+    let kind = Kind::of_object(&object);
     let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
     let what = format!("{} {kind} {ns}/{}", verb.as_str(), if name.is_empty() { "<generated>" } else { &name });

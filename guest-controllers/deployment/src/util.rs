@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
+use wasmcm_core::names::safe_encode;
 use wasmcm_guest::Instant;
 
 pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
@@ -152,14 +153,6 @@ pub fn min_available(d: &Deployment) -> i32 {
 // Pod template hash
 // ---------------------------------------------------------------------------------------------
 
-const SAFE_ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-/// `rand.SafeEncodeString`: maps each character onto an alphabet without vowels (no words in
-/// generated names) and without look-alike characters.
-pub fn safe_encode_string(s: &str) -> String {
-    s.chars().map(|c| char::from(SAFE_ALPHANUMS[c as usize % SAFE_ALPHANUMS.len()])).collect()
-}
-
 struct Fnv1a32(u32);
 
 impl Fnv1a32 {
@@ -230,7 +223,7 @@ pub fn pod_template_hash(template: &PodTemplateSpec, collision_count: Option<i32
         buf[..4].copy_from_slice(&(count as u32).to_le_bytes());
         h.write(&buf);
     }
-    safe_encode_string(&h.0.to_string())
+    safe_encode(&h.0.to_string())
 }
 
 /// Drops empty arrays: Go's semantic equality treats a nil and an empty slice as equal, and the
@@ -861,11 +854,11 @@ mod tests {
 
     #[test]
     fn safe_encoding_maps_digits_like_upstream() {
-        assert_eq!(safe_encode_string("0123456789"), "456789bcdf");
+        assert_eq!(safe_encode("0123456789"), "456789bcdf");
         // '0' (48) % 27 = 21 -> '4'; '6' (54) % 27 = 0 -> 'b'.
-        assert_eq!(safe_encode_string("0"), "4");
-        assert_eq!(safe_encode_string("6"), "b");
-        assert_eq!(safe_encode_string("9"), "f");
+        assert_eq!(safe_encode("0"), "4");
+        assert_eq!(safe_encode("6"), "b");
+        assert_eq!(safe_encode("9"), "f");
     }
 
     #[test]
@@ -875,7 +868,7 @@ mod tests {
         let t = template(base.clone());
         let h = pod_template_hash(&t, None);
         assert!(!h.is_empty() && h.len() <= 10);
-        assert!(h.bytes().all(|b| SAFE_ALPHANUMS.contains(&b)), "{h}");
+        assert!(h.bytes().all(|b| wasmcm_core::names::SAFE_ALPHABET.contains(&b)), "{h}");
         assert_eq!(h, pod_template_hash(&template(base.clone()), None), "stable");
         // Map keys are hashed sorted, so building the JSON in another order changes nothing.
         let reordered = template(

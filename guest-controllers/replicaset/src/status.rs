@@ -5,7 +5,7 @@
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Map, Value, json};
-use wasmcm_guest::selector::Selector;
+use wasmcm_guest::Selector;
 use wasmcm_guest::{Instant, pod};
 
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";

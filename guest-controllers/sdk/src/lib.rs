@@ -16,39 +16,15 @@ pub mod component;
 pub mod json;
 pub mod ownership;
 pub mod pod;
-pub mod selector;
 pub mod time;
 
 pub use cache::{Cache, CacheExt, MemoryCache, Object};
-pub use selector::{Operator, Requirement, Selector};
 pub use time::Instant;
+pub use wasmcm_core::{Kind, Operator, Requirement, Selector};
 
 /// The contract version these types implement; the host refuses plugins built for an
 /// incompatible one.
 pub const CONTRACT_VERSION: &str = "0.2.0";
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Kind {
-    pub api_version: String,
-    pub kind: String,
-}
-
-impl Kind {
-    pub fn new(api_version: &str, kind: &str) -> Self {
-        Kind { api_version: api_version.to_string(), kind: kind.to_string() }
-    }
-
-    /// The kind of a k8s-openapi resource type.
-    pub fn of<K: k8s_openapi::Resource>() -> Self {
-        Kind::new(K::API_VERSION, K::KIND)
-    }
-}
-
-impl std::fmt::Display for Kind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.api_version, self.kind)
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRef {

@@ -1,4 +1,7 @@
-//! Shared setup for the host's integration tests.
+//! Shared setup for the host's integration tests, beyond what every crate's tests share
+//! (`wasmcm-test-support`, re-exported here).
+
+pub use wasmcm_test_support::{PATIENCE, cluster, eventually, helm_path, kubectl_path, token_client, workspace_root};
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -54,10 +57,6 @@ pub fn hostile_roomy() -> Arc<Plugin> {
     .clone()
 }
 
-pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
-}
-
 /// A built-in plugin loaded once per test binary, or `None` when this build does not ship it
 /// (so a test can depend on a plugin that is still being written).
 pub fn builtin(name: &str) -> Option<Arc<Plugin>> {
@@ -68,62 +67,6 @@ pub fn builtin(name: &str) -> Option<Arc<Plugin>> {
         Arc::new(engine().load(name, bytes, Limits::default()).unwrap_or_else(|e| panic!("{name} loads: {e}")))
     });
     Some(plugin.clone())
-}
-
-/// The real kubectl v1.35, installed by `scripts/install-kubectl.sh` (`make test` runs it);
-/// `WASMCM_KUBECTL` points elsewhere. Missing, it fails the test: kubectl tests never skip.
-pub fn kubectl_path() -> PathBuf {
-    let path = std::env::var_os("WASMCM_KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/tools/kubectl"));
-    assert!(
-        path.exists(),
-        "kubectl v1.35 is missing at {}: run scripts/install-kubectl.sh (make test does)",
-        path.display()
-    );
-    path
-}
-
-/// The real helm v4.1, installed by `scripts/install-helm.sh` (`make test` runs it); `WASMCM_HELM`
-/// points elsewhere. Missing, it fails the test: helm tests never skip.
-pub fn helm_path() -> PathBuf {
-    let path = std::env::var_os("WASMCM_HELM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/tools/helm"));
-    assert!(path.exists(), "helm v4.1 is missing at {}: run scripts/install-helm.sh (make test does)", path.display());
-    path
-}
-
-/// An embedded cluster whose pods start 50 ms after binding, and an admin client for it.
-pub async fn cluster() -> (wasmcm::cluster::Cluster, kube::Client) {
-    use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
-    let config = ClusterConfig {
-        kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
-        ..ClusterConfig::default()
-    };
-    let cluster = Cluster::start(config).await.unwrap();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    (cluster, kube::Client::try_from(config).unwrap())
-}
-
-/// Long enough for a loaded 2-core machine; no test measures time.
-pub const PATIENCE: Duration = Duration::from_secs(120);
-
-/// Polls `f` until it gives a value; fails naming `what` after `PATIENCE`.
-pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {PATIENCE:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Prometheus text: the samples of `series` whose labels include every one of `labels`.
@@ -202,12 +145,12 @@ pub const RBAC_MANIFESTS: [&str; 6] = [
 /// workers (the cluster serves on them; needs a multi-thread runtime). Fails the test on error.
 pub fn kubectl_apply(kubeconfig: &std::path::Path, files: &[&str]) {
     tokio::task::block_in_place(|| {
-        let mut cmd = std::process::Command::new(kubectl_path());
-        cmd.arg("apply").env("KUBECONFIG", kubeconfig).env("HOME", kubeconfig.parent().unwrap());
-        for f in files {
-            cmd.arg("-f").arg(manifest(f));
+        let paths: Vec<String> = files.iter().map(|f| manifest(f).display().to_string()).collect();
+        let mut args = vec!["apply"];
+        for p in &paths {
+            args.extend(["-f", p.as_str()]);
         }
-        let out = cmd.output().expect("kubectl runs");
+        let out = wasmcm_test_support::kubectl(kubeconfig, &args, None);
         assert!(
             out.status.success(),
             "kubectl apply {files:?}: {}{}",
@@ -217,19 +160,10 @@ pub fn kubectl_apply(kubeconfig: &std::path::Path, files: &[&str]) {
     })
 }
 
-/// A client presenting a fresh token of the ServiceAccount `namespace/name`.
-pub async fn token_client(cluster: &wasmcm::cluster::Cluster, namespace: &str, name: &str) -> kube::Client {
-    let token = cluster.service_account_token(namespace, name).unwrap();
-    let path = cluster.kubeconfig_for_token(&token).unwrap();
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 /// The identity wasmcm runs as in a cluster: deploy/manifests' RBAC objects applied, and a
 /// client of their ServiceAccount wasmcm/wasmcm. End-to-end tests run their hosts with it, so
 /// they prove the ClusterRole sufficient.
-pub async fn service_account(cluster: &wasmcm::cluster::Cluster) -> kube::Client {
+pub async fn service_account(cluster: &wasmcm_apiserver::Cluster) -> kube::Client {
     kubectl_apply(&cluster.kubeconfig, &RBAC_MANIFESTS);
     token_client(cluster, "wasmcm", "wasmcm").await
 }

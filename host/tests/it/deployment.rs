@@ -23,9 +23,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Config};
 use serde_json::Value;
-use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::loader::Version;
+use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
 /// How long any one expectation may take to come true.
 const TIMEOUT: Duration = Duration::from_secs(90);

@@ -11,11 +11,11 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use wasmcm::cluster::Cluster;
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::loader::Version;
 use wasmcm::metrics::Metrics;
 use wasmcm::plugins::{Engine, Limits};
+use wasmcm_apiserver::Cluster;
 
 async fn start() -> (Cluster, Client, Host) {
     let (cluster, client, host, _) = start_with_metrics().await;
@@ -165,7 +165,7 @@ async fn fifty_replica_sets_converge_exactly_despite_lagging_watches_and_failing
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     // From the start the host sees the cluster late (every watch event held back), loses its
     // watches, and has 10% of its writes refused: retries then run on stale caches.
-    cluster.set_faults(wasmcm::cluster::FaultConfig {
+    cluster.set_faults(wasmcm_apiserver::FaultConfig {
         write_error_rate: 0.1,
         watch_delay: Duration::from_millis(300),
         watch_drop_interval: Some(Duration::from_secs(3)),
@@ -284,4 +284,54 @@ async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "default");
     assert!(secrets.get_opt("stolen").await.unwrap().is_none(), "the refused write was never sent");
     host.shutdown().await;
+}
+
+#[test]
+fn the_run_command_makes_kubectl_created_replica_sets_run() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Command;
+    use std::time::Instant;
+    let kubectl = wasmcm_test_support::kubectl_path();
+    let mut host = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
+        .env("RUST_LOG", "warn")
+        .env("WASMCM_CACHE_DIR", std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("wasmcm runs");
+    let mut lines = BufReader::new(host.stdout.take().unwrap()).lines();
+    let kubeconfig = loop {
+        let line = lines.next().expect("wasmcm prints the kubeconfig").unwrap();
+        if let Some(rest) = line.split("KUBECONFIG=").nth(1) {
+            break std::path::PathBuf::from(rest.split_whitespace().next().unwrap());
+        }
+    };
+    // Wait for the host itself to be up before creating.
+    for line in lines.by_ref() {
+        if line.unwrap().starts_with("wasmcm running") {
+            break;
+        }
+    }
+    let root = wasmcm_test_support::workspace_root();
+    let kubectl_ok = |args: &[&str]| {
+        let out = Command::new(&kubectl).args(args).env("KUBECONFIG", &kubeconfig).output().unwrap();
+        assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    kubectl_ok(&["create", "-f", root.join("examples/replicaset.yaml").to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let phases = kubectl_ok(&["get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.phase}"]);
+        if phases.split_whitespace().filter(|p| *p == "Running").count() == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "pods did not run: {phases}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = host.kill();
+    let _ = host.wait();
+    if let Some(dir) = kubeconfig.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -125,7 +125,7 @@ async fn pod_template(admin: &Client, namespace: &str, name: &str) -> PodSpec {
 /// user): volumes in `volumes_dir`, the service-account token, env, args, securityContext.
 struct Kubelet<'a> {
     admin: &'a Client,
-    cluster: &'a wasmcm::cluster::Cluster,
+    cluster: &'a wasmcm_apiserver::Cluster,
     namespace: &'a str,
     volumes_dir: PathBuf,
     metrics_port: u16,

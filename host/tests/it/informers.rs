@@ -9,8 +9,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
 use tokio::sync::broadcast::Receiver;
-use wasmcm::cluster::{Cluster, ClusterConfig};
 use wasmcm::informers::{Change, Informers, PluginCache};
+use wasmcm_apiserver::{Cluster, ClusterConfig};
 use wasmcm_guest::{Cache, Kind, Selector};
 
 async fn start() -> (Cluster, Client) {

@@ -11,11 +11,11 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
-use wasmcm::cluster::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::leader::LeaderConfig;
 use wasmcm::loader::Version;
 use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
 async fn client(cluster: &Cluster) -> Client {
     let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();

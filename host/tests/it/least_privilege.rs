@@ -21,11 +21,11 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use wasmcm::cluster::Cluster;
 use wasmcm::controller::ControllerConfig;
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::leader::LeaderConfig;
 use wasmcm::metrics::Metrics;
+use wasmcm_apiserver::Cluster;
 
 /// The manifests' ClusterRole.
 fn cluster_role() -> ClusterRole {

@@ -17,12 +17,12 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
-use wasmcm::cluster::Cluster;
 use wasmcm::host::{Host, HostConfig};
 use wasmcm::kubeapi::ClientRate;
 use wasmcm::metrics::Metrics;
 use wasmcm::reload::Reloader;
 use wasmcm::rollout::{Rollout, Status};
+use wasmcm_apiserver::Cluster;
 use wasmcm_stamp::{LABEL, variant};
 
 /// name → (stamp, count) of the labelled ConfigMaps.

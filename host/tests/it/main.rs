@@ -6,7 +6,6 @@
 #[allow(dead_code)]
 mod common;
 
-mod cluster;
 mod deploy;
 mod deployment;
 mod engine;
@@ -16,12 +15,10 @@ mod hostile_host;
 mod image;
 mod in_cluster;
 mod informers;
-mod kubectl;
 mod leader;
 mod least_privilege;
 mod lifecycle;
 mod plugin_loading;
-mod rbac;
 mod reproducible;
 mod sandbox;
 mod simulate_cli;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wasmcm::plugins::{CallError, Limits, Plugin, TrapReason};
-use wasmcm::snapshot::Snapshot;
 use wasmcm::writer;
+use wasmcm_apiserver::Offline;
 use wasmcm_guest::{Intent, MemoryCache, Outcome, Request};
 use wasmcm_replicaset::fixtures::{cache, now, replica_set, request};
 
@@ -134,14 +134,14 @@ fn writes_beyond_the_declared_kinds_or_namespace_are_refused_and_never_sent() {
         ("other-namespace", "writes are confined to namespace \"default\", not \"kube-system\""),
     ] {
         let outcome = call(key).unwrap();
-        let api = std::sync::Mutex::new(Snapshot::new(vec![], now()));
+        let api = Offline::new(vec![], now().timestamp()).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let r = rt.block_on(writer::execute(&api, plugin.info(), "default", key, &outcome, Default::default()));
         assert!(r.actions.is_empty(), "{key}: nothing may be sent: {:?}", r.actions);
         assert_eq!(r.refused.len(), 1, "{key}");
         assert_eq!(r.refused[0].reason, reason);
         assert!(r.failure.is_some(), "{key}: a refusal fails the outcome");
-        assert_eq!(api.lock().unwrap().to_list()["items"], json!([]), "{key}");
+        assert_eq!(api.objects(), Vec::<serde_json::Value>::new(), "{key}");
     }
 }
 

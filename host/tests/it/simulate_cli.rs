@@ -82,7 +82,7 @@ fn scale_up_creates_three_owned_pods() {
     let events: Vec<_> = out["events"].as_array().unwrap().iter().map(|e| e["reason"].as_str().unwrap()).collect();
     assert_eq!(events, vec!["SuccessfulCreate"; 3]);
     assert!(out["requeueAfterSeconds"].is_null());
-    let rs = &out["state"]["items"][0];
+    let rs = item(&out, "ReplicaSet", "web");
     assert_eq!(rs["status"]["observedGeneration"], 1);
     assert_eq!(rs["metadata"]["resourceVersion"], "104", "three creates and a status write");
 }
@@ -200,7 +200,7 @@ fn rollback_request_puts_the_old_template_back_and_records_it() {
 fn json_lists_work_like_yaml() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = std::fs::read_to_string(example("replicaset-scale-down.yaml")).unwrap();
-    let items = wasmcm::snapshot::parse_objects(&yaml).unwrap();
+    let items = wasmcm::simulate::parse_objects(&yaml).unwrap();
     let path = dir.path().join("state.json");
     std::fs::write(&path, serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).unwrap();
     let from_json = ok_json(simulate("replicaset", path.to_str().unwrap(), "default/web", &[]));

@@ -1,0 +1,532 @@
+//! What each API verb does to stored objects, as kube-apiserver's generic registry and the
+//! built-in strategies do it: server-owned metadata, defaulting, validation, optimistic
+//! concurrency, status/spec separation, `/scale`, graceful and finalizer-driven deletion.
+//!
+//! Plain functions over [`State`], called by the HTTP layer and by the cluster's own loops
+//! (kubelet, garbage collector) alike. No HTTP here.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::State;
+use super::patch::{self, PatchType};
+use super::resources::ResourceType;
+use super::store::Key;
+use super::{defaults, services, validation};
+use wasmcm_core::{ApiError, Cause, meta_mut, spec_part, str_at};
+
+/// Where an object lives.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub rt: ResourceType,
+    /// Empty for cluster-scoped types.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Target {
+    pub fn key(&self) -> Key {
+        Key { id: self.rt.id(), namespace: self.namespace.clone(), name: self.name.clone() }
+    }
+
+    fn not_found(&self) -> ApiError {
+        ApiError::not_found(&self.rt.group, &self.rt.resource, &self.name)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    /// "Background", "Foreground" or "Orphan".
+    pub propagation_policy: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub dry_run: bool,
+}
+
+fn check_kind(rt: &ResourceType, object: &mut Value) -> Result<(), ApiError> {
+    if !object.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON or YAML object"));
+    }
+    let api_version = rt.api_version();
+    match object.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if v != api_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+        _ => object["apiVersion"] = json!(api_version),
+    }
+    match object.get("kind").and_then(Value::as_str) {
+        Some(k) if k != rt.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                rt.kind
+            )));
+        }
+        _ => object["kind"] = json!(rt.kind),
+    }
+    Ok(())
+}
+
+fn invalid(rt: &ResourceType, name: &str, causes: Vec<validation::Cause>) -> ApiError {
+    let causes = causes
+        .into_iter()
+        .map(|c| Cause { reason: c.reason.to_string(), field: c.field, message: c.message })
+        .collect();
+    ApiError::invalid(&rt.group, &rt.kind, name, causes)
+}
+
+fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let causes = validation::validate(&rt.api_version(), &rt.kind, object, old);
+    if causes.is_empty() { Ok(()) } else { Err(invalid(rt, str_at(object, "/metadata/name"), causes)) }
+}
+
+fn namespace_usable(state: &State, namespace: &str) -> Result<(), ApiError> {
+    let key = Key { id: "/namespaces".into(), namespace: String::new(), name: namespace.into() };
+    match state.store.get(&key) {
+        None => Err(ApiError::not_found("", "namespaces", namespace)),
+        Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) => {
+            Err(ApiError::forbidden(format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            )))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+pub fn get(state: &State, t: &Target) -> Result<Arc<Value>, ApiError> {
+    state.store.get(&t.key()).ok_or_else(|| t.not_found())
+}
+
+/// POST. `namespace` is the request's; the object's must match or be empty.
+pub fn create(
+    state: &State,
+    rt: &ResourceType,
+    namespace: &str,
+    mut object: Value,
+    dry_run: bool,
+) -> Result<Arc<Value>, ApiError> {
+    check_kind(rt, &mut object)?;
+    if rt.namespaced {
+        let ns = str_at(&object, "/metadata/namespace");
+        if !ns.is_empty() && ns != namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        namespace_usable(state, namespace)?;
+        meta_mut(&mut object).insert("namespace".into(), json!(namespace));
+    } else {
+        meta_mut(&mut object).remove("namespace");
+    }
+    let generate =
+        str_at(&object, "/metadata/name").is_empty() && !str_at(&object, "/metadata/generateName").is_empty();
+    if generate {
+        let prefix = str_at(&object, "/metadata/generateName").to_string();
+        meta_mut(&mut object).insert("name".into(), json!(format!("{prefix}{}", state.name_suffix())));
+    }
+    let now = state.now_rfc3339();
+    let m = meta_mut(&mut object);
+    m.insert("uid".into(), json!(state.new_uid()));
+    m.insert("creationTimestamp".into(), json!(now));
+    for server_owned in
+        ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"]
+    {
+        m.remove(server_owned);
+    }
+    if rt.tracks_generation() {
+        m.insert("generation".into(), json!(1));
+    }
+    if rt.status {
+        // Status is not settable on create; strategies start it empty (defaults may seed it).
+        if let Some(o) = object.as_object_mut() {
+            o.remove("status");
+        }
+    }
+    defaults::apply(&rt.api_version(), &rt.kind, &mut object);
+    validate(rt, &object, None)?;
+    if rt.id() == "/services" {
+        let causes = services::allocate(state, &mut object);
+        if !causes.is_empty() {
+            return Err(invalid(rt, str_at(&object, "/metadata/name"), causes));
+        }
+    }
+    if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
+        establish_crd(&mut object, &state.now_rfc3339());
+    }
+    let name = str_at(&object, "/metadata/name").to_string();
+    let target =
+        Target { rt: rt.clone(), namespace: if rt.namespaced { namespace.into() } else { String::new() }, name };
+    if dry_run {
+        return Ok(Arc::new(object));
+    }
+    let created =
+        state.store.create(target.key(), object, || ApiError::already_exists(&rt.group, &rt.resource, &target.name))?;
+    if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
+        state.registry.sync_crd(&created, true);
+    }
+    Ok(created)
+}
+
+/// A CRD is served as soon as it is stored: names accepted, established.
+fn establish_crd(crd: &mut Value, now: &str) {
+    let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
+    crd["status"] = json!({
+        "conditions": [
+            cond("NamesAccepted", "NoConflicts", "no conflicts found"),
+            cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        ],
+        "acceptedNames": crd.pointer("/spec/names").cloned().unwrap_or(json!({})),
+        "storedVersions": crd.pointer("/spec/versions").and_then(Value::as_array).map(|vs| {
+            vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).filter_map(|v| v.get("name").cloned()).collect::<Vec<_>>()
+        }).unwrap_or_default(),
+    });
+}
+
+fn check_rv(t: &Target, wanted: &str, current: &Value) -> Result<(), ApiError> {
+    if !wanted.is_empty() && wanted != str_at(current, "/metadata/resourceVersion") {
+        return Err(ApiError::stale(&t.rt.group, &t.rt.resource, &t.name));
+    }
+    Ok(())
+}
+
+/// The main resource's update rules, from a proposed new object and the stored one.
+fn prepare_update(t: &Target, mut new: Value, current: &Value) -> Result<Option<Value>, ApiError> {
+    check_kind(&t.rt, &mut new)?;
+    let name = str_at(&new, "/metadata/name");
+    if !name.is_empty() && name != t.name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            t.name
+        )));
+    }
+    check_rv(t, str_at(&new, "/metadata/resourceVersion"), current)?;
+    let current_meta = current.get("metadata").cloned().unwrap_or(json!({}));
+    let m = meta_mut(&mut new);
+    m.insert("name".into(), json!(t.name));
+    for owned in
+        ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"]
+    {
+        match current_meta.get(owned) {
+            Some(v) => m.insert(owned.into(), v.clone()),
+            None => m.remove(owned),
+        };
+    }
+    m.remove("managedFields");
+    if t.rt.status {
+        match current.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    if t.rt.id() == "/services" {
+        services::carry_over(&mut new, current);
+    }
+    defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
+    validate(&t.rt, &new, Some(current))?;
+    if t.rt.tracks_generation() && spec_part(&new) != spec_part(current) {
+        let generation = current_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        meta_mut(&mut new).insert("generation".into(), json!(generation));
+    }
+    meta_mut(&mut new)
+        .insert("resourceVersion".into(), current_meta.get("resourceVersion").cloned().unwrap_or(json!("")));
+    // A no-op write stores nothing and spends no resourceVersion, as the real server.
+    if new == *current {
+        return Ok(None);
+    }
+    Ok(Some(new))
+}
+
+/// Whether a write to the status subresource of this kind also takes `metadata.annotations`.
+/// Upstream's Deployment status strategy resets only spec and labels, and the deployment
+/// controller relies on it to set its revision annotation; other kinds keep their metadata.
+pub fn status_takes_annotations(api_version: &str, kind: &str) -> bool {
+    (api_version, kind) == ("apps/v1", "Deployment")
+}
+
+fn prepare_status_update(t: &Target, new: Value, current: &Value) -> Result<Option<Value>, ApiError> {
+    check_rv(t, str_at(&new, "/metadata/resourceVersion"), current)?;
+    let mut updated = current.clone();
+    updated["status"] = new.get("status").cloned().unwrap_or(json!({}));
+    if status_takes_annotations(&t.rt.api_version(), &t.rt.kind) {
+        match new.pointer("/metadata/annotations") {
+            Some(a) if a.as_object().is_some_and(|m| !m.is_empty()) => {
+                meta_mut(&mut updated).insert("annotations".into(), a.clone());
+            }
+            _ => {
+                meta_mut(&mut updated).remove("annotations");
+            }
+        }
+    }
+    Ok(if updated == *current { None } else { Some(updated) })
+}
+
+pub fn update(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
+    write(state, t, dry_run, |current| prepare_update(t, new, current))
+}
+
+pub fn update_status(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
+    write(state, t, dry_run, |current| prepare_status_update(t, new, current))
+}
+
+fn write(
+    state: &State,
+    t: &Target,
+    dry_run: bool,
+    f: impl FnOnce(&Value) -> Result<Option<Value>, ApiError>,
+) -> Result<Arc<Value>, ApiError> {
+    if dry_run {
+        let current = get(state, t)?;
+        return Ok(f(&current)?.map(Arc::new).unwrap_or(current));
+    }
+    let written = state.store.update(&t.key(), || t.not_found(), f)?;
+    if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
+        state.registry.sync_crd(&written, state.store.get(&t.key()).is_some());
+    }
+    Ok(written)
+}
+
+/// Which part of an object a patch addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Main,
+    Status,
+    Scale,
+}
+
+pub fn patch(
+    state: &State,
+    t: &Target,
+    part: Part,
+    ty: PatchType,
+    body: &[u8],
+    dry_run: bool,
+) -> Result<Arc<Value>, ApiError> {
+    let api_version = t.rt.api_version();
+    let apply = |doc: &Value, api_version: &str, kind: &str| {
+        patch::apply(ty, api_version, kind, doc, body).map_err(|e| match e {
+            patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
+            patch::PatchError::Unsupported(m) => ApiError::unsupported_media_type(m),
+        })
+    };
+    let result = write(state, t, dry_run, |current| match part {
+        Part::Main => {
+            let patched = apply(current, &api_version, &t.rt.kind)?;
+            prepare_update(t, patched, current)
+        }
+        Part::Status => {
+            let patched = apply(current, &api_version, &t.rt.kind)?;
+            prepare_status_update(t, patched, current)
+        }
+        Part::Scale => {
+            let scale = scale_of(current);
+            let patched = apply(&scale, "autoscaling/v1", "Scale")?;
+            apply_scale(t, patched, current)
+        }
+    })?;
+    Ok(if part == Part::Scale { Arc::new(scale_of(&result)) } else { result })
+}
+
+/// The autoscaling/v1 Scale of a Deployment or ReplicaSet (or a custom resource's scale
+/// subresource at its default paths).
+pub fn scale_of(object: &Value) -> Value {
+    let selector = object
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            let mut pairs: Vec<String> =
+                m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
+            pairs.sort();
+            pairs.join(",")
+        })
+        .unwrap_or_default();
+    let mut scale_meta = json!({});
+    for f in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        if let Some(v) = object.pointer(&format!("/metadata/{f}")) {
+            scale_meta[f] = v.clone();
+        }
+    }
+    json!({
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": scale_meta,
+        "spec": {"replicas": object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0)},
+        "status": {"replicas": object.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0), "selector": selector},
+    })
+}
+
+fn apply_scale(t: &Target, scale: Value, current: &Value) -> Result<Option<Value>, ApiError> {
+    check_rv(t, str_at(&scale, "/metadata/resourceVersion"), current)?;
+    let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).ok_or_else(|| {
+        invalid(
+            &t.rt,
+            &t.name,
+            vec![validation::Cause {
+                reason: "FieldValueRequired",
+                field: "spec.replicas".into(),
+                message: "Required value".into(),
+            }],
+        )
+    })?;
+    if replicas < 0 {
+        return Err(invalid(
+            &t.rt,
+            &t.name,
+            vec![validation::Cause {
+                reason: "FieldValueInvalid",
+                field: "spec.replicas".into(),
+                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            }],
+        ));
+    }
+    let mut new = current.clone();
+    new["spec"]["replicas"] = json!(replicas);
+    prepare_update(t, new, current)
+}
+
+pub fn update_scale(state: &State, t: &Target, scale: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
+    let result = write(state, t, dry_run, |current| apply_scale(t, scale, current))?;
+    Ok(Arc::new(scale_of(&result)))
+}
+
+/// The outcome of a DELETE: the object is gone, or it is terminating (graceful pod deletion,
+/// finalizers, namespace content cleanup) and this is its current state.
+pub enum Deleted {
+    Gone(Arc<Value>),
+    Pending(Arc<Value>),
+}
+
+pub fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
+    let current = get(state, t)?;
+    let check = |current: &Value| -> Result<(), ApiError> {
+        if let Some(uid) = &opts.precondition_uid
+            && uid != str_at(current, "/metadata/uid")
+        {
+            let why = format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                str_at(current, "/metadata/uid")
+            );
+            return Err(ApiError::conflict(&t.rt.group, &t.rt.resource, &t.name, &why));
+        }
+        if let Some(rv) = &opts.precondition_rv
+            && rv != str_at(current, "/metadata/resourceVersion")
+        {
+            let why = format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                str_at(current, "/metadata/resourceVersion")
+            );
+            return Err(ApiError::conflict(&t.rt.group, &t.rt.resource, &t.name, &why));
+        }
+        Ok(())
+    };
+    check(&current)?;
+    let is_pod = t.rt.id() == "/pods";
+    let is_namespace = t.rt.id() == "/namespaces";
+    let deleting = current.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null());
+    // A bound pod is deleted gracefully (the kubelet finishes it); an unbound one at once.
+    let grace = if is_pod && !str_at(&current, "/spec/nodeName").is_empty() {
+        opts.grace_period_seconds
+            .unwrap_or_else(|| {
+                current.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30)
+            })
+            .max(0)
+    } else {
+        0
+    };
+    let extra_finalizer = match opts.propagation_policy.as_deref() {
+        Some("Foreground") => Some("foregroundDeletion"),
+        Some("Orphan") => Some("orphan"),
+        _ => None,
+    };
+    let has_finalizers =
+        current.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    let graceful = grace > 0 || has_finalizers || extra_finalizer.is_some() || is_namespace;
+    if opts.dry_run {
+        return Ok(if graceful { Deleted::Pending(current) } else { Deleted::Gone(current) });
+    }
+    if deleting {
+        // Already terminating: a shorter grace period (e.g. the kubelet's final 0) may still apply.
+        let current_grace =
+            current.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
+        if is_pod && grace < current_grace && !has_finalizers {
+            if grace == 0 {
+                return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone);
+            }
+            let updated = state.store.update(
+                &t.key(),
+                || t.not_found(),
+                |cur| {
+                    check(cur)?;
+                    let mut v = cur.clone();
+                    let m = meta_mut(&mut v);
+                    m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                    m.insert("deletionTimestamp".into(), json!(after_seconds(state, grace)));
+                    Ok(Some(v))
+                },
+            )?;
+            return Ok(Deleted::Pending(updated));
+        }
+        return Ok(Deleted::Pending(current));
+    }
+    if !graceful {
+        return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone).inspect(|_| {
+            if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
+                state.registry.sync_crd(&current, false);
+                remove_custom_resources(state, &current);
+            }
+        });
+    }
+    let updated = state.store.update(
+        &t.key(),
+        || t.not_found(),
+        |cur| {
+            check(cur)?;
+            let mut v = cur.clone();
+            if is_namespace {
+                v["status"]["phase"] = json!("Terminating");
+                // The namespace stays until the namespace controller (gc) has emptied it.
+                if v.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+                    v["spec"]["finalizers"] = json!(["kubernetes"]);
+                }
+            }
+            let m = meta_mut(&mut v);
+            m.insert("deletionTimestamp".into(), json!(after_seconds(state, grace)));
+            m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+            if let Some(f) = extra_finalizer {
+                let finalizers = m.entry("finalizers").or_insert_with(|| json!([]));
+                if let Some(list) = finalizers.as_array_mut()
+                    && !list.iter().any(|x| x == f)
+                {
+                    list.push(json!(f));
+                }
+            }
+            Ok(Some(v))
+        },
+    )?;
+    Ok(if state.store.get(&t.key()).is_some() { Deleted::Pending(updated) } else { Deleted::Gone(updated) })
+}
+
+fn after_seconds(state: &State, seconds: i64) -> String {
+    let at = state.now().as_second() + seconds;
+    jiff::Timestamp::from_second(at).map(|t| t.to_string()).unwrap_or_default()
+}
+
+/// What the CRD cleanup finalizer does upstream: a deleted CRD takes its objects with it.
+fn remove_custom_resources(state: &State, crd: &Value) {
+    let id = format!("{}/{}", str_at(crd, "/spec/group"), str_at(crd, "/spec/names/plural"));
+    let (objects, _) = state.store.list(&id, None, &super::query::Filter::for_type(&id));
+    for object in objects {
+        let key = Key {
+            id: id.clone(),
+            namespace: str_at(&object, "/metadata/namespace").into(),
+            name: str_at(&object, "/metadata/name").into(),
+        };
+        let _ = state.store.delete(&key, || ApiError::not_found("", &id, &key.name), |_| Ok(()));
+    }
+}

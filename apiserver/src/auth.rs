@@ -1,0 +1,345 @@
+//! Authentication of the embedded API server and the API objects about identity: who a
+//! request is (the kubeconfig's admin token, or a ServiceAccount token), the TokenRequest
+//! subresource that issues ServiceAccount tokens (`kubectl create token`), and the reviews a
+//! client asks about itself with (SelfSubjectReview for `kubectl auth whoami`,
+//! SelfSubjectAccessReview and SelfSubjectRulesReview for `kubectl auth can-i`).
+//!
+//! ServiceAccount tokens are opaque random strings remembered in memory, not signed JWTs: only
+//! this server has to understand them, and they die with it. Each remembers the uid of the
+//! ServiceAccount it was issued for, so deleting the ServiceAccount (or deleting and
+//! re-creating it under the same name) invalidates its tokens, as the real server's check of
+//! a token's bound ServiceAccount does.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::State;
+use super::rbac::{self, Attributes};
+use super::store::Key;
+use wasmcm_core::{ApiError, Cause};
+
+/// Who a request is, as upstream's `user.Info`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+}
+
+impl UserInfo {
+    /// The kubeconfig's user: kubeadm's admin, in system:masters (allowed everything).
+    pub fn admin() -> UserInfo {
+        UserInfo {
+            name: "kubernetes-admin".into(),
+            uid: String::new(),
+            groups: vec!["system:masters".into(), "system:authenticated".into()],
+        }
+    }
+
+    fn service_account(namespace: &str, name: &str, uid: &str) -> UserInfo {
+        UserInfo {
+            name: format!("system:serviceaccount:{namespace}:{name}"),
+            uid: uid.into(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".into(),
+            ],
+        }
+    }
+}
+
+struct Issued {
+    namespace: String,
+    name: String,
+    /// The ServiceAccount's uid when the token was issued.
+    uid: String,
+    expires: Timestamp,
+}
+
+/// ServiceAccount tokens issued by this server, by token.
+#[derive(Default)]
+pub struct Tokens {
+    issued: Mutex<HashMap<String, Issued>>,
+}
+
+impl Tokens {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Issued>> {
+        self.issued.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn service_account_key(namespace: &str, name: &str) -> Key {
+    Key { id: "/serviceaccounts".into(), namespace: namespace.into(), name: name.into() }
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The identity of a request from its Authorization header; 401 for a missing or unknown
+/// token. Without an admin token (plain-HTTP loopback mode) everyone is the admin.
+pub fn authenticate(state: &State, authorization: Option<&str>) -> Result<UserInfo, ApiError> {
+    let Some(admin_token) = &state.token else { return Ok(UserInfo::admin()) };
+    let presented = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).unwrap_or("");
+    if presented.is_empty() {
+        return Err(ApiError::unauthorized());
+    }
+    if presented == admin_token {
+        return Ok(UserInfo::admin());
+    }
+    let mut issued = state.tokens.lock();
+    let Some(token) = issued.get(presented) else { return Err(ApiError::unauthorized()) };
+    let account = state.store.get(&service_account_key(&token.namespace, &token.name));
+    let live = account.as_ref().is_some_and(|sa| str_at(sa, "/metadata/uid") == token.uid);
+    if !live || token.expires <= Timestamp::now() {
+        // Gone for good: the ServiceAccount it was bound to no longer exists, or it expired.
+        issued.remove(presented);
+        return Err(ApiError::unauthorized());
+    }
+    Ok(UserInfo::service_account(&token.namespace, &token.name, &token.uid))
+}
+
+/// Whom a request acts as when it asks to impersonate (`kubectl --as`, `--as-group`: the
+/// Impersonate-User and Impersonate-Group headers), once the requester may impersonate each
+/// of them, as upstream's impersonation filter decides. Impersonate-Uid and
+/// Impersonate-Extra-* are not supported and are ignored.
+pub fn impersonate(
+    state: &State,
+    requester: UserInfo,
+    as_user: Option<&str>,
+    as_groups: &[String],
+) -> Result<UserInfo, ApiError> {
+    let Some(name) = as_user else {
+        if as_groups.is_empty() {
+            return Ok(requester);
+        }
+        return Err(ApiError::bad_request(format!("requested groups {as_groups:?} without impersonating a user")));
+    };
+    let allowed = |attributes: Attributes| {
+        let decision = rbac::authorize(state, &requester, &attributes);
+        if decision.allowed { Ok(()) } else { Err(rbac::forbidden(&requester, &attributes, &decision.reason)) }
+    };
+    let impersonating = |resource: &str, namespace: &str, name: &str| Attributes {
+        resource_request: true,
+        verb: "impersonate".into(),
+        namespace: namespace.into(),
+        resource: resource.into(),
+        name: name.into(),
+        ..Default::default()
+    };
+    let service_account = name
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'))
+        .filter(|(ns, sa)| !ns.is_empty() && !sa.is_empty() && !sa.contains(':'));
+    let mut groups: Vec<String> = as_groups.to_vec();
+    match service_account {
+        Some((ns, sa)) => {
+            allowed(impersonating("serviceaccounts", ns, sa))?;
+            // A ServiceAccount's groups are fixed by its name.
+            if groups.is_empty() {
+                groups = UserInfo::service_account(ns, sa, "").groups;
+            }
+        }
+        None => allowed(impersonating("users", "", name))?,
+    }
+    for group in as_groups {
+        allowed(impersonating("groups", "", group))?;
+    }
+    if !groups.iter().any(|g| g == "system:authenticated" || g == "system:unauthenticated") {
+        groups.push("system:authenticated".into());
+    }
+    Ok(UserInfo { name: name.into(), uid: String::new(), groups })
+}
+
+/// Audiences of a token that names none: the API server's own, as kube-apiserver's default
+/// `--api-audiences` (its issuer).
+const API_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
+const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+
+fn check_type(object: &Value, api_version: &str, kind: &str) -> Result<(), ApiError> {
+    match object.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() && v != api_version => Err(ApiError::bad_request(format!(
+            "the API version in the data ({v}) does not match the expected API version ({api_version})"
+        ))),
+        _ => match object.get("kind").and_then(Value::as_str) {
+            Some(k) if !k.is_empty() && k != kind => Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({kind})"
+            ))),
+            _ => Ok(()),
+        },
+    }
+}
+
+fn invalid_field(group: &str, kind: &str, name: &str, field: &str, message: String) -> ApiError {
+    let cause = Cause { reason: "FieldValueInvalid".into(), field: field.into(), message };
+    ApiError::invalid(group, kind, name, vec![cause])
+}
+
+/// `POST .../namespaces/{namespace}/serviceaccounts/{name}/token`: a token for the
+/// ServiceAccount, as the TokenRequest REST storage answers it.
+pub fn token_request(
+    state: &State,
+    namespace: &str,
+    name: &str,
+    mut request: Value,
+    dry_run: bool,
+) -> Result<Value, ApiError> {
+    const GROUP: &str = "authentication.k8s.io";
+    check_type(&request, "authentication.k8s.io/v1", "TokenRequest")?;
+    for (field, expected, what) in [("name", name, "name"), ("namespace", namespace, "namespace")] {
+        let given = str_at(&request, &format!("/metadata/{field}"));
+        if !given.is_empty() && given != expected {
+            return Err(invalid_field(
+                GROUP,
+                "TokenRequest",
+                name,
+                &format!("metadata.{field}"),
+                format!("Invalid value: {given:?}: must match the service account {what} if specified"),
+            ));
+        }
+    }
+    let account = state
+        .store
+        .get(&service_account_key(namespace, name))
+        .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
+    let seconds = match request.pointer("/spec/expirationSeconds") {
+        None | Some(Value::Null) => DEFAULT_EXPIRATION_SECONDS,
+        Some(v) => v.as_i64().ok_or_else(|| ApiError::bad_request("spec.expirationSeconds must be an integer"))?,
+    };
+    if seconds < 600 {
+        let message = format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes");
+        return Err(invalid_field(GROUP, "TokenRequest", "", "spec.expirationSeconds", message));
+    }
+    if seconds > 1 << 32 {
+        let message = format!("Invalid value: {seconds}: may not specify a duration larger than 2^32 seconds");
+        return Err(invalid_field(GROUP, "TokenRequest", "", "spec.expirationSeconds", message));
+    }
+    let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now());
+    let expires = now.checked_add(jiff::SignedDuration::from_secs(seconds)).unwrap_or(Timestamp::MAX);
+    let token = super::tls::random_token();
+    if !dry_run {
+        let mut issued = state.tokens.lock();
+        // Expired tokens are never accepted again; forget them as new ones come.
+        issued.retain(|_, t| t.expires > now);
+        issued.insert(
+            token.clone(),
+            Issued {
+                namespace: namespace.into(),
+                name: name.into(),
+                uid: str_at(&account, "/metadata/uid").into(),
+                expires,
+            },
+        );
+    }
+    request["apiVersion"] = json!("authentication.k8s.io/v1");
+    request["kind"] = json!("TokenRequest");
+    if !request.get("metadata").is_some_and(Value::is_object) {
+        request["metadata"] = json!({});
+    }
+    request["metadata"]["name"] = json!(name);
+    request["metadata"]["namespace"] = json!(namespace);
+    if !request.get("spec").is_some_and(Value::is_object) {
+        request["spec"] = json!({});
+    }
+    request["spec"]["expirationSeconds"] = json!(seconds);
+    if request.pointer("/spec/audiences").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        request["spec"]["audiences"] = json!([API_AUDIENCE]);
+    }
+    request["status"] = json!({"token": token, "expirationTimestamp": expires.to_string()});
+    Ok(request)
+}
+
+fn review_response(mut request: Value, api_version: &str, kind: &str, status: Value) -> Value {
+    request["apiVersion"] = json!(api_version);
+    request["kind"] = json!(kind);
+    if !request.get("metadata").is_some_and(Value::is_object) {
+        request["metadata"] = json!({});
+    }
+    request["metadata"]["creationTimestamp"] = Value::Null;
+    request["status"] = status;
+    request
+}
+
+/// Answers a create of one of the review kinds (`ResourceType::create_only`).
+pub fn review(state: &State, user: &UserInfo, resource: &str, request: Value) -> Result<Value, ApiError> {
+    match resource {
+        "selfsubjectreviews" => {
+            check_type(&request, "authentication.k8s.io/v1", "SelfSubjectReview")?;
+            let mut info = json!({"username": user.name, "groups": user.groups});
+            if !user.uid.is_empty() {
+                info["uid"] = json!(user.uid);
+            }
+            Ok(review_response(request, "authentication.k8s.io/v1", "SelfSubjectReview", json!({"userInfo": info})))
+        }
+        "selfsubjectaccessreviews" => {
+            check_type(&request, "authorization.k8s.io/v1", "SelfSubjectAccessReview")?;
+            let attributes = access_review_attributes(&request)?;
+            let decision = rbac::authorize(state, user, &attributes);
+            let mut status = json!({"allowed": decision.allowed});
+            if !decision.reason.is_empty() {
+                status["reason"] = json!(decision.reason);
+            }
+            Ok(review_response(request, "authorization.k8s.io/v1", "SelfSubjectAccessReview", status))
+        }
+        "selfsubjectrulesreviews" => {
+            check_type(&request, "authorization.k8s.io/v1", "SelfSubjectRulesReview")?;
+            let namespace = str_at(&request, "/spec/namespace").to_string();
+            let (resource_rules, non_resource_rules, errors) = rbac::rules_for(state, user, &namespace);
+            let mut status = json!({
+                "resourceRules": resource_rules,
+                "nonResourceRules": non_resource_rules,
+                "incomplete": !errors.is_empty(),
+            });
+            if !errors.is_empty() {
+                status["evaluationError"] = json!(errors.join(", "));
+            }
+            Ok(review_response(request, "authorization.k8s.io/v1", "SelfSubjectRulesReview", status))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// The attributes a SelfSubjectAccessReview asks about, validated as upstream's
+/// ValidateSelfSubjectAccessReviewSpec.
+fn access_review_attributes(request: &Value) -> Result<Attributes, ApiError> {
+    let resource = request.pointer("/spec/resourceAttributes").filter(|v| v.is_object());
+    let non_resource = request.pointer("/spec/nonResourceAttributes").filter(|v| v.is_object());
+    let invalid = |field: &str, shown: &str, detail: &str| {
+        invalid_field(
+            "authorization.k8s.io",
+            "SelfSubjectAccessReview",
+            "",
+            field,
+            format!("Invalid value: {shown}: {detail}"),
+        )
+    };
+    let s = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).unwrap_or("").to_string();
+    match (resource, non_resource) {
+        (Some(_), Some(n)) => Err(invalid(
+            "spec.nonResourceAttributes",
+            &n.to_string(),
+            "cannot be specified in combination with resourceAttributes",
+        )),
+        (None, None) => Err(invalid(
+            "spec.resourceAttributes",
+            "\"null\"",
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        (Some(r), None) => Ok(Attributes {
+            resource_request: true,
+            verb: s(r, "verb"),
+            path: String::new(),
+            group: s(r, "group"),
+            version: s(r, "version"),
+            namespace: s(r, "namespace"),
+            resource: s(r, "resource"),
+            subresource: s(r, "subresource"),
+            name: s(r, "name"),
+        }),
+        (None, Some(n)) => Ok(Attributes { verb: s(n, "verb"), path: s(n, "path"), ..Default::default() }),
+    }
+}

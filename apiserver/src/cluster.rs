@@ -1,0 +1,293 @@
+//! The running server: its state, its listener and its loops (kubelet, garbage collector,
+//! injected faults), started from a [`ClusterConfig`] and stopped by dropping or
+//! [`Cluster::shutdown`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::{FaultConfig, KubeletConfig};
+use crate::{api, auth, faults, gc, kubelet, resources, server, store, tls};
+
+/// Shared by the HTTP layer and the cluster's own loops.
+pub(crate) struct State {
+    pub store: store::Store,
+    pub registry: resources::Registry,
+    /// The admin token. `None` only in the explicit plain-HTTP loopback mode.
+    pub token: Option<String>,
+    /// ServiceAccount tokens issued through TokenRequest.
+    pub tokens: auth::Tokens,
+    pub server_address: String,
+    pub faults: faults::Faults,
+    pub sources: Sources,
+}
+
+/// Where the server gets the time and the randomness of what it makes up (timestamps, uids,
+/// generated names, cluster IPs): the system's, or a fixed time and a seeded sequence, so that
+/// an offline run is reproducible.
+pub(crate) enum Sources {
+    System,
+    Fixed { now: jiff::Timestamp, seq: std::sync::atomic::AtomicU64 },
+}
+
+impl State {
+    pub fn new(store: store::Store, sources: Sources) -> Self {
+        State {
+            store,
+            registry: resources::Registry::default(),
+            token: None,
+            tokens: auth::Tokens::default(),
+            server_address: String::new(),
+            faults: faults::Faults::default(),
+            sources,
+        }
+    }
+
+    pub fn now(&self) -> jiff::Timestamp {
+        match &self.sources {
+            Sources::System => jiff::Timestamp::now(),
+            Sources::Fixed { now, .. } => *now,
+        }
+    }
+
+    /// Now in whole seconds, RFC 3339, as objects are stamped.
+    pub fn now_rfc3339(&self) -> String {
+        let now = self.now();
+        jiff::Timestamp::from_second(now.as_second()).unwrap_or(now).to_string()
+    }
+
+    /// Random bytes, or the next ones of the seeded sequence (splitmix64).
+    pub fn fill(&self, buf: &mut [u8]) {
+        match &self.sources {
+            Sources::System => {
+                let _ = getrandom::fill(buf);
+            }
+            Sources::Fixed { seq, .. } => {
+                for chunk in buf.chunks_mut(8) {
+                    let n = seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed).wrapping_add(1);
+                    let mut z = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    z ^= z >> 31;
+                    chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+                }
+            }
+        }
+    }
+
+    pub fn new_uid(&self) -> String {
+        let mut b = [0u8; 16];
+        self.fill(&mut b);
+        wasmcm_core::names::uid(b)
+    }
+
+    /// A generateName suffix.
+    pub fn name_suffix(&self) -> String {
+        let mut b = [0u8; 5];
+        self.fill(&mut b);
+        wasmcm_core::names::suffix(&b)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Port 0 picks a free one.
+    pub bind: SocketAddr,
+    /// Plain HTTP without authentication; refused unless `bind` is a loopback address.
+    pub insecure_http: bool,
+    /// Where the kubeconfig is written [default: a fresh directory under the system temp dir].
+    pub kubeconfig: Option<PathBuf>,
+    pub kubelet: KubeletConfig,
+    /// Changes kept for resuming watches.
+    pub history: usize,
+    pub faults: FaultConfig,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            insecure_http: false,
+            kubeconfig: None,
+            kubelet: KubeletConfig::default(),
+            history: store::DEFAULT_HISTORY,
+            faults: FaultConfig::default(),
+        }
+    }
+}
+
+/// A running cluster. Dropping it stops the server and its loops.
+pub struct Cluster {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub kubeconfig: PathBuf,
+    pub token: Option<String>,
+    pub ca_pem: Option<String>,
+    state: Arc<State>,
+    tasks: JoinSet<()>,
+}
+
+impl Cluster {
+    pub async fn start(config: ClusterConfig) -> anyhow::Result<Cluster> {
+        if config.insecure_http && !config.bind.ip().is_loopback() {
+            anyhow::bail!(
+                "plain HTTP without authentication is only allowed on a loopback address, not {}",
+                config.bind
+            );
+        }
+        let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
+        let addr = listener.local_addr()?;
+        let (token, ca_pem, acceptor, url) = if config.insecure_http {
+            (None, None, None, format!("http://{addr}"))
+        } else {
+            let hosts =
+                vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string(), addr.ip().to_string()];
+            let creds = tls::credentials(&hosts)?;
+            let acceptor = tokio_rustls::TlsAcceptor::from(creds.server_config.clone());
+            (Some(creds.token), Some(creds.ca_pem), Some(acceptor), format!("https://{addr}"))
+        };
+        let kubeconfig = match &config.kubeconfig {
+            Some(p) => p.clone(),
+            None => std::env::temp_dir()
+                .join(format!("wasmcm-cluster-{}-{}", std::process::id(), addr.port()))
+                .join("kubeconfig"),
+        };
+        tls::write_kubeconfig(&kubeconfig, &tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref().unwrap_or("")))?;
+
+        let state = Arc::new(State {
+            token: token.clone(),
+            server_address: addr.to_string(),
+            ..State::new(store::Store::new(config.history), Sources::System)
+        });
+        state.faults.set(config.faults.clone());
+        bootstrap(&state)?;
+
+        let mut tasks = JoinSet::new();
+        tasks.spawn(accept_loop(state.clone(), listener, acceptor));
+        tasks.spawn(kubelet::run(state.clone(), config.kubelet.clone()));
+        tasks.spawn(gc::run(state.clone()));
+        tasks.spawn(periodic_faults(state.clone()));
+        Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks })
+    }
+
+    /// Writes a kubeconfig like the admin one but presenting `token` (a ServiceAccount token
+    /// from TokenRequest, say) next to it, and returns its path. Each call writes a new file.
+    pub fn kubeconfig_for_token(&self, token: &str) -> anyhow::Result<PathBuf> {
+        static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = self.kubeconfig.parent().map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        let path = dir.join(format!("kubeconfig-token-{n}"));
+        tls::write_kubeconfig(&path, &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token))?;
+        Ok(path)
+    }
+
+    /// A token for the ServiceAccount `namespace/name` (which must exist), valid for an hour:
+    /// what `kubectl create token` gets, without going through HTTP.
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> anyhow::Result<String> {
+        let answer = auth::token_request(&self.state, namespace, name, serde_json::json!({}), false)
+            .map_err(|e| anyhow::anyhow!("issuing a token for {namespace}/{name}: {e}"))?;
+        answer
+            .pointer("/status/token")
+            .and_then(serde_json::Value::as_str)
+            .map(String::from)
+            .context("a TokenRequest answer carries the token")
+    }
+
+    /// Fault injection, settable while running.
+    pub fn set_faults(&self, faults: FaultConfig) {
+        self.state.faults.set(faults);
+    }
+
+    /// Forgets the watch history: watchers resuming from before now get 410 Gone.
+    pub fn compact(&self) {
+        self.state.store.compact();
+    }
+
+    /// Closes every open watch stream now.
+    pub fn drop_watches(&self) {
+        self.state.faults.drop_watches();
+        self.state.store.drop_watchers();
+    }
+
+    pub async fn shutdown(mut self) {
+        self.tasks.shutdown().await;
+        if let Some(dir) = self.kubeconfig.parent()
+            && dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("wasmcm-cluster-"))
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The namespaces every cluster starts with.
+pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
+    let rt = state.registry.lookup("", "v1", "namespaces").context("the namespaces type is built in")?;
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        api::create(state, &rt, "", object, false).map_err(|e| anyhow::anyhow!("creating namespace {ns}: {e}"))?;
+    }
+    gc::pass(state);
+    Ok(())
+}
+
+/// Drops watches and compacts the history on the configured fault intervals.
+async fn periodic_faults(state: Arc<State>) {
+    let (mut last_drop, mut last_compact) = (tokio::time::Instant::now(), tokio::time::Instant::now());
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let config = state.faults.config();
+        let now = tokio::time::Instant::now();
+        if config.watch_drop_interval.is_some_and(|i| now.duration_since(last_drop) >= i) {
+            last_drop = now;
+            state.faults.drop_watches();
+            state.store.drop_watchers();
+        }
+        if config.compact_interval.is_some_and(|i| now.duration_since(last_compact) >= i) {
+            last_compact = now;
+            state.store.compact();
+        }
+    }
+}
+
+async fn accept_loop(state: Arc<State>, listener: TcpListener, acceptor: Option<tokio_rustls::TlsAcceptor>) {
+    let mut connections = JoinSet::new();
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("accepting a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let acceptor = acceptor.clone();
+        connections.spawn(async move {
+            let service = hyper::service::service_fn(move |req| server::handle(state.clone(), req));
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let result = match acceptor {
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(tls) => builder.serve_connection(TokioIo::new(tls), service).await,
+                    Err(e) => {
+                        tracing::debug!(%peer, "TLS handshake failed: {e}");
+                        return;
+                    }
+                },
+                None => builder.serve_connection(TokioIo::new(stream), service).await,
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+        });
+        // Reap finished connections so the set does not grow without bound.
+        while connections.try_join_next().is_some() {}
+    }
+}

@@ -1,0 +1,40 @@
+//! An embedded Kubernetes-compatible API server with a simulated scheduler and kubelet: the
+//! default cluster a newcomer's `make run` uses and wasmcm's test bed. It speaks the real HTTP
+//! API (TLS, bearer tokens, RBAC, discovery, CRUD, subresources, patch, watch, protobuf
+//! bodies), so kubectl and kube-rs work against it unchanged. The kubeconfig's admin token may
+//! do anything; ServiceAccount tokens (TokenRequest) are held to the stored Roles and bindings,
+//! so a controller can be run with the least privilege it will have in a real cluster.
+//!
+//! It owns its own state and loops and knows nothing of the controller host: the host talks to
+//! it over HTTP, as to any cluster. Start one with [`Cluster::start`]; [`Offline`] applies
+//! writes with the same rules without a server (what `wasmcm simulate` runs on).
+
+mod api;
+mod auth;
+mod cluster;
+mod defaults;
+mod discovery;
+mod faults;
+mod gc;
+mod kubelet;
+mod offline;
+mod openapi;
+mod patch;
+mod protobuf;
+mod query;
+mod rbac;
+mod resources;
+mod server;
+mod services;
+mod store;
+mod table;
+mod tls;
+mod validation;
+
+pub use cluster::{Cluster, ClusterConfig};
+pub use faults::FaultConfig;
+pub use kubelet::KubeletConfig;
+pub use offline::Offline;
+pub use wasmcm_core::ApiError;
+
+pub(crate) use cluster::State;

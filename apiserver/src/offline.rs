@@ -1,0 +1,124 @@
+//! The API server's write rules without a server, for `wasmcm simulate`: objects are loaded as
+//! they are (a restore: no defaulting, no validation, their resourceVersions kept), and writes
+//! go through the same code as over HTTP — server-owned metadata, defaulting, validation,
+//! optimistic concurrency, status subresources, graceful deletion — at a fixed time, with
+//! names and uids drawn from a seeded sequence, so one input always gives one output.
+//!
+//! No loops run: no kubelet, no garbage collector. The namespaces every cluster has, and those
+//! the loaded objects are in, exist without being listed in [`Offline::objects`].
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use wasmcm_core::{ApiError, Kind, str_at};
+
+use crate::State;
+use crate::api::{self, DeleteOptions, Target};
+use crate::cluster::{Sources, bootstrap};
+use crate::resources::ResourceType;
+use crate::store::{Key, Store};
+
+pub struct Offline {
+    state: State,
+    /// Namespaces made to exist, not loaded: left out of [`Offline::objects`].
+    implicit: BTreeSet<Key>,
+}
+
+impl Offline {
+    /// A server holding `objects`, whose clock stands at `now`.
+    pub fn new(objects: Vec<Value>, now: jiff::Timestamp) -> Result<Self, String> {
+        let state = State::new(Store::default(), Sources::Fixed { now, seq: Default::default() });
+        bootstrap(&state).map_err(|e| e.to_string())?;
+        let mut offline = Offline { implicit: state.store.snapshot().into_iter().map(|(k, _)| k).collect(), state };
+        // CRDs first, so their custom resources have a type to be stored as.
+        let (crds, others): (Vec<Value>, Vec<Value>) = objects
+            .into_iter()
+            .partition(|o| Kind::of_object(o) == Kind::new("apiextensions.k8s.io/v1", "CustomResourceDefinition"));
+        for object in crds.into_iter().chain(others) {
+            offline.restore(object)?;
+        }
+        Ok(offline)
+    }
+
+    fn restore(&mut self, object: Value) -> Result<(), String> {
+        let kind = Kind::of_object(&object);
+        let rt = self.resource_type(&kind).map_err(|e| e.message)?;
+        let namespace = if rt.namespaced { str_at(&object, "/metadata/namespace").to_string() } else { String::new() };
+        if rt.namespaced && namespace.is_empty() {
+            return Err(format!("{kind} {}: metadata.namespace is missing", str_at(&object, "/metadata/name")));
+        }
+        let key = Key { id: rt.id(), namespace: namespace.clone(), name: str_at(&object, "/metadata/name").into() };
+        if !namespace.is_empty() {
+            let ns = Key { id: "/namespaces".into(), namespace: String::new(), name: namespace.clone() };
+            if self.state.store.get(&ns).is_none() {
+                let ns_object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+                let rt = self.resource_type(&Kind::new("v1", "Namespace")).map_err(|e| e.message)?;
+                api::create(&self.state, &rt, "", ns_object, false).map_err(|e| e.message)?;
+                self.implicit.insert(ns);
+            }
+        }
+        self.implicit.remove(&key);
+        if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
+            self.state.registry.sync_crd(&object, true);
+        }
+        self.state.store.restore(key, object);
+        Ok(())
+    }
+
+    fn resource_type(&self, kind: &Kind) -> Result<ResourceType, ApiError> {
+        self.state.registry.by_kind(&kind.api_version, &kind.kind).ok_or_else(|| {
+            ApiError::new(
+                404,
+                "NotFound",
+                format!("the server could not find the requested resource: no {kind} is served"),
+            )
+        })
+    }
+
+    fn target(&self, kind: &Kind, namespace: &str, name: &str) -> Result<Target, ApiError> {
+        let rt = self.resource_type(kind)?;
+        let namespace = if rt.namespaced { namespace.to_string() } else { String::new() };
+        Ok(Target { rt, namespace, name: name.to_string() })
+    }
+
+    fn target_of(&self, object: &Value) -> Result<Target, ApiError> {
+        self.target(&Kind::of_object(object), str_at(object, "/metadata/namespace"), str_at(object, "/metadata/name"))
+    }
+
+    /// POST: returns the object as stored (its generated name, uid, defaults).
+    pub fn create(&self, object: Value) -> Result<Value, ApiError> {
+        let rt = self.resource_type(&Kind::of_object(&object))?;
+        let namespace = str_at(&object, "/metadata/namespace").to_string();
+        Ok(api::create(&self.state, &rt, &namespace, object, false)?.as_ref().clone())
+    }
+
+    /// PUT of the main resource.
+    pub fn update(&self, object: Value) -> Result<Value, ApiError> {
+        let t = self.target_of(&object)?;
+        Ok(api::update(&self.state, &t, object, false)?.as_ref().clone())
+    }
+
+    /// PUT of the status subresource.
+    pub fn update_status(&self, object: Value) -> Result<Value, ApiError> {
+        let t = self.target_of(&object)?;
+        Ok(api::update_status(&self.state, &t, object, false)?.as_ref().clone())
+    }
+
+    /// DELETE, with a uid precondition if given.
+    pub fn delete(&self, kind: &Kind, namespace: &str, name: &str, uid: Option<&str>) -> Result<(), ApiError> {
+        let t = self.target(kind, namespace, name)?;
+        let opts = DeleteOptions { precondition_uid: uid.map(String::from), ..Default::default() };
+        api::delete(&self.state, &t, &opts).map(drop)
+    }
+
+    pub fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Value> {
+        let t = self.target(kind, namespace, name).ok()?;
+        api::get(&self.state, &t).ok().map(|v| v.as_ref().clone())
+    }
+
+    /// Every object held, by type, namespace and name.
+    pub fn objects(&self) -> Vec<Value> {
+        let all = self.state.store.snapshot();
+        all.into_iter().filter(|(k, _)| !self.implicit.contains(k)).map(|(_, v)| v.as_ref().clone()).collect()
+    }
+}

@@ -1,0 +1,598 @@
+//! HTTP(S) front of the embedded API server: connections, authentication, impersonation and
+//! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, content
+//! negotiation (JSON, YAML bodies, Table and PartialObjectMetadata views), list paging and
+//! watch streams. The semantics of each verb live in `api`; this module only translates.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::api::{self, DeleteOptions, Deleted, Part, Target};
+use super::auth::{self, UserInfo};
+use super::patch::PatchType;
+use super::query::{self, Filter};
+use super::resources::ResourceType;
+use super::store::{Event, EventType, WatchFrom};
+use super::{State, discovery, openapi, rbac, table};
+use wasmcm_core::ApiError;
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// kube-apiserver's limit on a request body.
+const MAX_BODY: usize = 3 << 20;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+fn json_response(code: StatusCode, value: &Value) -> Response<Body> {
+    let mut r = Response::new(full(serde_json::to_vec(value).unwrap_or_default()));
+    *r.status_mut() = code;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status())
+}
+
+fn text(code: StatusCode, body: &'static str) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = code;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}
+
+/// Entry point for one request.
+pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") || path.starts_with("/healthz/") {
+        return Ok(text(StatusCode::OK, "ok"));
+    }
+    let user = match auth::authenticate(&state, req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok())) {
+        Ok(user) => user,
+        Err(e) => return Ok(error_response(&e)),
+    };
+    let as_user = req.headers().get("impersonate-user").and_then(|v| v.to_str().ok());
+    let as_groups: Vec<String> =
+        req.headers().get_all("impersonate-group").iter().filter_map(|v| v.to_str().ok().map(String::from)).collect();
+    let user = match auth::impersonate(&state, user, as_user, &as_groups) {
+        Ok(user) => user,
+        Err(e) => return Ok(error_response(&e)),
+    };
+    // Authorization comes before routing, as upstream's filter chain: a request the user may
+    // not make is refused even where nothing is served.
+    let query: HashMap<String, String> =
+        req.uri().query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+    let attributes = rbac::Attributes::of_request(req.method().as_str(), &path, &query);
+    let decision = rbac::authorize(&state, &user, &attributes);
+    if !decision.allowed {
+        return Ok(error_response(&rbac::forbidden(&user, &attributes, &decision.reason)));
+    }
+    if let Some(fault) = state.faults.on_request(req.method()) {
+        return Ok(error_response(&fault));
+    }
+    if let Some(delay) = state.faults.latency() {
+        tokio::time::sleep(delay).await;
+    }
+    Ok(match route(&state, &user, req).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    })
+}
+
+struct Ctx {
+    method: Method,
+    query: HashMap<String, String>,
+    accept: String,
+    content_type: String,
+}
+
+impl Ctx {
+    fn flag(&self, name: &str) -> bool {
+        matches!(self.query.get(name).map(String::as_str), Some("true" | "1"))
+    }
+
+    fn dry_run(&self) -> bool {
+        self.query.get("dryRun").is_some_and(|v| v == "All")
+    }
+
+    /// `includeObject`, validated when the request is routed.
+    fn include_object(&self) -> &str {
+        self.query.get("includeObject").map(String::as_str).unwrap_or("Metadata")
+    }
+
+    fn wants(&self, view: &str) -> bool {
+        self.accept.split(',').any(|part| part.contains(&format!("as={view}")))
+    }
+}
+
+async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let (parts, body) = req.into_parts();
+    let query: HashMap<String, String> =
+        parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+    let header = |name| parts.headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).unwrap_or("").to_string();
+    let ctx = Ctx { method: parts.method.clone(), query, accept: header(ACCEPT), content_type: header(CONTENT_TYPE) };
+    let segs: Vec<&str> = parts.uri.path().split('/').filter(|s| !s.is_empty()).collect();
+    if !matches!(ctx.include_object(), "None" | "Metadata" | "Object") {
+        return Err(ApiError::bad_request(format!("includeObject: Unsupported value: {:?}", ctx.include_object())));
+    }
+
+    let registry = &state.registry;
+    let get_only = |doc: Option<Value>| -> Result<Response<Body>, ApiError> {
+        if ctx.method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        doc.map(|d| json_response(StatusCode::OK, &d)).ok_or_else(not_found_path)
+    };
+    match segs.as_slice() {
+        ["version"] => return get_only(Some(discovery::version())),
+        ["api"] | ["apis"] if ctx.wants("APIGroupDiscoveryList") => {
+            let mut r = get_only(Some(discovery::aggregated(registry, segs[0] == "api")))?;
+            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(discovery::AGGREGATED));
+            return Ok(r);
+        }
+        ["api"] => return get_only(Some(discovery::api_versions(&state.server_address))),
+        ["openapi", "v2"] => return get_only(Some(openapi::v2(registry))),
+        ["openapi", "v3"] => return get_only(Some(openapi::v3_index(registry))),
+        ["openapi", "v3", "api", version] => return get_only(openapi::v3_group_version(registry, "", version)),
+        ["openapi", "v3", "apis", group, version] => {
+            return get_only(openapi::v3_group_version(registry, group, version));
+        }
+        ["apis"] => return get_only(Some(discovery::api_group_list(registry))),
+        ["apis", group] => return get_only(discovery::api_group(registry, group)),
+        ["api", version] => return get_only(discovery::resource_list(registry, "", version)),
+        ["apis", group, version] => return get_only(discovery::resource_list(registry, group, version)),
+        _ => {}
+    }
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return Err(not_found_path()),
+    };
+    let (namespace, resource, name, sub) = match rest {
+        ["namespaces", ns, resource, tail @ ..] if !(tail.is_empty() && matches!(*resource, "status" | "finalize")) => {
+            (Some(*ns), *resource, tail.first().copied(), tail.get(1).copied())
+        }
+        [resource, tail @ ..] => (None, *resource, tail.first().copied(), tail.get(1).copied()),
+        [] => return Err(not_found_path()),
+    };
+    if rest.len() > 5 {
+        return Err(not_found_path());
+    }
+    let rt = registry.lookup(group, version, resource).ok_or_else(not_found_path)?;
+    if namespace.is_some() && !rt.namespaced {
+        return Err(not_found_path());
+    }
+    let namespace = namespace.unwrap_or("").to_string();
+    let body = read_body(body).await?;
+    if rt.create_only {
+        if name.is_some() || ctx.method != Method::POST {
+            return Err(ApiError::method_not_allowed());
+        }
+        let answer = auth::review(state, user, &rt.resource, parse_object(&ctx, &body)?)?;
+        return Ok(json_response(StatusCode::CREATED, &answer));
+    }
+
+    let Some(name) = name else {
+        return match ctx.method {
+            Method::GET if ctx.flag("watch") => watch(state, &rt, &namespace, &ctx),
+            Method::GET => list(state, &rt, &namespace, &ctx),
+            Method::POST => {
+                if rt.namespaced && namespace.is_empty() {
+                    return Err(ApiError::not_found("", "namespaces", ""));
+                }
+                let object = parse_object(&ctx, &body)?;
+                let created = api::create(state, &rt, &namespace, object, ctx.dry_run())?;
+                Ok(object_response(StatusCode::CREATED, &rt, &created, &ctx))
+            }
+            Method::DELETE => delete_collection(state, &rt, &namespace, &ctx, &body),
+            _ => Err(ApiError::method_not_allowed()),
+        };
+    };
+    if rt.namespaced && namespace.is_empty() {
+        return Err(not_found_path());
+    }
+    if sub == Some("token") && discovery::has_token(&rt) {
+        if ctx.method != Method::POST {
+            return Err(ApiError::method_not_allowed());
+        }
+        let answer = auth::token_request(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
+        return Ok(json_response(StatusCode::CREATED, &answer));
+    }
+    let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
+    let part = match sub {
+        None => Part::Main,
+        Some("status") if rt.status => Part::Status,
+        Some("scale") if rt.scale => Part::Scale,
+        Some(_) => return Err(not_found_path()),
+    };
+    let dry_run = ctx.dry_run();
+    let written = match (ctx.method.clone(), part) {
+        (Method::GET, Part::Scale) => Arc::new(api::scale_of(&*api::get(state, &target)?)),
+        (Method::GET, _) => api::get(state, &target)?,
+        (Method::PUT, Part::Main) => api::update(state, &target, parse_object(&ctx, &body)?, dry_run)?,
+        (Method::PUT, Part::Status) => api::update_status(state, &target, parse_object(&ctx, &body)?, dry_run)?,
+        (Method::PUT, Part::Scale) => api::update_scale(state, &target, parse_object(&ctx, &body)?, dry_run)?,
+        (Method::PATCH, part) => {
+            let media = ctx.content_type.split(';').next().unwrap_or("").trim();
+            let ty = PatchType::from_content_type(media).ok_or_else(|| {
+                ApiError::unsupported_media_type(format!(
+                    "the body of the request was in an unknown format - accepted media types include: \
+                     application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, \
+                     application/strategic-merge-patch+json (got {media:?})"
+                ))
+            })?;
+            api::patch(state, &target, part, ty, &body, dry_run)?
+        }
+        (Method::DELETE, Part::Main) => {
+            let opts = delete_options(&ctx, &body)?;
+            match api::delete(state, &target, &opts)? {
+                Deleted::Gone(o) | Deleted::Pending(o) => o,
+            }
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    if part == Part::Scale {
+        return Ok(json_response(StatusCode::OK, &written));
+    }
+    Ok(object_response(StatusCode::OK, &rt, &written, &ctx))
+}
+
+fn not_found_path() -> ApiError {
+    ApiError::new(404, "NotFound", "the server could not find the requested resource")
+}
+
+async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::new(413, "RequestEntityTooLarge", "the request body is too large"))
+        }
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    }
+}
+
+fn parse_object(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
+    let media = ctx.content_type.split(';').next().unwrap_or("").trim();
+    let value: Value = match media {
+        "" | "application/json" | "*/*" => serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding JSON request body: {e}")))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the YAML body is not UTF-8"))?;
+            serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML request body: {e}")))?
+        }
+        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body).map_err(|e| match e {
+            super::protobuf::ProtobufError::Malformed(msg) => ApiError::bad_request(msg),
+            super::protobuf::ProtobufError::Unsupported(msg) => ApiError::unsupported_media_type(msg),
+        })?,
+        other => {
+            return Err(ApiError::unsupported_media_type(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, \
+                 application/yaml (got {other:?})"
+            )));
+        }
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the request body must be an object"));
+    }
+    Ok(value)
+}
+
+fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let doc: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    };
+    let q = |name: &str| ctx.query.get(name).cloned();
+    let grace = match (doc.get("gracePeriodSeconds").and_then(Value::as_i64), q("gracePeriodSeconds")) {
+        (Some(g), _) => Some(g),
+        (None, Some(g)) => Some(g.parse().map_err(|_| ApiError::bad_request("gracePeriodSeconds must be an integer"))?),
+        _ => None,
+    };
+    let mut policy =
+        doc.get("propagationPolicy").and_then(Value::as_str).map(String::from).or_else(|| q("propagationPolicy"));
+    if doc.get("orphanDependents").and_then(Value::as_bool) == Some(true)
+        || q("orphanDependents").as_deref() == Some("true")
+    {
+        policy = Some("Orphan".into());
+    }
+    if let Some(p) = &policy
+        && !matches!(p.as_str(), "Background" | "Foreground" | "Orphan")
+    {
+        return Err(ApiError::bad_request(format!("unsupported propagationPolicy {p:?}")));
+    }
+    let dry_run =
+        ctx.dry_run() || doc.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+    Ok(DeleteOptions {
+        grace_period_seconds: grace,
+        propagation_policy: policy,
+        precondition_uid: doc.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from),
+        precondition_rv: doc.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from),
+        dry_run,
+    })
+}
+
+/// The object as the client asked to see it: itself, its metadata only, or a Table.
+fn object_response(code: StatusCode, rt: &ResourceType, object: &Value, ctx: &Ctx) -> Response<Body> {
+    let object = as_served(rt, object);
+    if ctx.wants("Table") {
+        let rv = object.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""));
+        let t = table::render(
+            &rt.api_version(),
+            &rt.kind,
+            &[object],
+            jiff::Timestamp::now(),
+            ctx.include_object(),
+            json!({"resourceVersion": rv}),
+            rt.printer_columns.as_ref(),
+        );
+        return json_response(code, &t);
+    }
+    if ctx.wants("PartialObjectMetadata") {
+        return json_response(code, &partial(&object));
+    }
+    json_response(code, &object)
+}
+
+/// Objects are stored with the apiVersion they were written in; serve them in the version
+/// requested (custom resources with several versions and no conversion).
+fn as_served(rt: &ResourceType, object: &Value) -> Value {
+    let mut o = object.clone();
+    if o.get("apiVersion").and_then(Value::as_str) != Some(&rt.api_version()) {
+        o["apiVersion"] = json!(rt.api_version());
+    }
+    o
+}
+
+fn partial(object: &Value) -> Value {
+    json!({
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "PartialObjectMetadata",
+        "metadata": object.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
+fn filter_from(rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Filter, ApiError> {
+    let labels = match ctx.query.get("labelSelector") {
+        Some(s) => wasmcm_core::Selector::parse(s).map_err(ApiError::bad_request)?,
+        None => Default::default(),
+    };
+    let fields = match ctx.query.get("fieldSelector") {
+        Some(s) => query::parse_field_selector(s, &rt.kind).map_err(ApiError::bad_request)?,
+        None => Vec::new(),
+    };
+    Ok(Filter { id: rt.id(), namespace: (!namespace.is_empty()).then(|| namespace.to_string()), labels, fields })
+}
+
+/// The position a `continue` token resumes after.
+fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| ApiError::bad_request("invalid continue token"))?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|_| ApiError::bad_request("invalid continue token"))?;
+    Ok((v["ns"].as_str().unwrap_or("").into(), v["name"].as_str().unwrap_or("").into()))
+}
+
+fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    let filter = filter_from(rt, namespace, ctx)?;
+    let (items, rv) = state.store.list(&rt.id(), filter.namespace.as_deref(), &filter);
+    if ctx.query.get("resourceVersionMatch").map(String::as_str) == Some("Exact")
+        && let Some(wanted) = ctx.query.get("resourceVersion")
+        && *wanted != rv.to_string()
+    {
+        return Err(ApiError::gone(format!("too old resource version: {wanted} ({rv})")));
+    }
+    let position = |v: &Value| {
+        (
+            v.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string(),
+            v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string(),
+        )
+    };
+    let mut items: Vec<Value> = match ctx.query.get("continue").filter(|c| !c.is_empty()) {
+        Some(token) => {
+            let after = decode_continue(token)?;
+            items.iter().filter(|v| position(v) > after).map(|v| as_served(rt, v)).collect()
+        }
+        None => items.iter().map(|v| as_served(rt, v)).collect(),
+    };
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(limit) = ctx.query.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0)
+        && items.len() > limit
+    {
+        let remaining = items.len() - limit;
+        items.truncate(limit);
+        if let Some(last) = items.last() {
+            let (ns, name) = position(last);
+            let token =
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"ns": ns, "name": name}).to_string());
+            metadata["continue"] = json!(token);
+            metadata["remainingItemCount"] = json!(remaining);
+        }
+    }
+    if ctx.wants("Table") {
+        let t = table::render(
+            &rt.api_version(),
+            &rt.kind,
+            &items,
+            jiff::Timestamp::now(),
+            ctx.include_object(),
+            metadata,
+            rt.printer_columns.as_ref(),
+        );
+        return Ok(json_response(StatusCode::OK, &t));
+    }
+    if ctx.wants("PartialObjectMetadataList") {
+        let items: Vec<Value> = items.iter().map(partial).collect();
+        let doc = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": metadata, "items": items});
+        return Ok(json_response(StatusCode::OK, &doc));
+    }
+    let doc = json!({"apiVersion": rt.api_version(), "kind": rt.list_kind(), "metadata": metadata, "items": items});
+    Ok(json_response(StatusCode::OK, &doc))
+}
+
+fn delete_collection(
+    state: &State,
+    rt: &ResourceType,
+    namespace: &str,
+    ctx: &Ctx,
+    body: &[u8],
+) -> Result<Response<Body>, ApiError> {
+    let filter = filter_from(rt, namespace, ctx)?;
+    let opts = delete_options(ctx, body)?;
+    let (items, rv) = state.store.list(&rt.id(), filter.namespace.as_deref(), &filter);
+    let mut deleted = Vec::new();
+    for item in items {
+        let target = Target {
+            rt: rt.clone(),
+            namespace: item.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").into(),
+            name: item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").into(),
+        };
+        match api::delete(state, &target, &opts) {
+            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(as_served(rt, &o)),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let doc = json!({"apiVersion": rt.api_version(), "kind": rt.list_kind(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted});
+    Ok(json_response(StatusCode::OK, &doc))
+}
+
+fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    let filter = filter_from(rt, namespace, ctx)?;
+    let send_initial = ctx.flag("sendInitialEvents");
+    let bookmarks = ctx.flag("allowWatchBookmarks");
+    let from = match ctx.query.get("resourceVersion").map(String::as_str) {
+        _ if send_initial => WatchFrom::Now,
+        None | Some("") | Some("0") => WatchFrom::Now,
+        Some(rv) => WatchFrom::Version(
+            rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+        ),
+    };
+    let mut watch = match state.store.watch(filter, from) {
+        Ok(w) => w,
+        // As the API server's watch cache does: a 200 stream carrying one ERROR event, so
+        // informers see "expired" and re-list.
+        Err(e) if e.code == 410 => {
+            let mut line = serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();
+            line.push(b'\n');
+            let mut r = Response::new(full(line));
+            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            return Ok(r);
+        }
+        Err(e) => return Err(e),
+    };
+    let timeout = ctx
+        .query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1800));
+    let view = if ctx.wants("Table") {
+        View::Table(ctx.include_object().to_string())
+    } else if ctx.wants("PartialObjectMetadata") {
+        View::Metadata
+    } else {
+        View::Object
+    };
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(256);
+    let rt = rt.clone();
+    let state_for_drops = state.clone();
+    tokio::spawn(async move {
+        let frame = |line: Value| {
+            let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
+            bytes.push(b'\n');
+            Ok(Frame::data(Bytes::from(bytes)))
+        };
+        let bookmark = |rv: u64, initial_end: bool| {
+            let mut metadata = json!({"resourceVersion": rv.to_string()});
+            if initial_end {
+                metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+            }
+            json!({"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}})
+        };
+        let mut last_rv = watch.rv;
+        for event in std::mem::take(&mut watch.initial) {
+            last_rv = last_rv.max(event.rv);
+            if tx.send(frame(render_event(&rt, &event, &view))).await.is_err() {
+                return;
+            }
+        }
+        if send_initial && tx.send(frame(bookmark(watch.rv, true))).await.is_err() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut ticker = tokio::time::interval(Duration::from_secs(5));
+        ticker.tick().await;
+        let mut drops = state_for_drops.faults.watch_drop_signal();
+        loop {
+            tokio::select! {
+                event = watch.rx.recv() => match event {
+                    Some(event) => {
+                        let lag = state_for_drops.faults.config().watch_delay;
+                        if !lag.is_zero() {
+                            tokio::time::sleep(lag).await;
+                        }
+                        last_rv = event.rv;
+                        if tx.send(frame(render_event(&rt, &event, &view))).await.is_err() {
+                            return;
+                        }
+                    }
+                    None => return,
+                },
+                _ = ticker.tick(), if bookmarks => {
+                    if tx.send(frame(bookmark(last_rv, false))).await.is_err() {
+                        return;
+                    }
+                }
+                _ = drops.changed() => return,
+                _ = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    let mut r = Response::new(StreamBody::new(stream).boxed());
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(r)
+}
+
+enum View {
+    Object,
+    Metadata,
+    Table(String),
+}
+
+fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Value {
+    let object = as_served(rt, &event.object);
+    let object = match view {
+        View::Object => object,
+        View::Metadata => partial(&object),
+        View::Table(include) => table::render(
+            &rt.api_version(),
+            &rt.kind,
+            &[object],
+            jiff::Timestamp::now(),
+            include,
+            json!({}),
+            rt.printer_columns.as_ref(),
+        ),
+    };
+    let event_type = match event.event_type {
+        EventType::Added => "ADDED",
+        EventType::Modified => "MODIFIED",
+        EventType::Deleted => "DELETED",
+    };
+    json!({"type": event_type, "object": object})
+}

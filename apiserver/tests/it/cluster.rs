@@ -1,0 +1,545 @@
+//! The embedded API server through a real client (kube-rs over HTTPS with the written
+//! kubeconfig): CRUD, subresources, optimistic concurrency, watch semantics, garbage
+//! collection, the simulated kubelet, and what bad requests get.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::{Value, json};
+use wasmcm_apiserver::{Cluster, FaultConfig};
+use wasmcm_test_support::{PATIENCE, eventually};
+
+async fn start() -> (Cluster, Client) {
+    wasmcm_test_support::cluster().await
+}
+
+/// The resourceVersion the whole store is at, as a list reports it.
+async fn store_rv(client: &Client) -> String {
+    let (_, list) = raw(client, "GET", "/api/v1/namespaces/default/configmaps", "application/json", "").await;
+    list["metadata"]["resourceVersion"].as_str().expect("a list's resourceVersion").to_string()
+}
+
+fn deployment(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}},
+        },
+    }))
+    .unwrap()
+}
+
+fn api_error(e: kube::Error) -> (u16, String) {
+    match e {
+        kube::Error::Api(s) => (s.code, s.reason),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn crud_generation_status_and_scale() {
+    let (_cluster, client) = start().await;
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let created = deploys.create(&PostParams::default(), &deployment("web", 2)).await.unwrap();
+    let meta = &created.metadata;
+    assert!(meta.uid.is_some() && meta.creation_timestamp.is_some() && meta.resource_version.is_some());
+    assert_eq!(meta.generation, Some(1));
+
+    // Spec changes bump generation; status writes and label changes do not.
+    let patched =
+        deploys.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
+    assert_eq!(patched.metadata.generation, Some(2));
+    let labelled = deploys
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .await
+        .unwrap();
+    assert_eq!(labelled.metadata.generation, Some(2));
+    let mut with_status = labelled.clone();
+    with_status.status = Some(serde_json::from_value(json!({"replicas": 4, "observedGeneration": 2})).unwrap());
+    let st = deploys.replace_status("web", &PostParams::default(), &with_status).await.unwrap();
+    assert_eq!(st.status.as_ref().and_then(|s| s.replicas), Some(4));
+    assert_eq!(st.metadata.generation, Some(2));
+    // Writes to the main resource ignore status.
+    let mut sneaky = st.clone();
+    sneaky.status = Some(serde_json::from_value(json!({"replicas": 99})).unwrap());
+    let replaced = deploys.replace("web", &PostParams::default(), &sneaky).await.unwrap();
+    assert_eq!(replaced.status.as_ref().and_then(|s| s.replicas), Some(4));
+
+    assert_eq!(replaced.metadata.resource_version, st.metadata.resource_version, "a no-op write stores nothing");
+
+    // Optimistic concurrency: a stale resourceVersion is a 409 Conflict.
+    deploys
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"z": "1"}}})))
+        .await
+        .unwrap();
+    let (code, reason) = api_error(deploys.replace("web", &PostParams::default(), &st).await.unwrap_err());
+    assert_eq!((code, reason.as_str()), (409, "Conflict"));
+
+    // /scale reads and writes spec.replicas.
+    let scale = deploys.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(4));
+    deploys.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}}))).await.unwrap();
+    assert_eq!(deploys.get("web").await.unwrap().spec.replicas, Some(1));
+
+    // Lists honour label selectors.
+    deploys.create(&PostParams::default(), &deployment("api", 1)).await.unwrap();
+    let web = deploys.list(&ListParams::default().labels("app=web")).await.unwrap();
+    assert_eq!(web.items.len(), 1);
+    assert_eq!(deploys.list(&ListParams::default().labels("app in (web,api)")).await.unwrap().items.len(), 2);
+    assert_eq!(deploys.list(&ListParams::default().labels("app!=web")).await.unwrap().items.len(), 1);
+
+    deploys.delete("web", &DeleteParams::default()).await.unwrap();
+    let (code, _) = api_error(deploys.get("web").await.unwrap_err());
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
+async fn pods_are_scheduled_started_and_deleted_gracefully() {
+    let (_cluster, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "terminationGracePeriodSeconds": 1},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let running = eventually("the pod to run", || async {
+        let p = pods.get("p").await.ok()?;
+        let status = p.status.clone()?;
+        let ready = status.conditions?.iter().any(|c| c.type_ == "Ready" && c.status == "True");
+        (status.phase.as_deref() == Some("Running") && ready).then_some(p)
+    })
+    .await;
+    assert!(running.spec.as_ref().and_then(|s| s.node_name.clone()).is_some_and(|n| n.starts_with("wasmcm-node-")));
+    assert!(running.status.as_ref().and_then(|s| s.pod_ip.clone()).is_some());
+
+    pods.delete("p", &DeleteParams::default()).await.unwrap();
+    let terminating = pods.get("p").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some(), "a bound pod terminates gracefully");
+    eventually("the pod to be gone", || async { pods.get("p").await.is_err().then_some(()) }).await;
+}
+
+#[tokio::test]
+async fn deleting_an_owner_collects_its_dependents_unless_orphaned() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let owner = |name: &str| -> ConfigMap { serde_json::from_value(json!({"metadata": {"name": name}})).unwrap() };
+    let child = |name: &str, owner: &ConfigMap| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name, "uid": owner.metadata.uid,
+            "controller": true, "blockOwnerDeletion": true}]}}))
+        .unwrap()
+    };
+    let a = cms.create(&PostParams::default(), &owner("a")).await.unwrap();
+    cms.create(&PostParams::default(), &child("a-child", &a)).await.unwrap();
+    let b = cms.create(&PostParams::default(), &owner("b")).await.unwrap();
+    cms.create(&PostParams::default(), &child("b-child", &b)).await.unwrap();
+
+    cms.delete("a", &DeleteParams::background()).await.unwrap();
+    eventually("a-child to be collected", || async { cms.get("a-child").await.is_err().then_some(()) }).await;
+
+    cms.delete("b", &DeleteParams::orphan()).await.unwrap();
+    eventually("b to be gone", || async { cms.get("b").await.is_err().then_some(()) }).await;
+    let orphan = cms.get("b-child").await.expect("an orphaned dependent stays");
+    assert!(orphan.metadata.owner_references.unwrap_or_default().is_empty());
+
+    let c = cms.create(&PostParams::default(), &owner("c")).await.unwrap();
+    cms.create(&PostParams::default(), &child("c-child", &c)).await.unwrap();
+    cms.delete("c", &DeleteParams::foreground()).await.unwrap();
+    eventually("c and its child to be gone", || async {
+        (cms.get("c").await.is_err() && cms.get("c-child").await.is_err()).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn namespaces_must_exist_and_deleting_one_deletes_its_contents() {
+    let (_cluster, client) = start().await;
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
+    let (code, _) = api_error(cms.create(&PostParams::default(), &cm).await.unwrap_err());
+    assert_eq!(code, 404, "creating in a missing namespace");
+
+    nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap())
+        .await
+        .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    nss.delete("team", &DeleteParams::default()).await.unwrap();
+    eventually("the namespace and its content to be gone", || async {
+        (nss.get("team").await.is_err() && cms.get("x").await.is_err()).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn watches_resume_in_order_and_answer_410_after_compaction() {
+    let (cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let start_rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    for i in 0..5 {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    cms.delete("cm-0", &DeleteParams::default()).await.unwrap();
+    let mut stream = cms.watch(&WatchParams::default().timeout(5), &start_rv).await.unwrap().boxed();
+    let mut seen = Vec::new();
+    while seen.len() < 6 {
+        match stream.try_next().await.unwrap().expect("the stream stays open") {
+            WatchEvent::Added(cm) => seen.push(format!("ADDED {}", cm.metadata.name.unwrap())),
+            WatchEvent::Deleted(cm) => seen.push(format!("DELETED {}", cm.metadata.name.unwrap())),
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(seen, ["ADDED cm-0", "ADDED cm-1", "ADDED cm-2", "ADDED cm-3", "ADDED cm-4", "DELETED cm-0"]);
+
+    cluster.compact();
+    let mut stream = cms.watch(&WatchParams::default(), &start_rv).await.unwrap().boxed();
+    match stream.try_next().await.unwrap() {
+        Some(WatchEvent::Error(e)) => assert_eq!(e.code, 410),
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_thousand_concurrent_writes_reach_a_watcher_exactly_once_in_order() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let start_rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let watcher = {
+        let cms = cms.clone();
+        let start_rv = start_rv.clone();
+        tokio::spawn(async move {
+            let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+            let mut last_rv = 0u64;
+            let mut stream = cms.watch(&WatchParams::default().timeout(290), &start_rv).await.unwrap().boxed();
+            while seen.len() < 10_000 {
+                let cm = match stream.try_next().await.unwrap() {
+                    Some(WatchEvent::Added(cm)) => cm,
+                    // kube asks for bookmarks; a slow run gets one every few seconds.
+                    Some(WatchEvent::Bookmark(_)) => continue,
+                    other => panic!("only ADDED and BOOKMARK expected, got {other:?}"),
+                };
+                let rv: u64 = cm.metadata.resource_version.unwrap().parse().unwrap();
+                assert!(rv > last_rv, "resourceVersions must increase: {rv} after {last_rv}");
+                last_rv = rv;
+                assert!(seen.insert(cm.metadata.name.unwrap(), rv).is_none(), "an event was delivered twice");
+            }
+            seen
+        })
+    };
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let cms = cms.clone();
+            tokio::spawn(async move {
+                for i in 0..1250 {
+                    let cm: ConfigMap = serde_json::from_value(
+                        json!({"metadata": {"name": format!("w{w}-{i:04}")}, "data": {"i": i.to_string()}}),
+                    )
+                    .unwrap();
+                    cms.create(&PostParams::default(), &cm).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let seen = tokio::time::timeout(PATIENCE, watcher).await.expect("the watcher finishes").unwrap();
+    assert_eq!(seen.len(), 10_000);
+}
+
+/// Raw requests for what a typed client cannot send.
+async fn raw(client: &Client, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Content-Type", content_type)
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+    match client.request::<Value>(req).await {
+        Ok(v) => (200, v),
+        Err(kube::Error::Api(s)) => (s.code, json!({"reason": s.reason, "message": s.message})),
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_right_status_and_change_nothing() {
+    let (_cluster, client) = start().await;
+    // Let the cluster's own start-up writes (nodes, default ServiceAccounts) land first.
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::all(client.clone());
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    eventually("start-up to settle", || async {
+        let settled = sas.list(&ListParams::default()).await.ok()?.items.len() == 4
+            && nodes.list(&ListParams::default()).await.ok()?.items.len() == 3;
+        settled.then_some(())
+    })
+    .await;
+    let rv_before = store_rv(&client).await;
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ok"}}"#;
+    let cases: Vec<(&str, &str, &str, String, u16)> = vec![
+        ("malformed JSON", "POST", "/api/v1/namespaces/default/configmaps", "{not json".into(), 400),
+        (
+            "wrong kind in body",
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#.into(),
+            400,
+        ),
+        ("missing namespace", "POST", "/api/v1/namespaces/nope/configmaps", cm.into(), 404),
+        ("unknown resource", "GET", "/api/v1/namespaces/default/widgets", String::new(), 404),
+        ("unknown group", "GET", "/apis/example.com/v1/widgets", String::new(), 404),
+        ("method not allowed", "POST", "/api/v1/namespaces/default/configmaps/ok", cm.into(), 405),
+        (
+            "invalid name",
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}"#.into(),
+            422,
+        ),
+        (
+            "selector not matching the template",
+            "POST",
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                   "spec": {"selector": {"matchLabels": {"app": "a"}},
+                            "template": {"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+            .to_string(),
+            422,
+        ),
+    ];
+    for (what, method, path, body, code) in cases {
+        let (got, status) = raw(&client, method, path, "application/json", &body).await;
+        assert_eq!(got, code, "{what}: {status}");
+        assert!(status["reason"].as_str().is_some_and(|r| !r.is_empty()), "{what}: a Status with a reason");
+    }
+    let (code, status) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", "text/csv", "a,b").await;
+    assert_eq!((code, status["reason"].as_str()), (415, Some("UnsupportedMediaType")));
+    assert_eq!(store_rv(&client).await, rv_before, "rejected requests must not write");
+
+    // YAML bodies are accepted where kubectl may send them.
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v\n";
+    let (code, created) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", "application/yaml", yaml).await;
+    assert_eq!(code, 200, "{created}");
+    assert_eq!(created["data"]["k"], "v");
+}
+
+#[tokio::test]
+async fn requests_without_the_token_are_refused() {
+    let (cluster, _client) = start().await;
+    let mut kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+    for user in &mut kubeconfig.auth_infos {
+        if let Some(auth) = user.auth_info.as_mut() {
+            auth.token = Some("wrong".to_string().into());
+        }
+    }
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    let client = Client::try_from(config).unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let (code, reason) = api_error(cms.list(&ListParams::default()).await.unwrap_err());
+    assert_eq!((code, reason.as_str()), (401, "Unauthorized"));
+}
+
+#[tokio::test]
+async fn injected_faults_fail_writes_delay_requests_and_drop_watches() {
+    let (cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = |name: &str| -> ConfigMap { serde_json::from_value(json!({"metadata": {"name": name}})).unwrap() };
+
+    cluster.set_faults(FaultConfig { write_error_rate: 1.0, ..Default::default() });
+    for i in 0..10 {
+        let (code, _) = api_error(cms.create(&PostParams::default(), &cm(&format!("f{i}"))).await.unwrap_err());
+        assert!([409, 429, 500].contains(&code), "{code}");
+    }
+    assert!(cms.list(&ListParams::default()).await.is_ok(), "reads are not failed");
+    assert!(cms.list(&ListParams::default()).await.unwrap().items.is_empty(), "failed writes wrote nothing");
+
+    cluster.set_faults(FaultConfig { latency: Duration::from_millis(200), ..Default::default() });
+    let t = std::time::Instant::now();
+    cms.create(&PostParams::default(), &cm("slow")).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(200));
+
+    cluster.set_faults(Default::default());
+    let rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut stream = cms.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    cluster.drop_watches();
+    let ended =
+        tokio::time::timeout(Duration::from_secs(10), async { while let Ok(Some(_)) = stream.try_next().await {} })
+            .await;
+    assert!(ended.is_ok(), "a dropped watch stream ends");
+}
+
+#[tokio::test]
+async fn custom_resources_are_served_like_built_ins() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let (_cluster, client) = start().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]}],
+        },
+    }))
+    .unwrap();
+    let created = crds.create(&PostParams::default(), &crd).await.unwrap();
+    let established = created.status.unwrap().conditions.unwrap();
+    assert!(established.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let w: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3},
+    }))
+    .unwrap();
+    let w = widgets.create(&PostParams::default(), &w).await.unwrap();
+    assert_eq!(w.metadata.generation, Some(1), "a status subresource means generation is tracked");
+    assert_eq!(widgets.list(&ListParams::default()).await.unwrap().items.len(), 1);
+
+    let req = http::Request::builder()
+        .uri("/apis/example.com/v1/namespaces/default/widgets")
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .body(Vec::new())
+        .unwrap();
+    let table: Value = client.request(req).await.unwrap();
+    let columns: Vec<&str> =
+        table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(columns.contains(&"Size"), "{columns:?}");
+    assert_eq!(table["rows"][0]["cells"][0], "w1");
+
+    crds.delete("widgets.example.com", &DeleteParams::default()).await.unwrap();
+    let (code, _) = api_error(widgets.get("w1").await.unwrap_err());
+    assert_eq!(code, 404, "deleting a CRD stops serving it and removes its objects");
+}
+
+#[tokio::test]
+async fn crash_looping_and_slow_to_ready_pods_can_be_simulated() {
+    let (_cluster, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = |name: &str, image: &str, annotations: Value| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "annotations": annotations},
+            "spec": {"containers": [{"name": "c", "image": image}]}}))
+        .unwrap()
+    };
+    pods.create(&PostParams::default(), &pod("crash", "app:fail", json!({}))).await.unwrap();
+    pods.create(&PostParams::default(), &pod("slow", "app:1", json!({"wasmcm.dev/ready-after-seconds": "2"})))
+        .await
+        .unwrap();
+    let status = |p: &Pod| p.status.clone().unwrap_or_default();
+    let ready =
+        |p: &Pod| status(p).conditions.unwrap_or_default().iter().any(|c| c.type_ == "Ready" && c.status == "True");
+    let crashed = eventually("restarts to grow", || async {
+        let p = pods.get("crash").await.ok()?;
+        let cs = status(&p).container_statuses?.into_iter().next()?;
+        (cs.restart_count >= 1).then_some((p, cs))
+    })
+    .await;
+    assert!(!ready(&crashed.0));
+    let waiting = crashed.1.state.and_then(|s| s.waiting).map(|w| w.reason.unwrap_or_default());
+    assert_eq!(waiting.as_deref(), Some("CrashLoopBackOff"));
+
+    let running = eventually("slow to run", || async {
+        let p = pods.get("slow").await.ok()?;
+        (status(&p).phase.as_deref() == Some("Running")).then_some(p)
+    })
+    .await;
+    assert!(!ready(&running), "not ready right after starting");
+    eventually("slow to become ready", || async { pods.get("slow").await.ok().filter(|p| ready(p)) }).await;
+}
+
+#[tokio::test]
+async fn kube_runtime_watchers_stream_lists_and_resume() {
+    use kube::runtime::watcher;
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..3 {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("pre-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    for config in [watcher::Config::default(), watcher::Config::default().streaming_lists()] {
+        let mut events = watcher(cms.clone(), config).boxed();
+        let mut initial = Vec::new();
+        loop {
+            match events.try_next().await.unwrap().unwrap() {
+                watcher::Event::Init => {}
+                watcher::Event::InitApply(cm) => initial.push(cm.metadata.name.unwrap()),
+                watcher::Event::InitDone => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let live = initial.iter().filter(|n| n.starts_with("live-")).count();
+        initial.retain(|n| n.starts_with("pre-"));
+        initial.sort();
+        assert_eq!(initial, ["pre-0", "pre-1", "pre-2"]);
+        let name = format!("live-{live}");
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+        match events.try_next().await.unwrap().unwrap() {
+            watcher::Event::Apply(cm) => assert_eq!(cm.metadata.name.unwrap(), name),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn lists_page_with_limit_and_continue_and_filter_by_fields() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..7 {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("page-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let mut names = Vec::new();
+    let mut params = ListParams::default().limit(3);
+    let mut pages = 0;
+    loop {
+        let page = cms.list(&params).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 3);
+        names.extend(page.items.into_iter().filter_map(|c| c.metadata.name).filter(|n| n.starts_with("page-")));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    assert!(pages >= 3, "{pages} pages");
+    assert_eq!(names, (0..7).map(|i| format!("page-{i}")).collect::<Vec<_>>(), "every item once, in order");
+
+    let one = cms.list(&ListParams::default().fields("metadata.name=page-3")).await.unwrap();
+    assert_eq!(one.items.len(), 1);
+    let others = cms.list(&ListParams::default().fields("metadata.name!=page-3")).await.unwrap();
+    assert!(others.items.iter().all(|c| c.metadata.name.as_deref() != Some("page-3")));
+    let (code, _) = api_error(cms.list(&ListParams::default().fields("data.x=1")).await.unwrap_err());
+    assert_eq!(code, 400, "unsupported field selectors are refused");
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    )
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    eventually("the pod to run", || async {
+        let running = pods.list(&ListParams::default().fields("status.phase=Running")).await.ok()?;
+        (running.items.len() == 1).then_some(())
+    })
+    .await;
+    let node = pods.get("p").await.unwrap().spec.unwrap().node_name.unwrap();
+    let on_node = pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await.unwrap();
+    assert_eq!(on_node.items.len(), 1);
+}

@@ -1,0 +1,8 @@
+//! The API server's integration tests, one binary (it links no wasmtime): kube-rs and the real
+//! kubectl against a running server, and the protobuf schema its build generates. A module per
+//! area: `cargo test -p wasmcm-apiserver --test it rbac::` runs one.
+
+mod cluster;
+mod kubectl;
+mod protobuf;
+mod rbac;
