@@ -26,12 +26,12 @@ test: toolchain
 	scripts/install-image-tools.sh
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
+	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
 	cargo test --workspace --locked
 
 bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
-	cargo bench -p wasmcm --bench cluster
+	cargo bench -p wasmcm-apiserver --bench cluster
 	cargo bench -p wasmcm --bench host
 	cargo bench -p wasmcm --bench lifecycle
 

@@ -10,15 +10,15 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::State;
+use super::change::Key;
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
-use super::store::Key;
 use super::{defaults, services, validation};
 use wasmcm_core::{ApiError, Cause, meta_mut, spec_part, str_at};
 
 /// Where an object lives.
 #[derive(Clone, Debug)]
-pub struct Target {
+pub(crate) struct Target {
     pub rt: ResourceType,
     /// Empty for cluster-scoped types.
     pub namespace: String,
@@ -26,7 +26,7 @@ pub struct Target {
 }
 
 impl Target {
-    pub fn key(&self) -> Key {
+    pub(crate) fn key(&self) -> Key {
         Key { id: self.rt.id(), namespace: self.namespace.clone(), name: self.name.clone() }
     }
 
@@ -36,7 +36,7 @@ impl Target {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct DeleteOptions {
+pub(crate) struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     /// "Background", "Foreground" or "Orphan".
     pub propagation_policy: Option<String>,
@@ -96,12 +96,12 @@ fn namespace_usable(state: &State, namespace: &str) -> Result<(), ApiError> {
     }
 }
 
-pub fn get(state: &State, t: &Target) -> Result<Arc<Value>, ApiError> {
+pub(crate) fn get(state: &State, t: &Target) -> Result<Arc<Value>, ApiError> {
     state.store.get(&t.key()).ok_or_else(|| t.not_found())
 }
 
 /// POST. `namespace` is the request's; the object's must match or be empty.
-pub fn create(
+pub(crate) fn create(
     state: &State,
     rt: &ResourceType,
     namespace: &str,
@@ -246,7 +246,7 @@ fn prepare_update(t: &Target, mut new: Value, current: &Value) -> Result<Option<
 /// Whether a write to the status subresource of this kind also takes `metadata.annotations`.
 /// Upstream's Deployment status strategy resets only spec and labels, and the deployment
 /// controller relies on it to set its revision annotation; other kinds keep their metadata.
-pub fn status_takes_annotations(api_version: &str, kind: &str) -> bool {
+pub(crate) fn status_takes_annotations(api_version: &str, kind: &str) -> bool {
     (api_version, kind) == ("apps/v1", "Deployment")
 }
 
@@ -267,11 +267,11 @@ fn prepare_status_update(t: &Target, new: Value, current: &Value) -> Result<Opti
     Ok(if updated == *current { None } else { Some(updated) })
 }
 
-pub fn update(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
+pub(crate) fn update(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
     write(state, t, dry_run, |current| prepare_update(t, new, current))
 }
 
-pub fn update_status(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
+pub(crate) fn update_status(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
     write(state, t, dry_run, |current| prepare_status_update(t, new, current))
 }
 
@@ -294,13 +294,13 @@ fn write(
 
 /// Which part of an object a patch addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     Main,
     Status,
     Scale,
 }
 
-pub fn patch(
+pub(crate) fn patch(
     state: &State,
     t: &Target,
     part: Part,
@@ -335,7 +335,7 @@ pub fn patch(
 
 /// The autoscaling/v1 Scale of a Deployment or ReplicaSet (or a custom resource's scale
 /// subresource at its default paths).
-pub fn scale_of(object: &Value) -> Value {
+pub(crate) fn scale_of(object: &Value) -> Value {
     let selector = object
         .pointer("/spec/selector/matchLabels")
         .and_then(Value::as_object)
@@ -390,19 +390,19 @@ fn apply_scale(t: &Target, scale: Value, current: &Value) -> Result<Option<Value
     prepare_update(t, new, current)
 }
 
-pub fn update_scale(state: &State, t: &Target, scale: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
+pub(crate) fn update_scale(state: &State, t: &Target, scale: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
     let result = write(state, t, dry_run, |current| apply_scale(t, scale, current))?;
     Ok(Arc::new(scale_of(&result)))
 }
 
 /// The outcome of a DELETE: the object is gone, or it is terminating (graceful pod deletion,
 /// finalizers, namespace content cleanup) and this is its current state.
-pub enum Deleted {
+pub(crate) enum Deleted {
     Gone(Arc<Value>),
     Pending(Arc<Value>),
 }
 
-pub fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
+pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
     let current = get(state, t)?;
     let check = |current: &Value| -> Result<(), ApiError> {
         if let Some(uid) = &opts.precondition_uid

@@ -17,40 +17,10 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::State;
+use super::change::Key;
 use super::rbac::{self, Attributes};
-use super::store::Key;
-use wasmcm_core::{ApiError, Cause};
-
-/// Who a request is, as upstream's `user.Info`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-}
-
-impl UserInfo {
-    /// The kubeconfig's user: kubeadm's admin, in system:masters (allowed everything).
-    pub fn admin() -> UserInfo {
-        UserInfo {
-            name: "kubernetes-admin".into(),
-            uid: String::new(),
-            groups: vec!["system:masters".into(), "system:authenticated".into()],
-        }
-    }
-
-    fn service_account(namespace: &str, name: &str, uid: &str) -> UserInfo {
-        UserInfo {
-            name: format!("system:serviceaccount:{namespace}:{name}"),
-            uid: uid.into(),
-            groups: vec![
-                "system:serviceaccounts".into(),
-                format!("system:serviceaccounts:{namespace}"),
-                "system:authenticated".into(),
-            ],
-        }
-    }
-}
+use super::user::UserInfo;
+use wasmcm_core::{ApiError, Cause, str_at};
 
 struct Issued {
     namespace: String,
@@ -62,7 +32,7 @@ struct Issued {
 
 /// ServiceAccount tokens issued by this server, by token.
 #[derive(Default)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     issued: Mutex<HashMap<String, Issued>>,
 }
 
@@ -76,13 +46,9 @@ fn service_account_key(namespace: &str, name: &str) -> Key {
     Key { id: "/serviceaccounts".into(), namespace: namespace.into(), name: name.into() }
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 /// The identity of a request from its Authorization header; 401 for a missing or unknown
 /// token. Without an admin token (plain-HTTP loopback mode) everyone is the admin.
-pub fn authenticate(state: &State, authorization: Option<&str>) -> Result<UserInfo, ApiError> {
+pub(crate) fn authenticate(state: &State, authorization: Option<&str>) -> Result<UserInfo, ApiError> {
     let Some(admin_token) = &state.token else { return Ok(UserInfo::admin()) };
     let presented = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).unwrap_or("");
     if presented.is_empty() {
@@ -107,7 +73,7 @@ pub fn authenticate(state: &State, authorization: Option<&str>) -> Result<UserIn
 /// Impersonate-User and Impersonate-Group headers), once the requester may impersonate each
 /// of them, as upstream's impersonation filter decides. Impersonate-Uid and
 /// Impersonate-Extra-* are not supported and are ignored.
-pub fn impersonate(
+pub(crate) fn impersonate(
     state: &State,
     requester: UserInfo,
     as_user: Option<&str>,
@@ -181,7 +147,7 @@ fn invalid_field(group: &str, kind: &str, name: &str, field: &str, message: Stri
 
 /// `POST .../namespaces/{namespace}/serviceaccounts/{name}/token`: a token for the
 /// ServiceAccount, as the TokenRequest REST storage answers it.
-pub fn token_request(
+pub(crate) fn token_request(
     state: &State,
     namespace: &str,
     name: &str,
@@ -265,7 +231,7 @@ fn review_response(mut request: Value, api_version: &str, kind: &str, status: Va
 }
 
 /// Answers a create of one of the review kinds (`ResourceType::create_only`).
-pub fn review(state: &State, user: &UserInfo, resource: &str, request: Value) -> Result<Value, ApiError> {
+pub(crate) fn review(state: &State, user: &UserInfo, resource: &str, request: Value) -> Result<Value, ApiError> {
     match resource {
         "selfsubjectreviews" => {
             check_type(&request, "authentication.k8s.io/v1", "SelfSubjectReview")?;

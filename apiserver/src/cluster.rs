@@ -38,7 +38,7 @@ pub(crate) enum Sources {
 }
 
 impl State {
-    pub fn new(store: store::Store, sources: Sources) -> Self {
+    pub(crate) fn new(store: store::Store, sources: Sources) -> Self {
         State {
             store,
             registry: resources::Registry::default(),
@@ -50,7 +50,7 @@ impl State {
         }
     }
 
-    pub fn now(&self) -> jiff::Timestamp {
+    pub(crate) fn now(&self) -> jiff::Timestamp {
         match &self.sources {
             Sources::System => jiff::Timestamp::now(),
             Sources::Fixed { now, .. } => *now,
@@ -58,13 +58,13 @@ impl State {
     }
 
     /// Now in whole seconds, RFC 3339, as objects are stamped.
-    pub fn now_rfc3339(&self) -> String {
+    pub(crate) fn now_rfc3339(&self) -> String {
         let now = self.now();
         jiff::Timestamp::from_second(now.as_second()).unwrap_or(now).to_string()
     }
 
     /// Random bytes, or the next ones of the seeded sequence (splitmix64).
-    pub fn fill(&self, buf: &mut [u8]) {
+    pub(crate) fn fill(&self, buf: &mut [u8]) {
         match &self.sources {
             Sources::System => {
                 let _ = getrandom::fill(buf);
@@ -82,14 +82,14 @@ impl State {
         }
     }
 
-    pub fn new_uid(&self) -> String {
+    pub(crate) fn new_uid(&self) -> String {
         let mut b = [0u8; 16];
         self.fill(&mut b);
         wasmcm_core::names::uid(b)
     }
 
     /// A generateName suffix.
-    pub fn name_suffix(&self) -> String {
+    pub(crate) fn name_suffix(&self) -> String {
         let mut b = [0u8; 5];
         self.fill(&mut b);
         wasmcm_core::names::suffix(&b)

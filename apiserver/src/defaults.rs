@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 /// Fills in what kube-apiserver defaults on create and update, in place. Unknown kinds are left alone.
-pub fn apply(api_version: &str, kind: &str, object: &mut Value) {
+pub(crate) fn apply(api_version: &str, kind: &str, object: &mut Value) {
     let Some(obj) = object.as_object_mut() else { return };
     match (api_version, kind) {
         ("apps/v1", "Deployment") => deployment(obj),
@@ -30,7 +30,7 @@ pub fn apply(api_version: &str, kind: &str, object: &mut Value) {
 ///
 /// Only cpu and memory count. A missing request counts as equal to its limit, which is what
 /// pod defaulting would make it, so the answer does not depend on whether defaults ran first.
-pub fn qos_class(pod_spec: &Value) -> &'static str {
+pub(crate) fn qos_class(pod_spec: &Value) -> &'static str {
     const TRACKED: [&str; 2] = ["cpu", "memory"];
     let mut requests = [0i128; 2];
     let mut limits = [0i128; 2];

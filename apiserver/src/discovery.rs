@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 use super::resources::{Registry, ResourceType};
 
 /// Media type of aggregated discovery, which client-go checks on the response.
-pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub(crate) const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-pub fn version() -> Value {
+pub(crate) fn version() -> Value {
     json!({
         "major": "1",
         "minor": "35",
@@ -24,7 +24,7 @@ pub fn version() -> Value {
     })
 }
 
-pub fn api_versions(server: &str) -> Value {
+pub(crate) fn api_versions(server: &str) -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -41,13 +41,13 @@ fn group_entry(group: &str, versions: &[String]) -> Value {
     })
 }
 
-pub fn api_group_list(registry: &Registry) -> Value {
+pub(crate) fn api_group_list(registry: &Registry) -> Value {
     let groups: Vec<Value> =
         registry.groups().iter().filter(|(g, _)| !g.is_empty()).map(|(g, vs)| group_entry(g, vs)).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-pub fn api_group(registry: &Registry, group: &str) -> Option<Value> {
+pub(crate) fn api_group(registry: &Registry, group: &str) -> Option<Value> {
     let (g, vs) = registry.groups().into_iter().find(|(g, _)| g == group && !g.is_empty())?;
     let mut doc = group_entry(&g, &vs);
     doc["kind"] = json!("APIGroup");
@@ -58,11 +58,11 @@ pub fn api_group(registry: &Registry, group: &str) -> Option<Value> {
 const SUB_VERBS: [&str; 3] = ["get", "patch", "update"];
 
 /// ServiceAccounts issue tokens through their `token` subresource (TokenRequest).
-pub fn has_token(t: &ResourceType) -> bool {
+pub(crate) fn has_token(t: &ResourceType) -> bool {
     t.id() == "/serviceaccounts"
 }
 
-pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let types: Vec<ResourceType> =
         registry.all().into_iter().filter(|t| t.group == group && t.version == version).collect();
     if types.is_empty() {
@@ -103,7 +103,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
 }
 
 /// Aggregated discovery for the core group (`/api`) or every named group (`/apis`).
-pub fn aggregated(registry: &Registry, core: bool) -> Value {
+pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
     let items: Vec<Value> = registry
         .groups()
         .into_iter()

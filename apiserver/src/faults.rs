@@ -25,7 +25,7 @@ pub struct FaultConfig {
     pub watch_delay: Duration,
 }
 
-pub struct Faults {
+pub(crate) struct Faults {
     config: Mutex<FaultConfig>,
     drops: watch::Sender<u64>,
 }
@@ -43,18 +43,18 @@ fn random_unit() -> f64 {
 }
 
 impl Faults {
-    pub fn config(&self) -> FaultConfig {
+    pub(crate) fn config(&self) -> FaultConfig {
         self.config.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
-    pub fn set(&self, config: FaultConfig) {
+    pub(crate) fn set(&self, config: FaultConfig) {
         if let Ok(mut c) = self.config.lock() {
             *c = config;
         }
     }
 
     /// A failure to answer instead of serving the request, if one is due.
-    pub fn on_request(&self, method: &Method) -> Option<ApiError> {
+    pub(crate) fn on_request(&self, method: &Method) -> Option<ApiError> {
         let rate = self.config().write_error_rate;
         if rate <= 0.0 || !matches!(*method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE) {
             return None;
@@ -73,16 +73,16 @@ impl Faults {
         })
     }
 
-    pub fn latency(&self) -> Option<Duration> {
+    pub(crate) fn latency(&self) -> Option<Duration> {
         Some(self.config().latency).filter(|d| !d.is_zero())
     }
 
     /// Changes whenever open watches must be dropped.
-    pub fn watch_drop_signal(&self) -> watch::Receiver<u64> {
+    pub(crate) fn watch_drop_signal(&self) -> watch::Receiver<u64> {
         self.drops.subscribe()
     }
 
-    pub fn drop_watches(&self) {
+    pub(crate) fn drop_watches(&self) {
         self.drops.send_modify(|n| *n += 1);
     }
 }

@@ -9,14 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wasmcm_core::str_at;
 
 use super::State;
 use super::api::{self, DeleteOptions, Target};
-use super::store::Key;
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
+use super::change::Key;
 
 fn deleting(v: &Value) -> bool {
     v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
@@ -32,7 +29,7 @@ fn target_of(state: &State, key: &Key) -> Option<Target> {
     Some(Target { rt, namespace: key.namespace.clone(), name: key.name.clone() })
 }
 
-pub async fn run(state: Arc<State>) {
+pub(crate) async fn run(state: Arc<State>) {
     loop {
         let notified = state.store.changed.notified();
         tokio::select! {
@@ -47,7 +44,7 @@ pub async fn run(state: Arc<State>) {
 
 /// One scan over every object. Each step writes through `api`; a conflict waits for the next
 /// pass.
-pub fn pass(state: &State) {
+pub(crate) fn pass(state: &State) {
     let all = state.store.snapshot();
     let by_uid: HashMap<&str, &(Key, Arc<Value>)> = all.iter().map(|e| (str_at(&e.1, "/metadata/uid"), e)).collect();
     let mut referenced: HashSet<String> = HashSet::new();

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wasmcm_core::str_at;
 
 use super::State;
 use super::api::{self, DeleteOptions, Target};
 use super::query::Filter;
 
-pub const READY_AFTER_ANNOTATION: &str = "wasmcm.dev/ready-after-seconds";
+pub(crate) const READY_AFTER_ANNOTATION: &str = "wasmcm.dev/ready-after-seconds";
 
 #[derive(Clone, Debug)]
 pub struct KubeletConfig {
@@ -34,7 +35,7 @@ impl Default for KubeletConfig {
     }
 }
 
-pub fn node_name(i: usize) -> String {
+pub(crate) fn node_name(i: usize) -> String {
     format!("wasmcm-node-{i}")
 }
 
@@ -78,10 +79,6 @@ fn jitter(base: Duration) -> Duration {
     base.mul_f64(factor)
 }
 
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
-
 #[derive(Default)]
 struct PodTrack {
     /// When the pod starts (bound and pending) or, once running, turns ready.
@@ -91,7 +88,7 @@ struct PodTrack {
     terminating_since: Option<Instant>,
 }
 
-pub async fn run(state: Arc<State>, config: KubeletConfig) {
+pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
     let nodes = state.registry.lookup("", "v1", "nodes");
     for i in 1..=config.nodes {
         if let Some(rt) = &nodes

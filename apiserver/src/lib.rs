@@ -9,8 +9,11 @@
 //! it over HTTP, as to any cluster. Start one with [`Cluster::start`]; [`Offline`] applies
 //! writes with the same rules without a server (what `wasmcm simulate` runs on).
 
+#![warn(unreachable_pub)]
+
 mod api;
 mod auth;
+mod change;
 mod cluster;
 mod defaults;
 mod discovery;
@@ -29,6 +32,7 @@ mod services;
 mod store;
 mod table;
 mod tls;
+mod user;
 mod validation;
 
 pub use cluster::{Cluster, ClusterConfig};

@@ -14,9 +14,10 @@ use wasmcm_core::{ApiError, Kind, str_at};
 
 use crate::State;
 use crate::api::{self, DeleteOptions, Target};
+use crate::change::Key;
 use crate::cluster::{Sources, bootstrap};
 use crate::resources::ResourceType;
-use crate::store::{Key, Store};
+use crate::store::Store;
 
 pub struct Offline {
     state: State,

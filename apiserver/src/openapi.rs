@@ -93,7 +93,7 @@ fn paths_for(t: &ResourceType) -> Map<String, Value> {
 }
 
 /// The document of one group version, or None if nothing is served there.
-pub fn v3_group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+pub(crate) fn v3_group_version(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let types: Vec<ResourceType> =
         registry.all().into_iter().filter(|t| t.group == group && t.version == version).collect();
     if types.is_empty() {
@@ -117,7 +117,7 @@ fn hash_of(v: &Value) -> String {
     format!("{:016X}", h.finish())
 }
 
-pub fn v3_index(registry: &Registry) -> Value {
+pub(crate) fn v3_index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for (group, versions) in registry.groups() {
         for version in versions {
@@ -129,7 +129,7 @@ pub fn v3_index(registry: &Registry) -> Value {
     json!({"paths": paths})
 }
 
-pub fn v2(registry: &Registry) -> Value {
+pub(crate) fn v2(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for t in registry.all() {
         paths.extend(paths_for(&t));

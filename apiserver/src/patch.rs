@@ -2,6 +2,8 @@
 //! Kubernetes strategic merge patch. The strategic half is a port of the apply side of
 //! k8s.io/apimachinery/pkg/util/strategicpatch, driven by a table of the `patchStrategy`/`patchMergeKey` struct
 //! tags of the built-in kinds this server serves (upstream reads them from the Go types by reflection).
+//! JSON and merge patches are the `json-patch` crate's; no Rust crate implements strategic merge patch (kube-rs only
+//! sends it), so that part is ported.
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,7 +11,7 @@ use json_patch::{PatchErrorKind, PatchOperation};
 use serde_json::{Map, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatchType {
+pub(crate) enum PatchType {
     Json,
     Merge,
     Strategic,
@@ -20,7 +22,7 @@ impl PatchType {
     /// From the request Content-Type (parameters like ";charset=utf-8" ignored):
     /// application/json-patch+json, application/merge-patch+json,
     /// application/strategic-merge-patch+json, application/apply-patch+yaml (and +cbor).
-    pub fn from_content_type(content_type: &str) -> Option<PatchType> {
+    pub(crate) fn from_content_type(content_type: &str) -> Option<PatchType> {
         let media_type = content_type.split_once(';').map_or(content_type, |(media_type, _)| media_type);
         // Media types compare case-insensitively (RFC 9110 §8.3.1), so "Application/JSON-Patch+JSON" is valid.
         match media_type.trim().to_ascii_lowercase().as_str() {
@@ -35,7 +37,7 @@ impl PatchType {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum PatchError {
+pub(crate) enum PatchError {
     /// The patch document is malformed or cannot be applied (the server answers 400 BadRequest, or 422 for a
     /// failed JSON-patch `test`): message as the real server words it where practical.
     #[error("{0}")]
@@ -48,7 +50,7 @@ pub enum PatchError {
 
 /// Applies `patch` (raw request body bytes, JSON) of `patch_type` to `original` (the stored object, JSON) of the
 /// given apiVersion/kind. Returns the patched object. Must never panic on any input.
-pub fn apply(
+pub(crate) fn apply(
     patch_type: PatchType,
     api_version: &str,
     kind: &str,

@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 #[derive(Debug, thiserror::Error)]
-pub enum ProtobufError {
+pub(crate) enum ProtobufError {
     #[error("{0}")]
     Malformed(String),
     #[error("{0}")]
@@ -93,7 +93,7 @@ fn malformed(msg: impl Into<String>) -> ProtobufError {
 }
 
 /// Decodes a Kubernetes protobuf body (with the `k8s\0` magic) into Kubernetes JSON.
-pub fn decode(body: &[u8]) -> Result<Value> {
+pub(crate) fn decode(body: &[u8]) -> Result<Value> {
     decode_envelope(body, 0)
 }
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use wasmcm_core::Selector;
 
-use super::store::{Event, EventType, Key};
+use super::change::{Event, EventType, Key};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldRequirement {
+pub(crate) struct FieldRequirement {
     pub field: String,
     pub value: String,
     pub equal: bool,
@@ -55,7 +55,7 @@ fn selectable_fields(kind: &str) -> &'static [&'static str] {
 }
 
 /// `fields.ParseSelector` restricted to the fields `kind` supports, as the API server does.
-pub fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<FieldRequirement>, String> {
+pub(crate) fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<FieldRequirement>, String> {
     let mut reqs = Vec::new();
     for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let (field, value, equal) = if let Some((f, v)) = term.split_once("!=") {
@@ -91,7 +91,7 @@ fn field_value(object: &Value, field: &str) -> String {
 
 /// What a list or a watch selects.
 #[derive(Clone, Debug, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub id: String,
     pub namespace: Option<String>,
     pub labels: Selector,
@@ -99,15 +99,15 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn for_type(id: &str) -> Self {
+    pub(crate) fn for_type(id: &str) -> Self {
         Filter { id: id.into(), ..Default::default() }
     }
 
-    pub fn matches_key(&self, key: &Key) -> bool {
+    pub(crate) fn matches_key(&self, key: &Key) -> bool {
         key.id == self.id && self.namespace.as_ref().is_none_or(|ns| *ns == key.namespace)
     }
 
-    pub fn matches(&self, object: &Value) -> bool {
+    pub(crate) fn matches(&self, object: &Value) -> bool {
         let labels: BTreeMap<String, String> =
             object.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
         self.labels.matches(&labels)
@@ -116,7 +116,7 @@ impl Filter {
 
     /// The event as this watcher must see it: an object entering the selection is ADDED, one
     /// leaving it is DELETED, as the API server's watch cache does.
-    pub fn view(&self, event: &Arc<Event>) -> Option<Arc<Event>> {
+    pub(crate) fn view(&self, event: &Arc<Event>) -> Option<Arc<Event>> {
         if !self.matches_key(&event.key) {
             return None;
         }

@@ -18,17 +18,17 @@ use std::sync::{Arc, LazyLock};
 use serde_json::{Value, json};
 
 use super::State;
-use super::auth::UserInfo;
+use super::change::Key;
 use super::query::Filter;
-use super::store::Key;
-use wasmcm_core::{ApiError, Details};
+use super::user::UserInfo;
+use wasmcm_core::{ApiError, Details, str_at};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 const PRIVILEGED_GROUP: &str = "system:masters";
 
 /// What a request asks to do, as the authorizer sees it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Attributes {
+pub(crate) struct Attributes {
     /// False for paths outside the resource API (`/api`, `/apis/apps/v1`, `/version`, ...).
     pub resource_request: bool,
     /// get, list, watch, create, update, patch, delete, deletecollection; for a non-resource
@@ -50,7 +50,7 @@ fn truthy(v: Option<&String>) -> bool {
 
 impl Attributes {
     /// Upstream's RequestInfoFactory.NewRequestInfo over a request line.
-    pub fn of_request(method: &str, path: &str, query: &HashMap<String, String>) -> Attributes {
+    pub(crate) fn of_request(method: &str, path: &str, query: &HashMap<String, String>) -> Attributes {
         let mut a = Attributes { verb: method.to_ascii_lowercase(), path: path.to_string(), ..Default::default() };
         let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         if parts.len() < 3 {
@@ -125,7 +125,7 @@ fn exact_name(selector: &str) -> Option<String> {
 /// The outcome, with upstream's reason: which binding allowed it, or why rules could not be
 /// read (a binding naming a missing role).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub allowed: bool,
     pub reason: String,
 }
@@ -175,10 +175,6 @@ static BOOTSTRAP: LazyLock<Vec<(&'static str, Arc<Value>)>> = LazyLock::new(|| {
         ("system:public-info-viewer", Arc::new(get(&["/healthz", "/livez", "/readyz", "/version", "/version/"]))),
     ]
 });
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
 
 /// Go's `%q` for the names in messages.
 fn q(s: &str) -> String {
@@ -318,7 +314,7 @@ fn rule_allows(a: &Attributes, rule: &Value) -> bool {
 }
 
 /// Whether `user` may do what `a` describes.
-pub fn authorize(state: &State, user: &UserInfo, a: &Attributes) -> Decision {
+pub(crate) fn authorize(state: &State, user: &UserInfo, a: &Attributes) -> Decision {
     if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
         return Decision { allowed: true, reason: String::new() };
     }
@@ -336,7 +332,7 @@ pub fn authorize(state: &State, user: &UserInfo, a: &Attributes) -> Decision {
 
 /// The rules `user` holds in `namespace`, for SelfSubjectRulesReview: (resource rules,
 /// non-resource rules, evaluation errors).
-pub fn rules_for(state: &State, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<Value>, Vec<String>) {
+pub(crate) fn rules_for(state: &State, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<Value>, Vec<String>) {
     let (grants, errors) = grants(state, user, namespace);
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();
@@ -366,7 +362,7 @@ pub fn rules_for(state: &State, user: &UserInfo, namespace: &str) -> (Vec<Value>
 
 /// The 403 of a denied request: upstream's `responsewriters.Forbidden` with
 /// `apierrors.NewForbidden`.
-pub fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
+pub(crate) fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
     let what = if !a.resource_request {
         format!("User {} cannot {} path {}", q(&user.name), a.verb, q(&a.path))
     } else {

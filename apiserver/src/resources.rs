@@ -7,7 +7,7 @@ use std::sync::RwLock;
 use serde_json::{Value, json};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceType {
+pub(crate) struct ResourceType {
     /// "" for the core group.
     pub group: String,
     pub version: String,
@@ -28,20 +28,20 @@ pub struct ResourceType {
 }
 
 impl ResourceType {
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 
     /// Storage identity: one per group and resource, whatever the version.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         format!("{}/{}", self.group, self.resource)
     }
 
-    pub fn list_kind(&self) -> String {
+    pub(crate) fn list_kind(&self) -> String {
         format!("{}List", self.kind)
     }
 
-    pub fn verbs(&self) -> Vec<&'static str> {
+    pub(crate) fn verbs(&self) -> Vec<&'static str> {
         if self.create_only {
             return vec!["create"];
         }
@@ -50,7 +50,7 @@ impl ResourceType {
 
     /// Kinds whose spec changes bump `metadata.generation` (status is a subresource). Services
     /// have a status subresource but no generation upstream.
-    pub fn tracks_generation(&self) -> bool {
+    pub(crate) fn tracks_generation(&self) -> bool {
         self.status && self.id() != "/services"
     }
 }
@@ -135,7 +135,7 @@ fn builtins() -> Vec<ResourceType> {
 }
 
 /// The served types. Built-ins are fixed; custom resources come and go with their CRDs.
-pub struct Registry {
+pub(crate) struct Registry {
     types: RwLock<Vec<ResourceType>>,
 }
 
@@ -146,12 +146,12 @@ impl Default for Registry {
 }
 
 impl Registry {
-    pub fn all(&self) -> Vec<ResourceType> {
+    pub(crate) fn all(&self) -> Vec<ResourceType> {
         self.types.read().map(|t| t.clone()).unwrap_or_default()
     }
 
     /// The type served at `/{group}/{version}/{resource}`.
-    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<ResourceType> {
+    pub(crate) fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<ResourceType> {
         self.types
             .read()
             .ok()?
@@ -160,12 +160,12 @@ impl Registry {
             .cloned()
     }
 
-    pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType> {
+    pub(crate) fn by_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType> {
         self.types.read().ok()?.iter().find(|t| t.api_version() == api_version && t.kind == kind).cloned()
     }
 
     /// Groups in discovery order, each with its versions (preferred first).
-    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+    pub(crate) fn groups(&self) -> Vec<(String, Vec<String>)> {
         let mut groups: Vec<(String, Vec<String>)> = Vec::new();
         for t in self.all() {
             match groups.iter_mut().find(|(g, _)| *g == t.group) {
@@ -179,7 +179,7 @@ impl Registry {
 
     /// Serves (or stops serving) the versions of a CustomResourceDefinition. A CRD that is
     /// not Established-worthy (no served version) serves nothing.
-    pub fn sync_crd(&self, crd: &Value, present: bool) {
+    pub(crate) fn sync_crd(&self, crd: &Value, present: bool) {
         let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or("").to_string();
         let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
         let plural = names.get("plural").and_then(Value::as_str).unwrap_or("").to_string();

@@ -18,15 +18,17 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::api::{self, DeleteOptions, Deleted, Part, Target};
-use super::auth::{self, UserInfo};
+use super::auth;
+use super::change::{Event, EventType};
 use super::patch::PatchType;
 use super::query::{self, Filter};
 use super::resources::ResourceType;
-use super::store::{Event, EventType, WatchFrom};
+use super::store::WatchFrom;
+use super::user::UserInfo;
 use super::{State, discovery, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
-pub type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// kube-apiserver's limit on a request body.
 const MAX_BODY: usize = 3 << 20;
@@ -54,7 +56,7 @@ fn text(code: StatusCode, body: &'static str) -> Response<Body> {
 }
 
 /// Entry point for one request.
-pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_string();
     if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") || path.starts_with("/healthz/") {
         return Ok(text(StatusCode::OK, "ok"));

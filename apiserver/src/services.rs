@@ -51,7 +51,7 @@ fn in_use(state: &State, namespace: &str, name: &str) -> (HashSet<String>, HashS
 /// Fills in the clusterIP, clusterIPs, IP family fields and node ports of a Service being
 /// created (already defaulted). A requested address another Service holds is refused as
 /// upstream's allocator refuses it.
-pub fn allocate(state: &State, service: &mut Value) -> Vec<Cause> {
+pub(crate) fn allocate(state: &State, service: &mut Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let ty = kind(service).to_owned();
     if ty == "ExternalName" || !service.get("spec").is_some_and(Value::is_object) {
@@ -144,7 +144,7 @@ pub fn allocate(state: &State, service: &mut Value) -> Vec<Cause> {
 }
 
 /// An update that leaves out what was allocated keeps it (upstream's `patchAllocatedValues`).
-pub fn carry_over(new: &mut Value, old: &Value) {
+pub(crate) fn carry_over(new: &mut Value, old: &Value) {
     if kind(new) == "ExternalName" || kind(old) == "ExternalName" || !new.get("spec").is_some_and(Value::is_object) {
         return;
     }

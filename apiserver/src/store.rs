@@ -12,38 +12,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
+use super::change::{Event, EventType, Key};
 use super::query::Filter;
 use wasmcm_core::ApiError;
 
 /// Changes kept for watches that resume from an older resourceVersion.
-pub const DEFAULT_HISTORY: usize = 100_000;
+pub(crate) const DEFAULT_HISTORY: usize = 100_000;
 /// Events a watcher may fall behind by before it is closed (the client re-watches).
 const WATCHER_BUFFER: usize = 50_000;
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key {
-    /// "group/resource", e.g. "apps/deployments", "/pods".
-    pub id: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    Added,
-    Modified,
-    Deleted,
-}
-
-#[derive(Debug)]
-pub struct Event {
-    pub event_type: EventType,
-    pub key: Key,
-    pub object: Arc<Value>,
-    /// The object before this change, so a filtered watch can tell entering from leaving.
-    pub prev: Option<Arc<Value>>,
-    pub rv: u64,
-}
 
 struct Watcher {
     filter: Filter,
@@ -60,7 +36,7 @@ struct Inner {
     watchers: Vec<Watcher>,
 }
 
-pub struct Store {
+pub(crate) struct Store {
     inner: Mutex<Inner>,
     /// Wakes the server's own loops (scheduler, kubelet, garbage collector) after a change.
     pub changed: Notify,
@@ -68,7 +44,7 @@ pub struct Store {
 
 /// A new watch: the events to send first (replayed history or the current state), then the
 /// live stream.
-pub struct Watch {
+pub(crate) struct Watch {
     pub initial: Vec<Arc<Event>>,
     pub rx: mpsc::Receiver<Arc<Event>>,
     /// The resourceVersion the initial events bring the watcher to.
@@ -76,7 +52,7 @@ pub struct Watch {
 }
 
 /// How a watch starts.
-pub enum WatchFrom {
+pub(crate) enum WatchFrom {
     /// Changes after this resourceVersion (410 if no longer retained).
     Version(u64),
     /// The current state as ADDED events, then changes.
@@ -100,7 +76,7 @@ impl Default for Store {
 }
 
 impl Store {
-    pub fn new(history_limit: usize) -> Self {
+    pub(crate) fn new(history_limit: usize) -> Self {
         Store {
             inner: Mutex::new(Inner {
                 rv: 1,
@@ -121,17 +97,17 @@ impl Store {
     }
 
     #[cfg(test)]
-    pub fn current_rv(&self) -> u64 {
+    pub(crate) fn current_rv(&self) -> u64 {
         self.lock().rv
     }
 
-    pub fn get(&self, key: &Key) -> Option<Arc<Value>> {
+    pub(crate) fn get(&self, key: &Key) -> Option<Arc<Value>> {
         self.lock().objects.get(key).cloned()
     }
 
     /// Objects of `id` (in `namespace` if given) passing `filter`, in name order, with the
     /// resourceVersion the list is consistent with.
-    pub fn list(&self, id: &str, namespace: Option<&str>, filter: &Filter) -> (Vec<Arc<Value>>, u64) {
+    pub(crate) fn list(&self, id: &str, namespace: Option<&str>, filter: &Filter) -> (Vec<Arc<Value>>, u64) {
         let inner = self.lock();
         let start = Key { id: id.to_string(), namespace: namespace.unwrap_or("").to_string(), name: String::new() };
         let items = inner
@@ -145,17 +121,17 @@ impl Store {
     }
 
     /// Every key of every type in a namespace (for namespace deletion).
-    pub fn keys_in_namespace(&self, namespace: &str) -> Vec<Key> {
+    pub(crate) fn keys_in_namespace(&self, namespace: &str) -> Vec<Key> {
         self.lock().objects.keys().filter(|k| k.namespace == namespace).cloned().collect()
     }
 
     /// Every object (for the garbage collector's ownership scan).
-    pub fn snapshot(&self) -> Vec<(Key, Arc<Value>)> {
+    pub(crate) fn snapshot(&self) -> Vec<(Key, Arc<Value>)> {
         self.lock().objects.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// Creates `object` at `key`; `exists` builds the error when something is already there.
-    pub fn create(
+    pub(crate) fn create(
         &self,
         key: Key,
         mut object: Value,
@@ -178,7 +154,7 @@ impl Store {
 
     /// Puts `object` at `key` as it is, resourceVersion included (a restore, not a write: no
     /// event), and keeps later writes' resourceVersions above it.
-    pub fn restore(&self, key: Key, object: Value) {
+    pub(crate) fn restore(&self, key: Key, object: Value) {
         let mut inner = self.lock();
         let rv = object.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
         inner.rv = inner.rv.max(rv.unwrap_or(0));
@@ -189,7 +165,7 @@ impl Store {
     /// `Ok(None)` means no change (nothing is written, no resourceVersion is spent). An object
     /// left with a deletionTimestamp, no finalizers and no grace period still running is
     /// removed, as the API server does when the last finalizer goes.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         key: &Key,
         missing: impl FnOnce() -> ApiError,
@@ -217,7 +193,7 @@ impl Store {
     }
 
     /// Removes the object at `key` if `check` accepts the current one.
-    pub fn delete(
+    pub(crate) fn delete(
         &self,
         key: &Key,
         missing: impl FnOnce() -> ApiError,
@@ -257,18 +233,18 @@ impl Store {
     }
 
     /// Forgets the history up to now: watches from an older resourceVersion get 410.
-    pub fn compact(&self) {
+    pub(crate) fn compact(&self) {
         let mut inner = self.lock();
         inner.history.clear();
         inner.compacted = inner.rv;
     }
 
     /// Closes every open watch, as a dropped connection would.
-    pub fn drop_watchers(&self) {
+    pub(crate) fn drop_watchers(&self) {
         self.lock().watchers.clear();
     }
 
-    pub fn watch(&self, filter: Filter, from: WatchFrom) -> Result<Watch, ApiError> {
+    pub(crate) fn watch(&self, filter: Filter, from: WatchFrom) -> Result<Watch, ApiError> {
         let mut inner = self.lock();
         let initial: Vec<Arc<Event>> = match from {
             WatchFrom::Version(rv) if rv < inner.compacted => {

@@ -11,20 +11,20 @@ use rcgen::{
 };
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-pub struct Credentials {
+pub(crate) struct Credentials {
     pub ca_pem: String,
     pub token: String,
     pub server_config: Arc<rustls::ServerConfig>,
 }
 
-pub fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     let mut b = [0u8; 32];
     let _ = getrandom::fill(&mut b);
     hex::encode(b)
 }
 
 /// A fresh CA and a certificate for `hosts` (names or IP addresses) signed by it.
-pub fn credentials(hosts: &[String]) -> anyhow::Result<Credentials> {
+pub(crate) fn credentials(hosts: &[String]) -> anyhow::Result<Credentials> {
     let ca_key = KeyPair::generate()?;
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -54,7 +54,7 @@ pub fn credentials(hosts: &[String]) -> anyhow::Result<Credentials> {
 }
 
 /// A kubeconfig with one cluster, user and context named `wasmcm`.
-pub fn kubeconfig(server: &str, ca_pem: Option<&str>, token: &str) -> String {
+pub(crate) fn kubeconfig(server: &str, ca_pem: Option<&str>, token: &str) -> String {
     let cluster = match ca_pem {
         Some(ca) => format!(
             "    server: {server}\n    certificate-authority-data: {}\n",
@@ -69,7 +69,7 @@ pub fn kubeconfig(server: &str, ca_pem: Option<&str>, token: &str) -> String {
 }
 
 /// Writes the kubeconfig readable by its owner only: it holds the token.
-pub fn write_kubeconfig(path: &Path, contents: &str) -> anyhow::Result<()> {
+pub(crate) fn write_kubeconfig(path: &Path, contents: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }

@@ -133,9 +133,3 @@ pub fn label_value(s: &str) -> Vec<String> {
     }
     errs
 }
-
-/// Whether `s` is a DNS-1123 label (1-63 lowercase letters, digits or `-`, alphanumeric at both
-/// ends): the rule for namespaces and for plugin names.
-pub fn is_dns1123_label(s: &str) -> bool {
-    dns1123_label(s).is_empty()
-}

@@ -15,11 +15,11 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::kubeapi::ClientRate;
-use wasmcm::loader::Version;
-use wasmcm::metrics::Metrics;
-use wasmcm::plugins::{Engine, EngineConfig, Limits};
+use wasmcm::ClientRate;
+use wasmcm::Metrics;
+use wasmcm::Version;
+use wasmcm::{Engine, EngineConfig, Limits};
+use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
 const REPLICA_SETS: usize = 1000;

@@ -43,11 +43,11 @@ use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
-use wasmcm::controller::Controller;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::kubeapi::{ClientRate, KubeApi};
-use wasmcm::metrics::Metrics;
-use wasmcm::plugins::{Engine, EngineConfig, Limits};
+use wasmcm::Metrics;
+use wasmcm::PluginController;
+use wasmcm::{ClientRate, KubeApi};
+use wasmcm::{Engine, EngineConfig, Limits};
+use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::{Cluster, ClusterConfig};
 
 const CONFIGMAPS: usize = 20;
@@ -192,7 +192,7 @@ impl<S: tracing::Subscriber> Layer<S> for Probe {
 
 fn install_probe() {
     let only = tracing_subscriber::filter::filter_fn(|m| {
-        (m.is_span() && m.name() == "reconcile") || (m.is_event() && m.target() == "wasmcm::rollout")
+        (m.is_span() && m.name() == "reconcile") || (m.is_event() && m.target() == "wasmcm::lifecycle::rollout")
     });
     let subscriber = tracing_subscriber::registry().with(Probe.with_filter(only));
     tracing::subscriber::set_global_default(subscriber).expect("tracing subscriber");
@@ -213,7 +213,7 @@ struct Swap<'a> {
     plugin_dir: &'a Path,
     staging: &'a Path,
     component: &'a [u8],
-    controller: &'a Arc<Controller<KubeApi>>,
+    controller: &'a Arc<PluginController<KubeApi>>,
     /// When a ConfigMap carrying each stamp was first seen through a watch.
     seen: &'a Mutex<HashMap<String, Instant>>,
 }
@@ -288,13 +288,13 @@ async fn hot_swap() -> f64 {
 
     let engine = engine_with_cache(&cache);
     let paths = vec![plugin_dir.clone()];
-    let (versions, failures) = wasmcm::loader::load_all(&engine, &paths, NAMESPACE, Some(&client)).await;
+    let (versions, failures) = wasmcm::load_all(&engine, &paths, NAMESPACE, Some(&client)).await;
     assert!(failures.is_empty() && versions.len() == 1, "load: {failures:?}");
     let metrics = Arc::new(Metrics::default());
     let host_config = HostConfig { client_rate: ClientRate { qps, burst: qps as u32 }, ..HostConfig::default() };
     let host = Host::start(client.clone(), versions, host_config, metrics.clone()).await.expect("host");
     let controller = host.controller("stamp").expect("stamp controller").clone();
-    let reloader = wasmcm::reload::Reloader {
+    let reloader = wasmcm::Reloader {
         engine: engine.clone(),
         client: Some(client.clone()),
         namespace: NAMESPACE.into(),
@@ -400,12 +400,12 @@ async fn hot_swap() -> f64 {
     println!("    {:<44} {:>8} {:>8} {:>8}", "(ms)", "median", "min", "max");
     print_rounds("warm (the variant's compiled artefact already in the precompiled cache)", &warm_rounds);
     print_rounds("cold (bytes never compiled)", &cold_rounds);
-    let settle = ms(wasmcm::reload::SETTLE);
+    let settle = ms(wasmcm::RELOAD_SETTLE);
     let m = |f: &dyn Fn(&Round) -> f64| median(&warm_rounds.iter().map(f).collect::<Vec<_>>());
     let (load, promoted, first, seen) =
         (m(&|r| r.load), m(&|r| r.promoted), m(&|r| r.first_reconcile), m(&|r| r.write_seen));
     println!("  warm median, where the time goes:");
-    println!("    {settle:>6.1} ms  settle (reload::SETTLE: the watched directory must be quiet that long first)");
+    println!("    {settle:>6.1} ms  settle (RELOAD_SETTLE: the watched directory must be quiet that long first)");
     println!("    {load:>6.1} ms  deserializing the precompiled artefact ({:.0} KiB)", code as f64 / 1024.0);
     println!(
         "    {:>6.1} ms  the rest up to promotion: inotify, re-reading the manifests, reading and hashing the file, \
@@ -461,7 +461,7 @@ async fn child(copies: usize) {
     let engine = engine_with_cache(&cache);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let base = rss_kib();
-    let (versions, failures) = wasmcm::loader::load_all(&engine, &[dir], NAMESPACE, Some(&client)).await;
+    let (versions, failures) = wasmcm::load_all(&engine, &[dir], NAMESPACE, Some(&client)).await;
     assert!(failures.is_empty() && versions.len() == copies, "load: {failures:?}");
     assert!(versions.iter().all(|v| v.plugin.compiled().cached), "every copy from the precompiled cache");
     let host = Host::start(client, versions, HostConfig::default(), Arc::new(Metrics::default())).await.expect("host");

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use serde_json::{Value, json};
-use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm::{Engine, EngineConfig, Limits, Plugin};
 use wasmcm_deployment::DeploymentController;
 use wasmcm_deployment::fixtures as dfx;
 use wasmcm_guest::{Cache, CacheExt, Controller, Kind, MemoryCache, Request, Selector};

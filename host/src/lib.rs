@@ -1,20 +1,38 @@
 //! wasmcm, the host: loads controller plugins (WebAssembly components), feeds them a
 //! read-only view of the cluster, and performs the writes they ask for.
+//!
+//! - `engine`: compiling and calling components in a sandbox; the built-in plugins.
+//! - `lifecycle`: which plugin versions run, from where, and how one replaces another.
+//! - `runtime`: informers, work queues, expectations, leader election, the host.
+//! - `writes`: checking an outcome's intents and performing them.
+//! - `ops`: metrics, health and the admin endpoint.
+//! - [`simulate`]: one reconcile offline, on the API server's own write path.
+//!
+//! The modules are private; what the binary, the tests and the benchmarks use is re-exported
+//! here.
 
-pub mod admin;
-pub mod builtin;
-pub mod controller;
-pub mod expectations;
-pub mod host;
-pub mod informers;
-pub mod kubeapi;
-pub mod leader;
-pub mod loader;
-pub mod manifest;
-pub mod metrics;
-pub mod plugins;
-pub mod queue;
-pub mod reload;
-pub mod rollout;
+// Items not re-exported here are `pub(crate)`, and this keeps it so.
+#![warn(unreachable_pub)]
+
+mod engine;
+mod lifecycle;
+mod ops;
+mod runtime;
 pub mod simulate;
-pub mod writer;
+mod writes;
+
+pub use engine::{CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin};
+pub use lifecycle::loader::{Version, configmap_bytes, load_all};
+pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
+pub use lifecycle::reload::{RELOAD_SETTLE, Reloader};
+pub use lifecycle::rollout::{Rollout, RolloutStatus};
+pub use ops::admin::{Admin, admin_request, serve_admin};
+pub use ops::metrics::Metrics;
+pub use runtime::controller::{ControllerConfig, PluginController};
+pub use runtime::credentials::{in_cluster_config, service_account_dir};
+pub use runtime::discovery::Discovery;
+pub use runtime::host::{Host, HostConfig};
+pub use runtime::informers::{Change, Informers, PluginCache};
+pub use runtime::leader::{LeaderConfig, default_identity};
+pub use writes::kube::{ClientRate, KubeApi};
+pub use writes::writer::{Report, WriteApi, write_outcome};

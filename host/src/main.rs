@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm::{Engine, EngineConfig, Limits, Plugin};
 use wasmcm::{builtin, simulate};
 use wasmcm_guest::Instant;
 
@@ -333,7 +333,7 @@ fn admin_call(
     show: impl FnOnce(&str) -> anyhow::Result<()>,
 ) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (status, body) = runtime.block_on(wasmcm::admin::request(address, method, path))?;
+    let (status, body) = runtime.block_on(wasmcm::admin_request(address, method, path))?;
     if !(200..300).contains(&status) {
         anyhow::bail!("{address}{path}: {status}: {}", body.trim());
     }
@@ -413,17 +413,17 @@ async fn stop_signal() -> std::io::Result<()> {
 fn own_namespace() -> String {
     std::env::var("POD_NAMESPACE")
         .ok()
-        .or_else(|| std::fs::read_to_string(wasmcm::kubeapi::service_account_dir().join("namespace")).ok())
+        .or_else(|| std::fs::read_to_string(wasmcm::service_account_dir().join("namespace")).ok())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "default".into())
 }
 
 fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
-    use wasmcm::controller::ControllerConfig;
-    use wasmcm::host::{Host, HostConfig};
-    use wasmcm::kubeapi::ClientRate;
-    use wasmcm::leader::LeaderConfig;
+    use wasmcm::ClientRate;
+    use wasmcm::ControllerConfig;
+    use wasmcm::LeaderConfig;
+    use wasmcm::{Host, HostConfig};
     use wasmcm_apiserver::{Cluster, ClusterConfig};
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
@@ -436,8 +436,8 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 (None, kube::Config::from_custom_kubeconfig(kc, &opts).await?)
             }
             (None, true) => {
-                let dir = wasmcm::kubeapi::service_account_dir();
-                let config = wasmcm::kubeapi::in_cluster_config(&dir)
+                let dir = wasmcm::service_account_dir();
+                let config = wasmcm::in_cluster_config(&dir)
                     .with_context(|| format!("in-cluster credentials from {}", dir.display()))?;
                 (None, config)
             }
@@ -455,7 +455,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         };
         let client = kube::Client::try_from(config)?;
         let namespace = own_namespace();
-        let (versions, failures) = wasmcm::loader::load_all(engine, &args.plugins, &namespace, Some(&client)).await;
+        let (versions, failures) = wasmcm::load_all(engine, &args.plugins, &namespace, Some(&client)).await;
         for f in &failures {
             tracing::error!("not loaded: {f}");
         }
@@ -466,7 +466,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("no plugin to run: every one is disabled or failed to load");
         }
         let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
-        let identity = wasmcm::leader::default_identity();
+        let identity = wasmcm::default_identity();
         let leader = args.leader_elect.then(|| LeaderConfig {
             lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
             renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
@@ -482,17 +482,17 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
             leader,
         };
-        let metrics = std::sync::Arc::new(wasmcm::metrics::Metrics::default());
+        let metrics = std::sync::Arc::new(wasmcm::Metrics::default());
         let (ready, ready_rx) = tokio::sync::watch::channel(false);
         let (plugins, plugins_rx) = tokio::sync::watch::channel(Vec::new());
-        let admin = wasmcm::admin::Admin { metrics: metrics.clone(), ready: ready_rx, plugins: plugins_rx };
-        let bound = wasmcm::admin::serve(args.metrics_bind_address, admin)
+        let admin = wasmcm::Admin { metrics: metrics.clone(), ready: ready_rx, plugins: plugins_rx };
+        let bound = wasmcm::serve_admin(args.metrics_bind_address, admin)
             .await
             .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
         println!("metrics: http://{bound}/metrics");
         let host = Host::start(client.clone(), versions, host_config, metrics).await?;
         plugins.send_replace(host.controllers().iter().map(|c| c.rollout().clone()).collect());
-        let reloader = wasmcm::reload::Reloader {
+        let reloader = wasmcm::Reloader {
             engine: engine.clone(),
             client: Some(client),
             namespace,

@@ -11,8 +11,8 @@ use wasmcm_apiserver::Offline;
 use wasmcm_core::{ApiError, Kind};
 use wasmcm_guest::{Event, EventType, Instant, MemoryCache, ObjectRef, Request};
 
-use crate::plugins::{CallError, Plugin};
-use crate::writer;
+use crate::engine::{CallError, Plugin};
+use crate::writes::writer::{self, WriteApi};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
@@ -64,7 +64,7 @@ pub fn simulate(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| SimulateError::Input(format!("cannot start a runtime: {e}")))?;
-    let report = runtime.block_on(writer::execute(&api, info, namespace, name, &outcome, Default::default()));
+    let report = runtime.block_on(writer::write_outcome(&api, info, namespace, name, &outcome, Default::default()));
 
     let actions: Vec<Value> = report
         .actions
@@ -173,7 +173,7 @@ fn summary(items: &[Value]) -> String {
     counts.iter().map(|(k, n)| format!("{} {} ×{n}", k.api_version, k.kind)).collect::<Vec<_>>().join(", ")
 }
 
-impl writer::Api for Offline {
+impl WriteApi for Offline {
     fn create(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send {
         ready(Offline::create(self, object))
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm::{Engine, EngineConfig, Limits, Plugin};
 
 /// One engine per test binary, with a precompiled cache shared by all test binaries so each
 /// component is compiled once per build.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use wasmcm::manifest::Source;
+use wasmcm::Source;
 
 /// The ten objects of deploy/manifests, as kubectl names them in its output.
 const MANIFEST_OBJECTS: [&str; 10] = [
@@ -383,7 +383,7 @@ async fn load_plugin_manifest(objects: &[Value], what: &str) -> (Vec<(String, bo
     std::fs::write(&file, text).unwrap();
     let paths = [dir.path().to_path_buf()];
 
-    let (specs, errors) = wasmcm::manifest::resolve(&paths, "wasmcm");
+    let (specs, errors) = wasmcm::resolve_plugins(&paths, "wasmcm");
     assert!(errors.is_empty(), "{what}: {errors:?}");
     for spec in &specs {
         // From the file, not from the default manifest compiled into the binary.
@@ -392,7 +392,7 @@ async fn load_plugin_manifest(objects: &[Value], what: &str) -> (Vec<(String, bo
     }
     let resolved = specs.iter().map(|s| (s.name.clone(), s.enabled)).collect();
 
-    let (versions, failures) = wasmcm::loader::load_all(common::engine(), &paths, "wasmcm", None).await;
+    let (versions, failures) = wasmcm::load_all(common::engine(), &paths, "wasmcm", None).await;
     assert!(failures.is_empty(), "{what}: {failures:?}");
     (resolved, versions.iter().map(|v| v.plugin.info().name.clone()).collect())
 }
@@ -455,7 +455,7 @@ async fn a_plugin_shipped_in_the_chart_loads_from_its_configmap_as_the_service_a
     std::fs::write(plugins.path().join("plugins.yaml"), manifest).unwrap();
     let client = common::token_client(&cluster, "wasmcm", "wasmcm").await;
     let (versions, failures) =
-        wasmcm::loader::load_all(common::engine(), &[plugins.path().to_path_buf()], "wasmcm", Some(&client)).await;
+        wasmcm::load_all(common::engine(), &[plugins.path().to_path_buf()], "wasmcm", Some(&client)).await;
     assert!(failures.is_empty(), "{failures:?}");
     let names: Vec<&str> = versions.iter().map(|v| v.name()).collect();
     assert_eq!(names, ["replicaset", "deployment", "rollback", "stamp"]);

@@ -18,13 +18,12 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
 use kube::api::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Config};
 use serde_json::Value;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::loader::Version;
+use wasmcm::Version;
+use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
 /// How long any one expectation may take to come true.
@@ -70,9 +69,7 @@ impl Env {
         };
         let (cluster, client, host) = runtime.block_on(async {
             let cluster = Cluster::start(config).await.expect("cluster starts");
-            let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-            let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-            let client = Client::try_from(config).unwrap();
+            let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
             // The host runs as deploy/manifests' ServiceAccount: every scenario here also proves
             // the ClusterRole sufficient.
             let identity = common::service_account(&cluster).await;

@@ -6,7 +6,7 @@ use crate::common;
 use std::sync::Arc;
 
 use serde_json::json;
-use wasmcm::plugins::{Engine, EngineConfig, Limits, LoadError};
+use wasmcm::{Engine, EngineConfig, Limits, LoadError};
 use wasmcm_guest::{Controller, Kind};
 use wasmcm_replicaset::ReplicaSetController;
 use wasmcm_replicaset::fixtures::{cache, fleet, pod, replica_set, request};

@@ -11,10 +11,10 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::loader::Version;
-use wasmcm::metrics::Metrics;
-use wasmcm::plugins::{Engine, Limits};
+use wasmcm::Metrics;
+use wasmcm::Version;
+use wasmcm::{Engine, Limits};
+use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::Cluster;
 
 async fn start() -> (Cluster, Client, Host) {
@@ -74,8 +74,8 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     let (_cluster, client, host, metrics) = start_with_metrics().await;
     let (ready, ready_rx) = tokio::sync::watch::channel(false);
     let plugins = tokio::sync::watch::channel(host.controllers().iter().map(|c| c.rollout().clone()).collect()).1;
-    let admin = wasmcm::admin::Admin { metrics, ready: ready_rx, plugins };
-    let addr = wasmcm::admin::serve("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
+    let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins };
+    let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
     assert_eq!(http_get(addr, "/readyz").await.0, 503, "not ready before the host says so");
     ready.send_replace(true);
     assert_eq!(http_get(addr, "/readyz").await.0, 200);

@@ -11,10 +11,10 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::loader::Version;
-use wasmcm::metrics::Metrics;
-use wasmcm::plugins::Limits;
+use wasmcm::Limits;
+use wasmcm::Metrics;
+use wasmcm::Version;
+use wasmcm::{Host, HostConfig};
 
 /// Retries before a key is given up; low so that giving up, which names the retries, comes in
 /// seconds (5 ms doubling: about 5 s of backoff).

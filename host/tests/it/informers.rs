@@ -4,20 +4,18 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::json;
 use tokio::sync::broadcast::Receiver;
-use wasmcm::informers::{Change, Informers, PluginCache};
+use wasmcm::{Change, Discovery, Informers, PluginCache};
 use wasmcm_apiserver::{Cluster, ClusterConfig};
 use wasmcm_guest::{Cache, Kind, Selector};
 
 async fn start() -> (Cluster, Client) {
     let cluster = Cluster::start(ClusterConfig::default()).await.unwrap();
-    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-    (cluster, Client::try_from(config).unwrap())
+    let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
+    (cluster, client)
 }
 
 async fn next(rx: &mut Receiver<Change>, name: &str) -> Change {
@@ -43,7 +41,7 @@ async fn informers_sync_share_and_report_changes() {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     cms.create(&PostParams::default(), &cm("before", "web")).await.unwrap();
 
-    let informers = Informers::new(client.clone());
+    let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
     let kind = Kind::new("v1", "ConfigMap");
     let informer = informers.informer(&kind).await.unwrap();
     let again = informers.informer(&kind).await.unwrap();
@@ -74,7 +72,7 @@ async fn informers_recover_from_dropped_watches_and_compaction() {
     let (cluster, client) = start().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     cms.create(&PostParams::default(), &cm("doomed", "web")).await.unwrap();
-    let informers = Informers::new(client.clone());
+    let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
     let informer = informers.informer(&Kind::new("v1", "ConfigMap")).await.unwrap();
     informer.wait_synced().await;
     let mut rx = informer.subscribe();

@@ -8,19 +8,13 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::json;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::leader::LeaderConfig;
-use wasmcm::loader::Version;
-use wasmcm::plugins::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm::LeaderConfig;
+use wasmcm::Version;
+use wasmcm::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
-
-async fn client(cluster: &Cluster) -> Client {
-    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
-    Client::try_from(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap()).unwrap()
-}
+use wasmcm_test_support::{client, eventually};
 
 fn plugin() -> Arc<Plugin> {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("precompiled");
@@ -36,22 +30,9 @@ async fn host(cluster: &Cluster, identity: &str) -> Host {
         ..LeaderConfig::new("kube-system", "wasmcm", identity)
     };
     let config = HostConfig { leader: Some(leader), ..HostConfig::default() };
-    Host::start(client(cluster).await, vec![Version::of(plugin())], config, Default::default()).await.unwrap()
-}
-
-async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    Host::start(client(&cluster.kubeconfig).await, vec![Version::of(plugin())], config, Default::default())
+        .await
+        .unwrap()
 }
 
 fn replica_set(name: &str) -> ReplicaSet {
@@ -74,13 +55,13 @@ async fn one_host_leads_and_a_standby_takes_over() {
         ..ClusterConfig::default()
     };
     let cluster = Cluster::start(config).await.unwrap();
-    let c = client(&cluster).await;
+    let c = client(&cluster.kubeconfig).await;
     let leases: Api<Lease> = Api::namespaced(c.clone(), "kube-system");
     let holder = || async { leases.get_opt("wasmcm").await.ok().flatten().and_then(|l| l.spec?.holder_identity) };
 
     let a = host(&cluster, "host-a").await;
     let b = host(&cluster, "host-b").await;
-    let first = eventually("a leader", Duration::from_secs(20), || async { holder().await }).await;
+    let first = eventually("a leader", || async { holder().await }).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(holder().await.as_deref(), Some(first.as_str()), "the lease stays with one host");
     let (a_leads, b_leads) = (*a.leading().borrow(), *b.leading().borrow());
@@ -90,10 +71,7 @@ async fn one_host_leads_and_a_standby_takes_over() {
     let rss: Api<ReplicaSet> = Api::namespaced(c.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
     rss.create(&PostParams::default(), &replica_set("one")).await.unwrap();
-    eventually("the leader to reconcile", Duration::from_secs(30), || async {
-        (pods_of(&pods, "one").await == 2).then_some(())
-    })
-    .await;
+    eventually("the leader to reconcile", || async { (pods_of(&pods, "one").await == 2).then_some(()) }).await;
 
     // A graceful stop releases the lease: the standby leads at once and converges what
     // changed in between.
@@ -104,10 +82,7 @@ async fn one_host_leads_and_a_standby_takes_over() {
         .await
         .expect("the standby leads within the lease duration")
         .unwrap();
-    eventually("the new leader to reconcile", Duration::from_secs(30), || async {
-        (pods_of(&pods, "two").await == 2).then_some(())
-    })
-    .await;
+    eventually("the new leader to reconcile", || async { (pods_of(&pods, "two").await == 2).then_some(()) }).await;
     assert_eq!(pods_of(&pods, "one").await, 2, "nothing was duplicated by the change of leader");
 
     // A leader that dies without releasing is replaced once its lease expires.

@@ -21,10 +21,10 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use wasmcm::controller::ControllerConfig;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::leader::LeaderConfig;
-use wasmcm::metrics::Metrics;
+use wasmcm::ControllerConfig;
+use wasmcm::LeaderConfig;
+use wasmcm::Metrics;
+use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::Cluster;
 
 /// The manifests' ClusterRole.
@@ -51,7 +51,7 @@ async fn service_account(cluster: &Cluster, admin: &Client, role: Option<Cluster
 /// The host with the built-in plugins (as `wasmcm run` loads them) on `client`, electing itself
 /// through the Lease wasmcm/wasmcm.
 async fn host(client: Client, controller: ControllerConfig) -> (Host, Arc<Metrics>) {
-    let (versions, failures) = wasmcm::loader::load_all(common::engine(), &[], "wasmcm", Some(&client)).await;
+    let (versions, failures) = wasmcm::load_all(common::engine(), &[], "wasmcm", Some(&client)).await;
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(versions.len(), 3, "the three built-ins");
     let config =

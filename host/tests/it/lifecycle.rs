@@ -17,11 +17,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::kubeapi::ClientRate;
-use wasmcm::metrics::Metrics;
-use wasmcm::reload::Reloader;
-use wasmcm::rollout::{Rollout, Status};
+use wasmcm::ClientRate;
+use wasmcm::Metrics;
+use wasmcm::Reloader;
+use wasmcm::{Host, HostConfig};
+use wasmcm::{Rollout, RolloutStatus};
 use wasmcm_apiserver::Cluster;
 use wasmcm_stamp::{LABEL, variant};
 
@@ -69,7 +69,7 @@ impl Fixture {
 
         let engine = common::engine().clone();
         let paths = vec![dir.path().to_path_buf()];
-        let (versions, failures) = wasmcm::loader::load_all(&engine, &paths, "wasmcm", Some(&client)).await;
+        let (versions, failures) = wasmcm::load_all(&engine, &paths, "wasmcm", Some(&client)).await;
         assert!(failures.is_empty(), "{failures:?}");
         let names: Vec<_> = versions.iter().map(|v| v.name().to_string()).collect();
         assert_eq!(names, ["stamp"], "the built-ins are disabled");
@@ -216,7 +216,7 @@ async fn create_configmap(api: &Api<ConfigMap>, name: &str, labelled: bool) {
 }
 
 /// The versions of a status in a given state, as (version, digest).
-fn in_state(status: &Status, state: &str) -> Vec<(String, String)> {
+fn in_state(status: &RolloutStatus, state: &str) -> Vec<(String, String)> {
     status.versions.iter().filter(|v| v.state == state).map(|v| (v.version.clone(), v.digest.clone())).collect()
 }
 
@@ -242,7 +242,7 @@ mod logs {
         let _ = tracing_subscriber::fmt()
             .with_writer(|| Writer)
             .with_ansi(false)
-            .with_env_filter(tracing_subscriber::EnvFilter::new("wasmcm::reload=info"))
+            .with_env_filter(tracing_subscriber::EnvFilter::new("wasmcm::lifecycle::reload=info"))
             .try_init();
     }
 
@@ -440,8 +440,8 @@ async fn the_admin_endpoint_lists_and_promotes() {
     let rollouts: Vec<Arc<Rollout>> = f.host.controllers().iter().map(|c| c.rollout().clone()).collect();
     let (_ready, ready) = tokio::sync::watch::channel(true);
     let (_plugins, plugins) = tokio::sync::watch::channel(rollouts);
-    let admin = wasmcm::admin::Admin { metrics: f.metrics.clone(), ready, plugins };
-    let addr = wasmcm::admin::serve("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
+    let admin = wasmcm::Admin { metrics: f.metrics.clone(), ready, plugins };
+    let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
     f.wait_stamped(N, "v1", 2).await;
 
     // A candidate that disagrees is never promoted on its own.
@@ -449,7 +449,7 @@ async fn the_admin_endpoint_lists_and_promotes() {
     f.install(&v2);
     let (v1_digest, v2_digest) = (common::sha256(&f.original), common::sha256(&v2));
     let stamp = common::eventually("GET /plugins to show the shadow disagreeing", || async {
-        let (code, body) = wasmcm::admin::request(addr, http::Method::GET, "/plugins").await.ok()?;
+        let (code, body) = wasmcm::admin_request(addr, http::Method::GET, "/plugins").await.ok()?;
         assert_eq!(code, 200, "{body}");
         let plugins: Vec<Value> = serde_json::from_str(&body).unwrap();
         let stamp = plugins.into_iter().find(|p| p["name"] == "stamp")?;

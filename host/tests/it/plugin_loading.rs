@@ -18,10 +18,10 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use wasmcm::host::{Host, HostConfig};
-use wasmcm::loader::{self, Version};
-use wasmcm::metrics::Metrics;
-use wasmcm::plugins::{Engine, EngineConfig};
+use wasmcm::Metrics;
+use wasmcm::Version;
+use wasmcm::{Engine, EngineConfig};
+use wasmcm::{Host, HostConfig};
 
 const BUILTINS: [&str; 3] = ["replicaset", "deployment", "rollback"];
 
@@ -100,7 +100,7 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
     write(d, "i-traps.yaml", manifest("traps", "{source: {file: traps.wasm}}"));
     write(d, "j-future.yaml", manifest("future", "{source: {file: future.wasm}}"));
 
-    let (versions, failures) = loader::load_all(common::engine(), &[d.to_path_buf()], "default", None).await;
+    let (versions, failures) = wasmcm::load_all(common::engine(), &[d.to_path_buf()], "default", None).await;
 
     assert_eq!(names(&versions), ["deployment", "replicaset", "rollback", "stamp"], "failures: {failures:#?}");
     let good = versions.iter().find(|v| v.name() == "stamp").unwrap();
@@ -284,7 +284,7 @@ async fn capabilities_narrow_and_settings_reach_the_plugin() {
         "readonly.yaml",
         manifest("readonly", &format!("{{source: {{file: {stamp}}}, capabilities: {{writes: []}}}}")),
     );
-    let (versions, failures) = loader::load_all(common::engine(), &[dir.path().to_path_buf()], "default", None).await;
+    let (versions, failures) = wasmcm::load_all(common::engine(), &[dir.path().to_path_buf()], "default", None).await;
     assert!(failures.is_empty(), "{failures:#?}");
     let readonly = versions.iter().find(|v| v.name() == "readonly").unwrap();
     assert!(readonly.plugin.info().writes.is_empty(), "writes: [] leaves no kind writable");
@@ -345,12 +345,12 @@ fn plugins_configmap(bytes: Vec<u8>) -> ConfigMap {
 async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     // Refused over 1 MiB, with the size and the limit said.
     let big = plugins_configmap(vec![0; (1 << 20) + 1]);
-    let err = loader::configmap_bytes(&big, "stamp.wasm").unwrap_err();
+    let err = wasmcm::configmap_bytes(&big, "stamp.wasm").unwrap_err();
     assert!(err.contains(&format!("{} bytes", (1 << 20) + 1)) && err.contains("at most 1 MiB"), "{err}");
-    let err = loader::configmap_bytes(&big, "other.wasm").unwrap_err();
+    let err = wasmcm::configmap_bytes(&big, "other.wasm").unwrap_err();
     assert!(err.contains("no key \"other.wasm\""), "{err}");
     let exactly = plugins_configmap(vec![0; 1 << 20]);
-    assert_eq!(loader::configmap_bytes(&exactly, "stamp.wasm").unwrap().len(), 1 << 20);
+    assert_eq!(wasmcm::configmap_bytes(&exactly, "stamp.wasm").unwrap().len(), 1 << 20);
 
     let (_cluster, client) = common::cluster().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
@@ -361,13 +361,13 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let paths = vec![dir.path().to_path_buf()];
 
     // Without a client the ConfigMap cannot be read, and the failure says so.
-    let (_, failures) = loader::load_all(common::engine(), &paths, "default", None).await;
+    let (_, failures) = wasmcm::load_all(common::engine(), &paths, "default", None).await;
     assert!(
         failures.iter().any(|f| f.contains("plugin stamp") && f.contains("ConfigMap default/plugins key stamp.wasm")),
         "{failures:#?}"
     );
 
-    let (versions, failures) = loader::load_all(common::engine(), &paths, "default", Some(&client)).await;
+    let (versions, failures) = wasmcm::load_all(common::engine(), &paths, "default", Some(&client)).await;
     assert!(failures.is_empty(), "{failures:#?}");
     let stamp = take(versions, "stamp");
     assert_eq!(stamp.plugin.digest(), common::sha256(&v1));
@@ -375,7 +375,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
 
     let metrics = Arc::new(Metrics::default());
     let host = Host::start(client.clone(), vec![stamp], HostConfig::default(), metrics.clone()).await.unwrap();
-    let reloader = wasmcm::reload::Reloader {
+    let reloader = wasmcm::Reloader {
         engine: common::engine().clone(),
         client: Some(client.clone()),
         namespace: "default".into(),
@@ -425,7 +425,7 @@ async fn a_warm_restart_reuses_compiled_plugins() {
     };
 
     let cold = engine();
-    let (versions, failures) = loader::load_all(&cold, &[], "default", None).await;
+    let (versions, failures) = wasmcm::load_all(&cold, &[], "default", None).await;
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(versions.iter().map(Version::name).collect::<Vec<_>>(), BUILTINS);
     for v in &versions {
@@ -435,7 +435,7 @@ async fn a_warm_restart_reuses_compiled_plugins() {
     drop((versions, cold));
 
     let warm = engine();
-    let (versions, failures) = loader::load_all(&warm, &[], "default", None).await;
+    let (versions, failures) = wasmcm::load_all(&warm, &[], "default", None).await;
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(versions.iter().map(Version::name).collect::<Vec<_>>(), BUILTINS);
     for v in &versions {

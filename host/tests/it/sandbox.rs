@@ -7,8 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wasmcm::plugins::{CallError, Limits, Plugin, TrapReason};
-use wasmcm::writer;
+use wasmcm::write_outcome;
+use wasmcm::{CallError, Limits, Plugin, TrapReason};
 use wasmcm_apiserver::Offline;
 use wasmcm_guest::{Intent, MemoryCache, Outcome, Request};
 use wasmcm_replicaset::fixtures::{cache, now, replica_set, request};
@@ -136,7 +136,7 @@ fn writes_beyond_the_declared_kinds_or_namespace_are_refused_and_never_sent() {
         let outcome = call(key).unwrap();
         let api = Offline::new(vec![], now().timestamp()).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let r = rt.block_on(writer::execute(&api, plugin.info(), "default", key, &outcome, Default::default()));
+        let r = rt.block_on(write_outcome(&api, plugin.info(), "default", key, &outcome, Default::default()));
         assert!(r.actions.is_empty(), "{key}: nothing may be sent: {:?}", r.actions);
         assert_eq!(r.refused.len(), 1, "{key}");
         assert_eq!(r.refused[0].reason, reason);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{MAX_CONFIGMAP_PLUGIN_BYTES, PluginSpec, Source};
-use crate::plugins::{Engine, Limits, Plugin};
+use crate::engine::{Engine, Limits, Plugin};
+use crate::lifecycle::manifest::{MAX_CONFIGMAP_PLUGIN_BYTES, PluginSpec, Source};
 
 /// A loaded plugin with the manifest entry that made it.
 pub struct Version {
@@ -58,18 +58,18 @@ impl Version {
 
 #[derive(Debug, thiserror::Error)]
 #[error("plugin {plugin}: {message}")]
-pub struct LoadFailure {
+pub(crate) struct LoadFailure {
     pub plugin: String,
     /// Says which file or object and why.
     pub message: String,
 }
 
 /// The component bytes of `spec`. ConfigMap sources need a client.
-pub async fn read(spec: &PluginSpec, client: Option<&kube::Client>) -> Result<Vec<u8>, LoadFailure> {
+pub(crate) async fn read(spec: &PluginSpec, client: Option<&kube::Client>) -> Result<Vec<u8>, LoadFailure> {
     let fail = |message: String| LoadFailure { plugin: spec.name.clone(), message };
     match &spec.source {
-        Source::Builtin(name) => crate::builtin::get(name).map(<[u8]>::to_vec).ok_or_else(|| {
-            let known = crate::builtin::names().collect::<Vec<_>>().join(", ");
+        Source::Builtin(name) => crate::engine::builtin::get(name).map(<[u8]>::to_vec).ok_or_else(|| {
+            let known = crate::engine::builtin::names().collect::<Vec<_>>().join(", ");
             fail(format!("no built-in plugin {name:?} (built-ins: {known})"))
         }),
         Source::File(path) => {
@@ -101,7 +101,7 @@ pub fn configmap_bytes(cm: &k8s_openapi::api::core::v1::ConfigMap, key: &str) ->
 }
 
 /// Verifies the digest pin and compiles `bytes`; blocking (compiling takes up to seconds).
-pub fn compile(engine: &Engine, spec: &PluginSpec, bytes: &[u8]) -> Result<Version, LoadFailure> {
+pub(crate) fn compile(engine: &Engine, spec: &PluginSpec, bytes: &[u8]) -> Result<Version, LoadFailure> {
     let fail = |message: String| LoadFailure { plugin: spec.name.clone(), message };
     if let Some(pin) = &spec.sha256 {
         let actual = hex::encode(Sha256::digest(bytes));
@@ -121,7 +121,11 @@ pub fn compile(engine: &Engine, spec: &PluginSpec, bytes: &[u8]) -> Result<Versi
 }
 
 /// `read` then `compile` off the async threads.
-pub async fn load(engine: &Engine, spec: &PluginSpec, client: Option<&kube::Client>) -> Result<Version, LoadFailure> {
+pub(crate) async fn load(
+    engine: &Engine,
+    spec: &PluginSpec,
+    client: Option<&kube::Client>,
+) -> Result<Version, LoadFailure> {
     let bytes = read(spec, client).await?;
     let (engine, owned) = (engine.clone(), spec.clone());
     tokio::task::spawn_blocking(move || compile(&engine, &owned, &bytes))
@@ -137,7 +141,7 @@ pub async fn load_all(
     namespace: &str,
     client: Option<&kube::Client>,
 ) -> (Vec<Version>, Vec<String>) {
-    let (specs, manifest_errors) = crate::manifest::resolve(paths, namespace);
+    let (specs, manifest_errors) = crate::lifecycle::manifest::resolve_plugins(paths, namespace);
     let mut failures: Vec<String> = manifest_errors.iter().map(|e| e.to_string()).collect();
     let mut versions = Vec::new();
     for spec in specs.iter().filter(|s| s.enabled) {

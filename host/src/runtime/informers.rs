@@ -10,11 +10,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use futures_util::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use wasmcm_guest::{Cache, Kind, Selector};
+
+use crate::runtime::discovery::Discovery;
 
 /// One cached object.
 #[derive(Debug)]
@@ -24,8 +26,8 @@ pub struct Object {
     pub uid: String,
     pub resource_version: String,
     pub labels: BTreeMap<String, String>,
-    /// (apiVersion, kind, name) of the ownerReference with `controller: true`.
-    pub controller: Option<(String, String, String)>,
+    /// The ownerReference with `controller: true`.
+    pub controller: Option<ControllerRef>,
     pub json: String,
 }
 
@@ -34,9 +36,10 @@ impl Object {
         let meta = value.get("metadata")?;
         let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let controller = meta.get("ownerReferences").and_then(Value::as_array).and_then(|refs| {
-            refs.iter()
-                .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-                .map(|r| (s(r.get("apiVersion")), s(r.get("kind")), s(r.get("name"))))
+            refs.iter().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true)).map(|r| ControllerRef {
+                kind: Kind::new(&s(r.get("apiVersion")), &s(r.get("kind"))),
+                name: s(r.get("name")),
+            })
         });
         Some(Object {
             namespace: s(meta.get("namespace")),
@@ -50,7 +53,22 @@ impl Object {
     }
 
     pub fn key(&self) -> String {
-        if self.namespace.is_empty() { self.name.clone() } else { format!("{}/{}", self.namespace, self.name) }
+        wasmcm_core::key(&self.namespace, &self.name)
+    }
+}
+
+/// The controlling owner of an object.
+#[derive(Clone, Debug)]
+pub struct ControllerRef {
+    pub kind: Kind,
+    pub name: String,
+}
+
+impl ControllerRef {
+    /// Whether it names an object of `kind`, in any version of its group (as ownerReferences
+    /// are matched).
+    pub fn refers_to(&self, kind: &Kind) -> bool {
+        self.kind.kind == kind.kind && self.kind.group() == kind.group()
     }
 }
 
@@ -176,13 +194,19 @@ impl Informer {
 /// The informers of one host, by kind.
 pub struct Informers {
     client: kube::Client,
+    discovery: Discovery,
     by_kind: Mutex<BTreeMap<Kind, Arc<Informer>>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
 }
 
 impl Informers {
-    pub fn new(client: kube::Client) -> Self {
-        Informers { client, by_kind: Mutex::new(BTreeMap::new()), tasks: Mutex::new(tokio::task::JoinSet::new()) }
+    pub fn new(client: kube::Client, discovery: Discovery) -> Self {
+        Informers {
+            client,
+            discovery,
+            by_kind: Mutex::new(BTreeMap::new()),
+            tasks: Mutex::new(tokio::task::JoinSet::new()),
+        }
     }
 
     /// The informer of `kind`, started on first use.
@@ -190,14 +214,7 @@ impl Informers {
         if let Some(i) = self.by_kind.lock().map_err(|_| anyhow::anyhow!("informers poisoned"))?.get(kind) {
             return Ok(i.clone());
         }
-        let (group, version) = match kind.api_version.split_once('/') {
-            Some((g, v)) => (g, v),
-            None => ("", kind.api_version.as_str()),
-        };
-        let gvk = GroupVersionKind::gvk(group, version, &kind.kind);
-        let (resource, _caps): (ApiResource, _) = kube::discovery::pinned_kind(&self.client, &gvk)
-            .await
-            .map_err(|e| anyhow::anyhow!("kind {kind} is not served by the cluster: {e}"))?;
+        let resource = self.discovery.resolve(kind).await.map_err(|why| anyhow::anyhow!(why))?;
         let mut by_kind = self.by_kind.lock().map_err(|_| anyhow::anyhow!("informers poisoned"))?;
         if let Some(i) = by_kind.get(kind) {
             return Ok(i.clone());
@@ -209,7 +226,7 @@ impl Informers {
             changes: broadcast::channel(65_536).0,
         });
         by_kind.insert(kind.clone(), informer.clone());
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource.api);
         let task_informer = informer.clone();
         if let Ok(mut tasks) = self.tasks.lock() {
             tasks.spawn(run(api, task_informer));

@@ -5,6 +5,11 @@
 //! to 1000 s) and an overall token bucket (10 qps, burst 100).
 //!
 //! It owns ordering and pacing only; it knows nothing of plugins or the cluster.
+//!
+//! Written here because no crate has these semantics on its own: kube-runtime's scheduler
+//! deduplicates and delays, but its per-key backoff lives in the `Controller` runner's error
+//! policy and it has no overall retry bucket, and the general-purpose queue crates neither
+//! coalesce keys nor hold back a key while a worker has it.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -14,7 +19,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::metrics::{Labels, Metrics};
+use crate::ops::metrics::{Metrics, QueueLabels};
+use crate::runtime::rate::TokenBucket;
 
 /// client-go's `DefaultControllerRateLimiter`.
 #[derive(Clone, Debug)]
@@ -31,11 +37,6 @@ impl Default for RateLimit {
     }
 }
 
-struct Bucket {
-    tokens: f64,
-    last: Instant,
-}
-
 struct State<K> {
     queue: VecDeque<K>,
     /// Queued or waiting to be queued again once its processing is done.
@@ -46,7 +47,8 @@ struct State<K> {
     by_due: BTreeMap<(Instant, u64), K>,
     seq: u64,
     failures: HashMap<K, u32>,
-    bucket: Bucket,
+    /// The overall limit on retries, shared by every key.
+    bucket: TokenBucket,
     shutting_down: bool,
     /// When each queued key was added, and when each key in flight was handed out.
     added_at: HashMap<K, Instant>,
@@ -58,7 +60,7 @@ pub struct WorkQueue<K> {
     limit: RateLimit,
     wake: Notify,
     idle: Notify,
-    metrics: Option<(Arc<Metrics>, Labels)>,
+    metrics: Option<(Arc<Metrics>, QueueLabels)>,
 }
 
 impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
@@ -72,7 +74,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 by_due: BTreeMap::new(),
                 seq: 0,
                 failures: HashMap::new(),
-                bucket: Bucket { tokens: f64::from(limit.burst), last: Instant::now() },
+                bucket: TokenBucket::new(limit.qps, limit.burst),
                 shutting_down: false,
                 added_at: HashMap::new(),
                 started_at: HashMap::new(),
@@ -86,7 +88,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
 
     /// Reports client-go's workqueue metrics under `name="<name>"`.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>, name: &str) -> Self {
-        let labels = vec![("name".to_string(), name.to_string())];
+        let labels = QueueLabels { name: name.to_string() };
         // Every series exists from the start, at zero, as client-go exposes them.
         drop(metrics.queue_adds.get_or_create(&labels));
         drop(metrics.queue_retries.get_or_create(&labels));
@@ -184,17 +186,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         let exp = self.limit.base_delay.as_secs_f64() * 2f64.powi((*failures).min(62) as i32);
         *failures = failures.saturating_add(1);
         let per_item = Duration::from_secs_f64(exp.min(self.limit.max_delay.as_secs_f64()));
-        let now = Instant::now();
-        let elapsed = now.duration_since(s.bucket.last).as_secs_f64();
-        s.bucket.last = now;
-        s.bucket.tokens = (s.bucket.tokens + elapsed * self.limit.qps).min(f64::from(self.limit.burst)) - 1.0;
-        // A negative balance is a reservation: wait until it is paid back.
-        let overall = if s.bucket.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-s.bucket.tokens / self.limit.qps)
-        };
-        per_item.max(overall)
+        per_item.max(s.bucket.reserve())
     }
 
     /// Forgets `key`'s failures (after a success).

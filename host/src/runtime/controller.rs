@@ -11,16 +11,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use wasmcm_guest::{Instant, Kind, Request, Selector};
+use wasmcm_guest::{Instant, Request, Selector};
 
-use crate::expectations::Expectations;
-use crate::informers::{Change, Informer, Informers, Object, PluginCache};
-use crate::loader::Version;
-use crate::metrics::Metrics;
-use crate::plugins::CallError;
-use crate::queue::{RateLimit, WorkQueue};
-use crate::rollout::{Offered, Reverted, Rollout};
-use crate::writer::{self, Api};
+use crate::engine::CallError;
+use crate::lifecycle::loader::Version;
+use crate::lifecycle::rollout::{Offered, Reverted, Rollout};
+use crate::ops::metrics::{InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, TrapLabels, VersionLabels};
+use crate::runtime::expectations::Expectations;
+use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache};
+use crate::runtime::queue::{RateLimit, WorkQueue};
+use crate::writes::writer::{self, WriteApi};
 
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
@@ -39,7 +39,7 @@ impl Default for ControllerConfig {
     }
 }
 
-pub struct Controller<A> {
+pub struct PluginController<A> {
     rollout: Arc<Rollout>,
     informers: Arc<Informers>,
     api: Arc<A>,
@@ -56,19 +56,7 @@ pub struct Controller<A> {
     metrics: Arc<Metrics>,
 }
 
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
-}
-
-fn refers_to(controller: &(String, String, String), kind: &Kind) -> bool {
-    controller.1 == kind.kind && group_of(&controller.0) == group_of(&kind.api_version)
-}
-
-fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-}
-
-impl<A: Api + Send + Sync + 'static> Controller<A> {
+impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// Starts the informers the plugin declared and waits until they have synced.
     pub async fn new(
         version: Version,
@@ -93,20 +81,18 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         {
             let (queue, cache, m, rollout) = (queue.clone(), cache.clone(), metrics.clone(), rollout.clone());
             // The info series of versions no longer loaded are removed, not left at 1.
-            let shown = Mutex::new(Vec::<Vec<(String, String)>>::new());
+            let shown = Mutex::new(Vec::<InfoLabels>::new());
             metrics.on_scrape(move || {
                 queue.refresh_metrics();
                 for i in cache.informers() {
-                    m.informer_objects.get_or_create(&labels(&[("kind", &i.kind().to_string())])).set(i.len() as i64);
+                    m.informer_objects.get_or_create(&KindLabels { kind: i.kind().to_string() }).set(i.len() as i64);
                 }
                 let (live, shadow) = rollout.current();
-                let info = |v: &Version, state: &str| {
-                    labels(&[
-                        ("plugin", rollout.name()),
-                        ("version", &v.plugin.info().version),
-                        ("digest", v.plugin.digest()),
-                        ("state", state),
-                    ])
+                let info = |v: &Version, state: &str| InfoLabels {
+                    plugin: rollout.name().into(),
+                    version: v.plugin.info().version.clone(),
+                    digest: v.plugin.digest().into(),
+                    state: state.into(),
                 };
                 let now: Vec<_> =
                     std::iter::once(info(&live, "live")).chain(shadow.map(|s| info(&s, "shadow"))).collect();
@@ -122,7 +108,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             });
         }
         record_load(&metrics, &rollout.live());
-        Ok(Arc::new(Controller {
+        Ok(Arc::new(PluginController {
             rollout,
             informers: informers.clone(),
             cache,
@@ -243,8 +229,8 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         let owner_key = |obj: &Object| {
             obj.controller
                 .as_ref()
-                .filter(|c| refers_to(c, &info.primary))
-                .map(|c| if obj.namespace.is_empty() { c.2.clone() } else { format!("{}/{}", obj.namespace, c.2) })
+                .filter(|c| c.refers_to(&info.primary))
+                .map(|c| wasmcm_core::key(&obj.namespace, &c.name))
         };
         if info.owns.contains(&change.kind) {
             if change.deleted {
@@ -273,8 +259,8 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         if let Some(key) = owner_key(o) {
             self.queue.add(key);
         } else if let Some(c) = &o.controller
-            && let Some(parent_kind) = info.owns.iter().find(|k| refers_to(c, k))
-            && let Some(parent) = self.cache.informer(parent_kind).and_then(|i| i.get(&o.namespace, &c.2))
+            && let Some(parent_kind) = info.owns.iter().find(|k| c.refers_to(k))
+            && let Some(parent) = self.cache.informer(parent_kind).and_then(|i| i.get(&o.namespace, &c.name))
             && let Some(key) = owner_key(&parent)
         {
             self.queue.add(key);
@@ -298,7 +284,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         if !self.expectations.satisfied(key) {
             // The informers have not seen this key's last writes yet; their events bring it
             // back. Expired expectations bring it back at the latest.
-            self.queue.add_after(key.to_string(), crate::expectations::TIMEOUT);
+            self.queue.add_after(key.to_string(), crate::runtime::expectations::TIMEOUT);
             return;
         }
         // Taken once: this reconcile runs on this version to the end, whatever is promoted
@@ -327,9 +313,11 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         span.record("duration_ms", started.elapsed().as_millis() as u64);
         span.record("outcome", outcome);
         span.in_scope(|| tracing::debug!("reconciled"));
-        let l = labels(&[("plugin", &info.name), ("version", &info.version), ("outcome", outcome)]);
-        self.metrics.reconciles.get_or_create(&l).inc();
-        self.metrics.reconcile_duration.get_or_create(&l[..2].to_vec()).observe(started.elapsed().as_secs_f64());
+        let version = VersionLabels { plugin: info.name.clone(), version: info.version.clone() };
+        let outcome =
+            OutcomeLabels { plugin: info.name.clone(), version: info.version.clone(), outcome: outcome.into() };
+        self.metrics.reconciles.get_or_create(&outcome).inc();
+        self.metrics.reconcile_duration.get_or_create(&version).observe(started.elapsed().as_secs_f64());
     }
 
     /// Runs the plugin (and its shadow candidate) and the writer for `key`; returns the
@@ -356,20 +344,20 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(plugin = %info.name, key, "reconcile task failed: {e}");
-                self.retry(key, "the reconcile task failed");
+                self.retry(key, "the reconcile task failed", false);
                 return "error";
             }
         };
         if let (Some(version), Some(candidate)) = (&shadow, &candidate) {
             if let Err(CallError::Trap { reason, .. }) = candidate {
-                let v = &version.plugin.info().version;
-                let l = labels(&[("plugin", &info.name), ("version", v), ("reason", &reason.to_string())]);
+                let version = version.plugin.info().version.clone();
+                let l = TrapLabels { plugin: info.name.clone(), version, reason: reason.to_string() };
                 self.metrics.traps.get_or_create(&l).inc();
             }
             self.rollout.compare(version, key, &result, candidate);
         }
         if let Err(CallError::Trap { reason, .. }) = &result {
-            let l = labels(&[("plugin", &info.name), ("version", &info.version), ("reason", &reason.to_string())]);
+            let l = TrapLabels { plugin: info.name.clone(), version: info.version.clone(), reason: reason.to_string() };
             self.metrics.traps.get_or_create(&l).inc();
         }
         if let Some(reverted) = self.rollout.record(live, result.is_err()) {
@@ -380,21 +368,21 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             Ok(outcome) => {
                 let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
                 let context = writer::Context { expectations: Some(&self.expectations), primary_uid: uid.as_deref() };
-                let report = writer::execute(&*self.api, info, namespace, name, &outcome, context).await;
+                let report = writer::write_outcome(&*self.api, info, namespace, name, &outcome, context).await;
                 tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
-                let l = labels(&[("plugin", &info.name), ("version", &info.version)]);
+                let l = VersionLabels { plugin: info.name.clone(), version: info.version.clone() };
                 if !report.actions.is_empty() {
                     self.metrics.intents_executed.get_or_create(&l).inc_by(report.actions.len() as u64);
                 }
                 if !report.refused.is_empty() {
                     self.metrics.intents_refused.get_or_create(&l).inc_by(report.refused.len() as u64);
                 }
-                match report.failure {
+                match &report.failure {
                     Some(failure) => {
                         if let Ok(mut f) = self.failures.lock() {
                             f.insert(key.to_string(), failure.clone());
                         }
-                        self.retry(key, &failure);
+                        self.retry(key, failure, report.conflicted());
                         "write_failed"
                     }
                     None => {
@@ -416,12 +404,12 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             }
             Err(e @ CallError::Plugin { .. }) => {
                 tracing::warn!(plugin = %info.name, key, "{e}");
-                self.retry(key, &e.to_string());
+                self.retry(key, &e.to_string(), false);
                 "error"
             }
             Err(e) => {
                 tracing::warn!(plugin = %info.name, key, "{e}");
-                self.retry(key, &e.to_string());
+                self.retry(key, &e.to_string(), false);
                 "trap"
             }
         }
@@ -465,7 +453,8 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
         });
     }
 
-    fn retry(&self, key: &str, why: &str) {
+    /// Requeues `key` with backoff; `conflict` says the failure was a 409, retried quietly.
+    fn retry(&self, key: &str, why: &str, conflict: bool) {
         let key = key.to_string();
         if self.queue.num_requeues(&key) >= self.config.max_retries {
             let live = self.rollout.live();
@@ -479,8 +468,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
             self.event(&key, "ReconcileFailed", message);
             return;
         }
-        // Conflicts are the normal price of optimistic concurrency: retried quietly.
-        if why.contains("Operation cannot be fulfilled") {
+        if conflict {
             tracing::debug!(plugin = %self.rollout.name(), key, "conflict, retrying");
         }
         self.queue.add_rate_limited(key);
@@ -490,10 +478,7 @@ impl<A: Api + Send + Sync + 'static> Controller<A> {
 /// The compile (or precompiled-cache read) time of a version, as a gauge.
 fn record_load(metrics: &Metrics, v: &Version) {
     let c = v.plugin.compiled();
-    let l = labels(&[
-        ("plugin", v.name()),
-        ("version", &v.plugin.info().version),
-        ("cached", if c.cached { "true" } else { "false" }),
-    ]);
+    let l =
+        LoadLabels { plugin: v.name().into(), version: v.plugin.info().version.clone(), cached: c.cached.to_string() };
     metrics.plugin_load_seconds.get_or_create(&l).set(c.duration.as_secs_f64());
 }

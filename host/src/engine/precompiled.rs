@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use wasmtime::component::Component;
 
-pub struct Precompiled {
+pub(crate) struct Precompiled {
     dir: PathBuf,
     engine_hash: String,
 }
 
 impl Precompiled {
-    pub fn new(engine: &wasmtime::Engine, dir: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn new(engine: &wasmtime::Engine, dir: &Path) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create the precompiled cache {}: {e}", dir.display()))?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -28,7 +28,7 @@ impl Precompiled {
         self.dir.join(format!("{digest}-{}.cwasm", self.engine_hash))
     }
 
-    pub fn load_or_compile(
+    pub(crate) fn load_or_compile(
         &self,
         engine: &wasmtime::Engine,
         bytes: &[u8],

@@ -5,6 +5,10 @@
 //! shutdown empties the holder so a standby takes over without waiting.
 //!
 //! It owns the Lease and a `leading` signal; what runs while leading is the host's business.
+//!
+//! Written here because the kube-rs crates for it differ where it matters: kube-leader-election
+//! and kube-lease-manager judge expiry from the timestamps in the record against the local
+//! clock, and neither has a renew deadline after which a leader stops at once on its own.
 
 use std::time::Duration;
 
@@ -59,7 +63,7 @@ struct Observed {
     at: Instant,
 }
 
-pub struct Elector {
+pub(crate) struct Elector {
     api: Api<Lease>,
     config: LeaderConfig,
     leading: watch::Sender<bool>,
@@ -71,7 +75,7 @@ fn now_micro() -> MicroTime {
 }
 
 impl Elector {
-    pub fn new(client: kube::Client, config: LeaderConfig) -> Self {
+    pub(crate) fn new(client: kube::Client, config: LeaderConfig) -> Self {
         Elector {
             api: Api::namespaced(client, &config.namespace),
             config,
@@ -81,13 +85,13 @@ impl Elector {
     }
 
     /// True while this process holds the lease.
-    pub fn leading(&self) -> watch::Receiver<bool> {
+    pub(crate) fn leading(&self) -> watch::Receiver<bool> {
         self.leading.subscribe()
     }
 
     /// Campaigns until leading, then renews until `stop` fires (releasing the lease) or a
     /// renewal misses the deadline (leadership lost: returns false).
-    pub async fn run(mut self, mut stop: watch::Receiver<bool>) -> bool {
+    pub(crate) async fn run(mut self, mut stop: watch::Receiver<bool>) -> bool {
         loop {
             if *stop.borrow() {
                 return true;

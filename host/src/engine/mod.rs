@@ -3,8 +3,10 @@
 //! instance under a deadline and a memory cap.
 //!
 //! It owns no cluster state and performs no writes: the cache view comes from the caller and
-//! the outcome goes back to it unexecuted (see `writer`).
+//! the outcome goes back to it unexecuted (see `writes`). [`builtin`] holds the components
+//! shipped inside the binary.
 
+pub mod builtin;
 mod precompiled;
 
 use std::collections::HashSet;
@@ -17,7 +19,7 @@ use wasmcm_guest::{CONTRACT_VERSION, Cache, Kind, MemoryCache, Operator, Require
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap};
 
-pub use precompiled::Precompiled;
+pub(crate) use precompiled::Precompiled;
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -416,11 +418,8 @@ fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(
         });
     }
     let bad = |reason: String| Err(LoadError::Metadata { source_name: source_name.into(), reason });
-    let valid_name = !info.name.is_empty()
-        && info.name.len() <= 63
-        && info.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !valid_name {
-        return bad(format!("name {:?} must be 1-63 lowercase letters, digits or '-'", info.name));
+    if let Some(why) = wasmcm_core::validation::dns1123_label(&info.name).first() {
+        return bad(format!("name {:?} must be a DNS label: {why}", info.name));
     }
     let all_kinds = std::iter::once(&info.primary).chain(&info.owns).chain(&info.watches).chain(&info.writes);
     for kind in all_kinds {

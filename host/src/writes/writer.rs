@@ -5,20 +5,20 @@
 //! the informers should see next.
 //!
 //! It decides nothing about *what* to write (that is the plugin's) and knows nothing about
-//! how the API is reached (that is the [`Api`] implementation's).
+//! how the API is reached (that is the [`WriteApi`] implementation's).
 
 use std::future::Future;
 
 use serde_json::{Value, json};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
-use crate::expectations::Expectations;
+use crate::runtime::expectations::Expectations;
 
-pub use wasmcm_core::ApiError;
+pub(crate) use wasmcm_core::ApiError;
 
 /// The API as the writer needs it. `&self` and `Send` futures: the writes of a batch run
 /// concurrently.
-pub trait Api: Sync {
+pub trait WriteApi: Sync {
     /// Returns the object as stored (with its generated name).
     fn create(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
     fn update(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
@@ -74,8 +74,16 @@ pub struct Report {
     pub failure: Option<String>,
 }
 
+impl Report {
+    /// Whether the write that failed the outcome lost an optimistic-concurrency race (409),
+    /// the normal price of concurrency.
+    pub fn conflicted(&self) -> bool {
+        self.actions.iter().find_map(|a| a.error.as_ref()).is_some_and(ApiError::is_conflict)
+    }
+}
+
 /// The identity under which expectations track a deletion.
-pub fn deletion_id(kind: &Kind, namespace: &str, name: &str) -> String {
+pub(crate) fn deletion_id(kind: &Kind, namespace: &str, name: &str) -> String {
     format!("{kind}/{namespace}/{name}")
 }
 
@@ -97,8 +105,8 @@ pub struct Context<'a> {
 }
 
 /// Executes `outcome`, produced by `plugin` for the key `namespace/name`.
-pub async fn execute(
-    api: &impl Api,
+pub async fn write_outcome(
+    api: &impl WriteApi,
     plugin: &PluginInfo,
     namespace: &str,
     name: &str,
@@ -108,7 +116,7 @@ pub async fn execute(
     let expectations = context.expectations;
     let mut report = Report::default();
     let primary = ObjectRef { kind: plugin.primary.clone(), namespace: namespace.into(), name: name.into() };
-    let key = if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") };
+    let key = wasmcm_core::key(namespace, name);
     for batch in &outcome.batches {
         let mut failure: Option<String> = None;
         let mut ops = Vec::new();
@@ -220,7 +228,7 @@ fn controlled_by(object: &Value, primary: &ObjectRef) -> bool {
 /// What sending one op gave: the stored object's name for writes.
 type Sent = Result<Option<String>, ApiError>;
 
-async fn send(api: &impl Api, op: &Op) -> Sent {
+async fn send(api: &impl WriteApi, op: &Op) -> Sent {
     let name_of = |v: Value| v.pointer("/metadata/name").and_then(Value::as_str).map(String::from);
     match op {
         Op::Write { verb: Verb::Create, object, .. } => api.create(object.clone()).await.map(name_of),

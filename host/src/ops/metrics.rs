@@ -7,59 +7,122 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
-pub type Labels = Vec<(String, String)>;
-type HistogramFamily = Family<Histogram, fn() -> Histogram>;
+type HistogramFamily<S> = Family<S, Histogram, fn() -> Histogram>;
+
+/// The label sets, one per family shape. Fields are labels, in the order they are exposed.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct QueueLabels {
+    /// client-go's workqueue metrics name the queue `name`: the plugin's.
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct PluginLabels {
+    pub plugin: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct VersionLabels {
+    pub plugin: String,
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct OutcomeLabels {
+    pub plugin: String,
+    pub version: String,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct TrapLabels {
+    pub plugin: String,
+    pub version: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct ShadowLabels {
+    pub plugin: String,
+    pub version: String,
+    pub result: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct InfoLabels {
+    pub plugin: String,
+    pub version: String,
+    pub digest: String,
+    pub state: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct LoadLabels {
+    pub plugin: String,
+    pub version: String,
+    pub cached: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct KindLabels {
+    pub kind: String,
+}
 
 /// A metric per label set, exposed in label order. prometheus-client's own `Family` keeps its
 /// label sets in a `HashMap`, so `/metrics` would list them in a different order on every
 /// start.
-pub struct Family<M, C = fn() -> M> {
-    metrics: Arc<Mutex<BTreeMap<Labels, M>>>,
+pub(crate) struct Family<S, M, C = fn() -> M> {
+    metrics: Arc<Mutex<BTreeMap<S, M>>>,
     new: C,
 }
 
-impl<M: Default + Clone> Default for Family<M> {
+impl<S: Ord + Clone, M: Default + Clone> Default for Family<S, M> {
     fn default() -> Self {
         Family::new_with_constructor(M::default)
     }
 }
 
-impl<M, C: Clone> Clone for Family<M, C> {
+impl<S, M, C: Clone> Clone for Family<S, M, C> {
     fn clone(&self) -> Self {
         Family { metrics: self.metrics.clone(), new: self.new.clone() }
     }
 }
 
-impl<M: Clone, C: Fn() -> M> Family<M, C> {
-    pub fn new_with_constructor(new: C) -> Self {
+impl<S: Ord + Clone, M: Clone, C: Fn() -> M> Family<S, M, C> {
+    pub(crate) fn new_with_constructor(new: C) -> Self {
         Family { metrics: Arc::default(), new }
     }
 
     /// The metric of `labels` (prometheus-client's metrics share their value between clones).
-    pub fn get_or_create(&self, labels: &Labels) -> M {
+    pub(crate) fn get_or_create(&self, labels: &S) -> M {
         let mut metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
         metrics.entry(labels.clone()).or_insert_with(&self.new).clone()
     }
 
-    pub fn remove(&self, labels: &Labels) {
+    pub(crate) fn remove(&self, labels: &S) {
         self.metrics.lock().unwrap_or_else(|e| e.into_inner()).remove(labels);
     }
 }
 
-impl<M: EncodeMetric + TypedMetric, C> std::fmt::Debug for Family<M, C> {
+impl<S, M, C> std::fmt::Debug for Family<S, M, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Family").finish_non_exhaustive()
     }
 }
 
-impl<M: EncodeMetric + TypedMetric, C: Send + Sync + 'static> EncodeMetric for Family<M, C> {
+impl<S, M, C> EncodeMetric for Family<S, M, C>
+where
+    S: EncodeLabelSet + Send + Sync + 'static,
+    M: EncodeMetric + TypedMetric,
+    C: Send + Sync + 'static,
+{
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         let metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
         for (labels, metric) in metrics.iter() {
@@ -80,25 +143,25 @@ fn latency_histogram() -> Histogram {
 
 pub struct Metrics {
     registry: Registry,
-    pub queue_depth: Family<Gauge>,
-    pub queue_adds: Family<Counter>,
-    pub queue_duration: HistogramFamily,
-    pub work_duration: HistogramFamily,
-    pub queue_retries: Family<Counter>,
-    pub unfinished_work: Family<Gauge<f64, AtomicU64>>,
-    pub longest_running: Family<Gauge<f64, AtomicU64>>,
-    pub reconciles: Family<Counter>,
-    pub reconcile_duration: HistogramFamily,
-    pub intents_refused: Family<Counter>,
-    pub intents_executed: Family<Counter>,
-    pub traps: Family<Counter>,
-    pub shadow_comparisons: Family<Counter>,
-    pub plugin_swaps: Family<Counter>,
-    pub plugin_reverts: Family<Counter>,
-    pub plugin_info: Family<Gauge>,
-    pub plugin_load_seconds: Family<Gauge<f64, AtomicU64>>,
-    pub leader: Gauge,
-    pub informer_objects: Family<Gauge>,
+    pub(crate) queue_depth: Family<QueueLabels, Gauge>,
+    pub(crate) queue_adds: Family<QueueLabels, Counter>,
+    pub(crate) queue_duration: HistogramFamily<QueueLabels>,
+    pub(crate) work_duration: HistogramFamily<QueueLabels>,
+    pub(crate) queue_retries: Family<QueueLabels, Counter>,
+    pub(crate) unfinished_work: Family<QueueLabels, Gauge<f64, AtomicU64>>,
+    pub(crate) longest_running: Family<QueueLabels, Gauge<f64, AtomicU64>>,
+    pub(crate) reconciles: Family<OutcomeLabels, Counter>,
+    pub(crate) reconcile_duration: HistogramFamily<VersionLabels>,
+    pub(crate) intents_refused: Family<VersionLabels, Counter>,
+    pub(crate) intents_executed: Family<VersionLabels, Counter>,
+    pub(crate) traps: Family<TrapLabels, Counter>,
+    pub(crate) shadow_comparisons: Family<ShadowLabels, Counter>,
+    pub(crate) plugin_swaps: Family<PluginLabels, Counter>,
+    pub(crate) plugin_reverts: Family<PluginLabels, Counter>,
+    pub(crate) plugin_info: Family<InfoLabels, Gauge>,
+    pub(crate) plugin_load_seconds: Family<LoadLabels, Gauge<f64, AtomicU64>>,
+    pub(crate) leader: Gauge,
+    pub(crate) informer_objects: Family<KindLabels, Gauge>,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
     refreshers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
@@ -232,7 +295,8 @@ mod tests {
         let text = |plugins: &[&str]| {
             let m = Metrics::default();
             for p in plugins {
-                m.reconciles.get_or_create(&vec![("plugin".into(), (*p).into())]).inc();
+                let labels = OutcomeLabels { plugin: (*p).into(), version: "1".into(), outcome: "ok".into() };
+                m.reconciles.get_or_create(&labels).inc();
             }
             m.encode()
         };

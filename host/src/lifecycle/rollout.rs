@@ -15,10 +15,10 @@ use serde::Serialize;
 use serde_json::Value;
 use wasmcm_guest::{Intent, Outcome};
 
-use crate::loader::Version;
-use crate::manifest::Rollout as Strategy;
-use crate::metrics::Metrics;
-use crate::plugins::CallError;
+use crate::engine::CallError;
+use crate::lifecycle::loader::Version;
+use crate::lifecycle::manifest::RolloutStrategy;
+use crate::ops::metrics::{Metrics, PluginLabels, ShadowLabels};
 
 pub struct Rollout {
     name: String,
@@ -38,7 +38,7 @@ struct State {
 }
 
 #[derive(Clone, Copy, Default, Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub reconciles: u64,
     pub failures: u64,
 }
@@ -100,7 +100,7 @@ pub struct VersionStatus {
 }
 
 #[derive(Serialize)]
-pub struct Status {
+pub struct RolloutStatus {
     pub name: String,
     pub primary: String,
     pub versions: Vec<VersionStatus>,
@@ -149,7 +149,7 @@ impl Rollout {
     }
 
     /// Whether the live or shadow version already is these bytes run this way.
-    pub fn is_current(&self, digest: &str, spec: &crate::manifest::PluginSpec) -> bool {
+    pub fn is_current(&self, digest: &str, spec: &crate::lifecycle::manifest::PluginSpec) -> bool {
         let s = self.lock();
         let same = |v: &Version| v.plugin.digest() == digest && v.same_spec(spec);
         same(&s.live) || s.shadow.as_ref().is_some_and(|sh| same(&sh.candidate))
@@ -180,11 +180,11 @@ impl Rollout {
             tracing::info!(plugin = %self.name, "{} changes capabilities: {}", describe(&candidate), changes.join("; "));
         }
         match candidate.spec.rollout {
-            Strategy::Immediate => {
+            RolloutStrategy::Immediate => {
                 self.promote_locked(&mut s, Arc::new(candidate));
                 Ok(Offered::Promoted)
             }
-            Strategy::Shadow { .. } => {
+            RolloutStrategy::Shadow { .. } => {
                 tracing::info!(plugin = %self.name, "{} runs in shadow beside {}", describe(&candidate), describe(&s.live));
                 s.shadow = Some(Shadow {
                     candidate: Arc::new(candidate),
@@ -204,7 +204,7 @@ impl Rollout {
         s.live_counts = Counts::default();
         s.probation = (revert.window > 0).then_some(Probation { reconciles: 0, failures: 0 });
         s.shadow = None;
-        self.metrics.plugin_swaps.get_or_create(&vec![("plugin".into(), self.name.clone())]).inc();
+        self.metrics.plugin_swaps.get_or_create(&PluginLabels { plugin: self.name.clone() }).inc();
     }
 
     /// Promotes the shadow candidate now, whatever its comparisons say.
@@ -246,7 +246,7 @@ impl Rollout {
             s.bad.insert(from.plugin.digest().to_string(), (why, from.plugin.info().version.clone()));
             s.probation = None;
             s.live_counts = Counts::default();
-            self.metrics.plugin_reverts.get_or_create(&vec![("plugin".into(), self.name.clone())]).inc();
+            self.metrics.plugin_reverts.get_or_create(&PluginLabels { plugin: self.name.clone() }).inc();
             tracing::error!(plugin = %self.name, "{} failed {failures} of its first {reconciles} reconciles; reverted to {}", describe(&from), describe(&previous));
             return Some(Reverted { from, to: previous, failures, reconciles });
         }
@@ -278,10 +278,9 @@ impl Rollout {
         };
         let version = candidate.plugin.info().version.clone();
         let result = if difference.is_some() { "mismatch" } else { "agreement" };
-        let labels =
-            vec![("plugin".into(), self.name.clone()), ("version".into(), version), ("result".into(), result.into())];
+        let labels = ShadowLabels { plugin: self.name.clone(), version, result: result.into() };
         self.metrics.shadow_comparisons.get_or_create(&labels).inc();
-        let Strategy::Shadow { agreements, duration, abandon_on_mismatch } = candidate.spec.rollout else {
+        let RolloutStrategy::Shadow { agreements, duration, abandon_on_mismatch } = candidate.spec.rollout else {
             return None;
         };
         match difference {
@@ -311,7 +310,7 @@ impl Rollout {
         }
     }
 
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> RolloutStatus {
         let s = self.lock();
         let entry = |v: &Version, state: &'static str| VersionStatus {
             version: v.plugin.info().version.clone(),
@@ -354,7 +353,7 @@ impl Rollout {
                 reason: Some(why.clone()),
             });
         }
-        Status { name: self.name.clone(), primary: s.live.plugin.info().primary.to_string(), versions }
+        RolloutStatus { name: self.name.clone(), primary: s.live.plugin.info().primary.to_string(), versions }
     }
 }
 
@@ -375,7 +374,7 @@ fn capability_changes(old: &wasmcm_guest::PluginInfo, new: &wasmcm_guest::Plugin
 
 /// Where two outcomes differ, compared as JSON (field order and formatting do not count);
 /// `None` when they agree.
-pub fn outcome_diff(live: &Outcome, candidate: &Outcome) -> Option<String> {
+pub(crate) fn outcome_diff(live: &Outcome, candidate: &Outcome) -> Option<String> {
     if live.requeue_after_ms != candidate.requeue_after_ms {
         return Some(format!("requeue after {:?} ms vs {:?} ms", live.requeue_after_ms, candidate.requeue_after_ms));
     }
@@ -390,9 +389,7 @@ pub fn outcome_diff(live: &Outcome, candidate: &Outcome) -> Option<String> {
         ));
     }
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let (vx, vy) = (intent_json(x), intent_json(y));
-        let mut paths = Vec::new();
-        json_diff(&vx, &vy, &mut String::new(), &mut paths);
+        let paths = json_diff(&intent_json(x), &intent_json(y));
         if !paths.is_empty() {
             return Some(format!("intent {i} ({}): {}", intent_label(x), paths.join(", ")));
         }
@@ -431,46 +428,33 @@ fn intent_json(i: &Intent) -> Value {
     }
 }
 
-/// JSON pointers (with both values) where `a` and `b` differ; at most 5.
-fn json_diff(a: &Value, b: &Value, path: &mut String, out: &mut Vec<String>) {
-    const MAX: usize = 5;
-    if out.len() >= MAX || a == b {
-        return;
-    }
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))).collect();
-            keys.sort();
-            for k in keys {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&k.replace('~', "~0").replace('/', "~1"));
-                json_diff(x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null), path, out);
-                path.truncate(len);
-            }
+/// Where `a` and `b` differ, as JSON pointers with both values, from json-patch's diff; at
+/// most 5.
+fn json_diff(a: &Value, b: &Value) -> Vec<String> {
+    let show = |v: Option<&Value>| {
+        let mut s = v.map_or_else(|| "null".to_string(), Value::to_string);
+        if s.len() > 80 {
+            s.truncate(s.char_indices().take_while(|(i, _)| *i < 80).last().map_or(0, |(i, c)| i + c.len_utf8()));
+            s.push('…');
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                let len = path.len();
-                path.push_str(&format!("/{i}"));
-                json_diff(p, q, path, out);
-                path.truncate(len);
-            }
-        }
-        _ => {
-            let show = |v: &Value| {
-                let mut s = v.to_string();
-                if s.len() > 80 {
-                    s.truncate(
-                        s.char_indices().take_while(|(i, _)| *i < 80).last().map_or(0, |(i, c)| i + c.len_utf8()),
-                    );
-                    s.push('…');
-                }
-                s
+        s
+    };
+    json_patch::diff(a, b)
+        .iter()
+        .take(5)
+        .map(|op| {
+            let (path, new) = match op {
+                json_patch::PatchOperation::Add(o) => (&o.path, Some(&o.value)),
+                json_patch::PatchOperation::Replace(o) => (&o.path, Some(&o.value)),
+                json_patch::PatchOperation::Remove(o) => (&o.path, None),
+                json_patch::PatchOperation::Move(o) => (&o.path, a.pointer(o.from.as_str())),
+                json_patch::PatchOperation::Copy(o) => (&o.path, a.pointer(o.from.as_str())),
+                json_patch::PatchOperation::Test(o) => (&o.path, Some(&o.value)),
             };
-            out.push(format!("{}: {} → {}", if path.is_empty() { "/" } else { path }, show(a), show(b)));
-        }
-    }
+            let path = path.as_str();
+            format!("{}: {} → {}", if path.is_empty() { "/" } else { path }, show(a.pointer(path)), show(new))
+        })
+        .collect()
 }
 
 #[cfg(test)]

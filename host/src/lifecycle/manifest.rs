@@ -25,16 +25,16 @@ use std::time::Duration;
 use serde::Deserialize;
 use wasmcm_guest::Kind;
 
-pub const API_VERSION: &str = "wasmcm.dev/v1alpha1";
+pub(crate) const API_VERSION: &str = "wasmcm.dev/v1alpha1";
 
 /// Largest plugin accepted from a ConfigMap: the API server's limit for a whole ConfigMap.
-pub const MAX_CONFIGMAP_PLUGIN_BYTES: usize = 1 << 20;
+pub(crate) const MAX_CONFIGMAP_PLUGIN_BYTES: usize = 1 << 20;
 
 /// Largest `settings` document; settings are configuration, not data.
 const MAX_SETTINGS_BYTES: usize = 64 << 10;
 
 /// The built-in plugins, loaded through the same path as any other.
-pub const DEFAULT_MANIFEST: &str = r#"
+pub(crate) const DEFAULT_MANIFEST: &str = r#"
 apiVersion: wasmcm.dev/v1alpha1
 kind: PluginList
 items:
@@ -63,7 +63,7 @@ pub struct PluginSpec {
     pub writes: Option<Vec<Kind>>,
     /// JSON object text.
     pub settings: String,
-    pub rollout: Rollout,
+    pub rollout: RolloutStrategy,
     pub revert: Revert,
 }
 
@@ -91,7 +91,7 @@ impl std::fmt::Display for Source {
 
 /// How a new version of a running plugin takes over.
 #[derive(Clone, Debug, PartialEq, Default)]
-pub enum Rollout {
+pub enum RolloutStrategy {
     /// Promoted as soon as it is compiled and found compatible.
     #[default]
     Immediate,
@@ -218,7 +218,7 @@ struct RawRevert {
 }
 
 /// Where a manifest is read from, for relative paths and for the host's own namespace.
-pub struct Origin<'a> {
+pub(crate) struct Origin<'a> {
     /// Shown in errors.
     pub file: &'a str,
     /// Directory relative `file:` sources are resolved against.
@@ -228,7 +228,7 @@ pub struct Origin<'a> {
 }
 
 /// Parses a manifest text: a Plugin, a PluginList, or several documents of either.
-pub fn parse(text: &str, origin: &Origin) -> Result<Vec<PluginSpec>, ManifestError> {
+pub(crate) fn parse(text: &str, origin: &Origin) -> Result<Vec<PluginSpec>, ManifestError> {
     let err = |plugin: Option<&str>, reason: String| ManifestError {
         file: origin.file.to_string(),
         plugin: plugin.map(str::to_string),
@@ -260,13 +260,8 @@ pub fn parse(text: &str, origin: &Origin) -> Result<Vec<PluginSpec>, ManifestErr
 }
 
 fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<PluginSpec, String> {
-    let valid_name = !name.is_empty()
-        && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if !valid_name {
-        return Err(format!("name {name:?} must be a DNS label (1-63 lowercase letters, digits or '-')"));
+    if let Some(why) = wasmcm_core::validation::dns1123_label(name).first() {
+        return Err(format!("name {name:?} must be a DNS label: {why}"));
     }
     let raw: RawSpec = serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))?;
     let source = match (raw.source.builtin, raw.source.file, raw.source.config_map) {
@@ -289,7 +284,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         Some(d) => return Err(format!("spec.sha256 {d:?} is not 64 hex digits")),
         None => None,
     };
-    let defaults = crate::plugins::Limits::default();
+    let defaults = crate::engine::Limits::default();
     let memory_bytes = match raw.limits.memory {
         Some(m) => wasmcm_core::quantity::nanos(&m)
             .map(|n| n / 1_000_000_000)
@@ -328,8 +323,8 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         return Err(format!("spec.settings is {} bytes; at most {MAX_SETTINGS_BYTES}", settings.len()));
     }
     let rollout = match raw.rollout {
-        None => Rollout::Immediate,
-        Some(r) if r.strategy == "Immediate" => Rollout::Immediate,
+        None => RolloutStrategy::Immediate,
+        Some(r) if r.strategy == "Immediate" => RolloutStrategy::Immediate,
         Some(r) if r.strategy == "Shadow" => {
             let duration = r
                 .duration
@@ -338,7 +333,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
             if r.agreements.is_none() && duration.is_none() {
                 return Err("spec.rollout: Shadow needs agreements or duration (or both)".into());
             }
-            Rollout::Shadow { agreements: r.agreements, duration, abandon_on_mismatch: r.abandon_on_mismatch }
+            RolloutStrategy::Shadow { agreements: r.agreements, duration, abandon_on_mismatch: r.abandon_on_mismatch }
         }
         Some(r) => return Err(format!("spec.rollout.strategy {:?}: Immediate or Shadow", r.strategy)),
     };
@@ -367,7 +362,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
 }
 
 /// `apps/v1/ReplicaSet`, `v1/Pod`.
-pub fn parse_kind(s: &str) -> Option<Kind> {
+pub(crate) fn parse_kind(s: &str) -> Option<Kind> {
     let (api_version, kind) = s.rsplit_once('/')?;
     (!api_version.is_empty() && !kind.is_empty()).then(|| Kind::new(api_version, kind))
 }
@@ -380,7 +375,7 @@ fn parse_duration(s: &str) -> Option<Duration> {
 
 /// The manifests of a `--plugins` path: a file, or every `.yaml`/`.yml`/`.json` file of a
 /// directory in name order.
-pub fn files(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+pub(crate) fn files(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     let err = |reason: String| ManifestError { file: path.display().to_string(), plugin: None, reason };
     let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read: {e}")))?;
     if meta.is_file() {
@@ -396,7 +391,7 @@ pub fn files(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
 }
 
 /// Reads one manifest file.
-pub fn read(path: &Path, namespace: &str) -> Result<Vec<PluginSpec>, ManifestError> {
+pub(crate) fn read(path: &Path, namespace: &str) -> Result<Vec<PluginSpec>, ManifestError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ManifestError {
         file: file.clone(),
@@ -408,7 +403,7 @@ pub fn read(path: &Path, namespace: &str) -> Result<Vec<PluginSpec>, ManifestErr
 
 /// The plugins to run: the default manifest, then each `--plugins` path in order, a later
 /// definition of a name replacing an earlier one. Files that fail are reported and skipped.
-pub fn resolve(paths: &[PathBuf], namespace: &str) -> (Vec<PluginSpec>, Vec<ManifestError>) {
+pub fn resolve_plugins(paths: &[PathBuf], namespace: &str) -> (Vec<PluginSpec>, Vec<ManifestError>) {
     let origin = Origin { file: "default manifest", dir: None, namespace };
     let mut specs = parse(DEFAULT_MANIFEST, &origin).unwrap_or_default();
     let mut errors = Vec::new();
@@ -447,8 +442,8 @@ mod tests {
     fn the_default_manifest_names_every_builtin() {
         let specs = parse(DEFAULT_MANIFEST, &Origin { file: "default", dir: None, namespace: "" }).unwrap();
         let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, crate::builtin::names().collect::<Vec<_>>());
-        assert!(specs.iter().all(|s| s.enabled && s.rollout == Rollout::Immediate));
+        assert_eq!(names, crate::engine::builtin::names().collect::<Vec<_>>());
+        assert!(specs.iter().all(|s| s.enabled && s.rollout == RolloutStrategy::Immediate));
     }
 
     #[test]
@@ -473,7 +468,10 @@ spec:
         assert_eq!(s.reads, Some(vec![Kind::new("v1", "ConfigMap")]));
         assert_eq!(s.writes, Some(vec![]));
         assert_eq!(s.settings, r#"{"limit":3}"#);
-        assert_eq!(s.rollout, Rollout::Shadow { agreements: Some(10), duration: None, abandon_on_mismatch: true });
+        assert_eq!(
+            s.rollout,
+            RolloutStrategy::Shadow { agreements: Some(10), duration: None, abandon_on_mismatch: true }
+        );
         assert_eq!(s.revert, Revert { window: 10, max_failures: 2 });
     }
 
@@ -542,7 +540,7 @@ spec: {source: {builtin: replicaset}}
         );
         write("c.yaml", "not: a manifest\n");
         write("notes.txt", "ignored");
-        let (specs, errors) = resolve(&[dir.path().to_path_buf()], "wasmcm");
+        let (specs, errors) = resolve_plugins(&[dir.path().to_path_buf()], "wasmcm");
         let names: Vec<_> = specs.iter().map(|s| (s.name.as_str(), s.enabled)).collect();
         assert_eq!(names, [("replicaset", true), ("rollback", true), ("deployment", false), ("extra", true)]);
         assert_eq!(specs[3].source, Source::File(dir.path().join("extra.wasm")));

@@ -18,8 +18,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::watch;
 
-use crate::metrics::Metrics;
-use crate::rollout::Rollout;
+use crate::lifecycle::rollout::Rollout;
+use crate::ops::metrics::Metrics;
 
 /// What the endpoint serves; `plugins` is filled once the host has started them.
 #[derive(Clone)]
@@ -72,7 +72,7 @@ impl Admin {
 }
 
 /// Listens on `addr` and serves until the runtime stops; returns the bound address.
-pub async fn serve(addr: SocketAddr, admin: Admin) -> anyhow::Result<SocketAddr> {
+pub async fn serve_admin(addr: SocketAddr, admin: Admin) -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     tokio::spawn(async move {
@@ -98,7 +98,7 @@ pub async fn serve(addr: SocketAddr, admin: Admin) -> anyhow::Result<SocketAddr>
 }
 
 /// One request to a running host's endpoint: (status, body).
-pub async fn request(addr: SocketAddr, method: Method, path: &str) -> anyhow::Result<(u16, String)> {
+pub async fn admin_request(addr: SocketAddr, method: Method, path: &str) -> anyhow::Result<(u16, String)> {
     let stream = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach a wasmcm host at {addr}: {e}"))?;

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::controller::{Controller, ControllerConfig};
-use crate::informers::Informers;
-use crate::kubeapi::{ClientRate, KubeApi};
-use crate::leader::{Elector, LeaderConfig};
-use crate::loader::Version;
-use crate::metrics::Metrics;
+use crate::lifecycle::loader::Version;
+use crate::ops::metrics::Metrics;
+use crate::runtime::controller::{ControllerConfig, PluginController};
+use crate::runtime::discovery::Discovery;
+use crate::runtime::informers::Informers;
+use crate::runtime::leader::{Elector, LeaderConfig};
+use crate::writes::kube::{ClientRate, KubeApi};
 
 #[derive(Clone, Debug, Default)]
 pub struct HostConfig {
@@ -23,7 +24,7 @@ pub struct HostConfig {
 }
 
 pub struct Host {
-    controllers: Vec<Arc<Controller<KubeApi>>>,
+    controllers: Vec<Arc<PluginController<KubeApi>>>,
     tasks: tokio::task::JoinSet<()>,
     informers: Arc<Informers>,
     leading: watch::Receiver<bool>,
@@ -40,12 +41,14 @@ impl Host {
         config: HostConfig,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Host> {
-        let informers = Arc::new(Informers::new(client.clone()));
+        // One discovery for the informers and the writer.
+        let discovery = Discovery::new(client.clone());
+        let informers = Arc::new(Informers::new(client.clone(), discovery.clone()));
         let instance = match &config.leader {
             Some(l) => l.identity.clone(),
-            None => crate::leader::default_identity(),
+            None => crate::runtime::leader::default_identity(),
         };
-        let mut api = KubeApi::new(client.clone(), config.client_rate.clone(), &instance);
+        let mut api = KubeApi::new(client.clone(), discovery, config.client_rate.clone(), &instance);
         let (stop, stop_rx) = watch::channel(false);
         let (leading, always, elector) = match config.leader {
             Some(lc) => {
@@ -62,7 +65,7 @@ impl Host {
         let mut controllers = Vec::new();
         for version in plugins {
             let name = version.name().to_string();
-            let c = Controller::new(version, &informers, api.clone(), config.controller.clone(), metrics.clone())
+            let c = PluginController::new(version, &informers, api.clone(), config.controller.clone(), metrics.clone())
                 .await
                 .map_err(|e| anyhow::anyhow!("plugin {name}: {e:#}"))?;
             tracing::info!(plugin = %name, "caches synced; reconciling");
@@ -99,11 +102,11 @@ impl Host {
     }
 
     /// The running plugins' controllers, to offer them new versions.
-    pub fn controllers(&self) -> &[Arc<Controller<KubeApi>>] {
+    pub fn controllers(&self) -> &[Arc<PluginController<KubeApi>>] {
         &self.controllers
     }
 
-    pub fn controller(&self, name: &str) -> Option<&Arc<Controller<KubeApi>>> {
+    pub fn controller(&self, name: &str) -> Option<&Arc<PluginController<KubeApi>>> {
         self.controllers.iter().find(|c| c.rollout().name() == name)
     }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// How long unobserved expectations hold a key back (upstream `ExpectationsTimeout`).
-pub const TIMEOUT: Duration = Duration::from_secs(5 * 60);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 struct Pending {
     creates: i64,

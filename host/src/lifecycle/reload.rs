@@ -16,14 +16,14 @@ use notify::Watcher;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
-use crate::controller::Controller;
-use crate::kubeapi::KubeApi;
-use crate::manifest::{self, PluginSpec, Source};
-use crate::plugins::Engine;
+use crate::engine::Engine;
+use crate::lifecycle::manifest::{self, PluginSpec, Source};
+use crate::runtime::controller::PluginController;
+use crate::writes::kube::KubeApi;
 
 /// How long changes must stop before they are acted on: a file written in several chunks is
 /// read once, whole.
-pub const SETTLE: Duration = Duration::from_millis(20);
+pub const RELOAD_SETTLE: Duration = Duration::from_millis(20);
 
 pub struct Reloader {
     pub engine: Engine,
@@ -32,7 +32,7 @@ pub struct Reloader {
     pub namespace: String,
     /// The `--plugins` paths, re-read on every change.
     pub paths: Vec<PathBuf>,
-    pub controllers: Vec<Arc<Controller<KubeApi>>>,
+    pub controllers: Vec<Arc<PluginController<KubeApi>>>,
 }
 
 impl Reloader {
@@ -46,7 +46,7 @@ impl Reloader {
                 let _ = file_tx.send(());
             }
         })?;
-        let (specs, _) = manifest::resolve(&self.paths, &self.namespace);
+        let (specs, _) = manifest::resolve_plugins(&self.paths, &self.namespace);
         for dir in watched_dirs(&self.paths, &specs) {
             watcher
                 .watch(&dir, notify::RecursiveMode::NonRecursive)
@@ -67,15 +67,15 @@ impl Reloader {
 
     async fn run(self, mut rx: mpsc::UnboundedReceiver<()>) {
         while rx.recv().await.is_some() {
-            // Settle: wait until no change has come for SETTLE.
-            while let Ok(Some(())) = tokio::time::timeout(SETTLE, rx.recv()).await {}
+            // Settle: wait until no change has come for RELOAD_SETTLE.
+            while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, rx.recv()).await {}
             self.reload().await;
         }
     }
 
     /// Re-reads the manifests and offers every plugin whose bytes or entry changed.
     pub async fn reload(&self) {
-        let (specs, errors) = manifest::resolve(&self.paths, &self.namespace);
+        let (specs, errors) = manifest::resolve_plugins(&self.paths, &self.namespace);
         for e in errors {
             tracing::error!("not reloaded: {e}");
         }
@@ -90,7 +90,7 @@ impl Reloader {
                 tracing::warn!(plugin = %spec.name, "disabled in the manifests: it stops with the next restart");
                 continue;
             }
-            let bytes = match crate::loader::read(&spec, self.client.as_ref()).await {
+            let bytes = match crate::lifecycle::loader::read(&spec, self.client.as_ref()).await {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!("not reloaded: {e}");
@@ -103,7 +103,8 @@ impl Reloader {
                 continue;
             }
             let (engine, owned) = (self.engine.clone(), spec.clone());
-            let compiled = tokio::task::spawn_blocking(move || crate::loader::compile(&engine, &owned, &bytes)).await;
+            let compiled =
+                tokio::task::spawn_blocking(move || crate::lifecycle::loader::compile(&engine, &owned, &bytes)).await;
             let version = match compiled {
                 Ok(Ok(v)) => v,
                 Ok(Err(e)) => {

@@ -1,0 +1,155 @@
+//! The live API behind the writer: a kube-rs client, kinds resolved through the shared
+//! [`Discovery`], KCM's client-side rate limit (`--kube-api-qps 20 --kube-api-burst 30`), and
+//! Kubernetes errors mapped to [`ApiError`]. It performs exactly the calls the writer asks for;
+//! it decides nothing.
+
+use std::future::Future;
+
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams, Preconditions};
+use serde_json::{Value, json};
+use wasmcm_core::ApiError;
+use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
+
+use crate::runtime::discovery::Discovery;
+use crate::runtime::rate::TokenBucket;
+use crate::writes::writer::WriteApi;
+
+/// Client-side limit on API calls.
+#[derive(Clone, Debug)]
+pub struct ClientRate {
+    pub qps: f64,
+    pub burst: u32,
+}
+
+impl Default for ClientRate {
+    fn default() -> Self {
+        ClientRate { qps: 20.0, burst: 30 }
+    }
+}
+
+pub struct KubeApi {
+    client: kube::Client,
+    discovery: Discovery,
+    bucket: TokenBucket,
+    /// Who records the events (`source.component`, `reportingInstance`).
+    component: String,
+    instance: String,
+    /// Writes are refused unless this says the host leads: a host that lost its lease
+    /// must never write, even with a reconcile still in flight.
+    leading: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+fn api_error(e: kube::Error) -> ApiError {
+    match e {
+        kube::Error::Api(s) => ApiError::new(s.code, &s.reason, s.message.clone()),
+        other => ApiError::new(503, "ServiceUnavailable", format!("the API server could not be reached: {other}")),
+    }
+}
+
+impl KubeApi {
+    pub fn new(client: kube::Client, discovery: Discovery, rate: ClientRate, instance: &str) -> Self {
+        KubeApi {
+            client,
+            discovery,
+            bucket: TokenBucket::new(rate.qps, rate.burst),
+            component: "wasmcm".into(),
+            instance: instance.into(),
+            leading: None,
+        }
+    }
+
+    /// Gates every write on `leading`.
+    pub fn gated_by(mut self, leading: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.leading = Some(leading);
+        self
+    }
+
+    fn check_leading(&self) -> Result<(), ApiError> {
+        match &self.leading {
+            Some(l) if !*l.borrow() => Err(ApiError::new(503, "NotLeader", "this host does not hold the leader lease")),
+            _ => Ok(()),
+        }
+    }
+
+    async fn api(&self, kind: &Kind, namespace: &str) -> Result<Api<DynamicObject>, ApiError> {
+        self.check_leading()?;
+        let resource = self.discovery.resolve(kind).await.map_err(|why| ApiError::new(404, "NotFound", why))?;
+        self.bucket.wait().await;
+        Ok(if resource.namespaced {
+            Api::namespaced_with(self.client.clone(), namespace, &resource.api)
+        } else {
+            Api::all_with(self.client.clone(), &resource.api)
+        })
+    }
+
+    async fn target(&self, object: &Value) -> Result<(Api<DynamicObject>, DynamicObject), ApiError> {
+        let kind = Kind::of_object(object);
+        let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+        let api = self.api(&kind, ns).await?;
+        let dynamic: DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| ApiError::bad_request(format!("object: {e}")))?;
+        Ok((api, dynamic))
+    }
+}
+
+fn name_of(o: &DynamicObject) -> String {
+    o.metadata.name.clone().unwrap_or_default()
+}
+
+fn to_value(o: DynamicObject) -> Result<Value, ApiError> {
+    serde_json::to_value(o).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+impl WriteApi for KubeApi {
+    async fn create(&self, object: Value) -> Result<Value, ApiError> {
+        let (api, o) = self.target(&object).await?;
+        to_value(api.create(&PostParams::default(), &o).await.map_err(api_error)?)
+    }
+
+    async fn update(&self, object: Value) -> Result<Value, ApiError> {
+        let (api, o) = self.target(&object).await?;
+        to_value(api.replace(&name_of(&o), &PostParams::default(), &o).await.map_err(api_error)?)
+    }
+
+    async fn update_status(&self, object: Value) -> Result<Value, ApiError> {
+        let (api, o) = self.target(&object).await?;
+        to_value(api.replace_status(&name_of(&o), &PostParams::default(), &o).await.map_err(api_error)?)
+    }
+
+    fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
+        let (target, uid) = (target.clone(), uid.map(String::from));
+        async move {
+            let api = self.api(&target.kind, &target.namespace).await?;
+            let params = DeleteParams {
+                preconditions: uid.map(|uid| Preconditions { uid: Some(uid), resource_version: None }),
+                ..DeleteParams::default()
+            };
+            api.delete(&target.name, &params).await.map(drop).map_err(api_error)
+        }
+    }
+
+    fn record_event(&self, event: &Event, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
+        let event = event.clone();
+        let uid = uid.map(String::from);
+        async move {
+            let now = wasmcm_core::now_rfc3339();
+            let r = &event.regarding;
+            let mut suffix = [0u8; 8];
+            let _ = getrandom::fill(&mut suffix);
+            let body = json!({
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": format!("{}.{}", r.name, hex::encode(suffix)), "namespace": r.namespace},
+                "involvedObject": {"apiVersion": r.kind.api_version, "kind": r.kind.kind, "namespace": r.namespace,
+                                   "name": r.name, "uid": uid},
+                "reason": event.reason,
+                "message": event.message,
+                "type": match event.event_type { EventType::Normal => "Normal", EventType::Warning => "Warning" },
+                "source": {"component": self.component},
+                "reportingComponent": self.component,
+                "reportingInstance": self.instance,
+                "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            });
+            self.create(body).await.map(drop)
+        }
+    }
+}
