@@ -19,7 +19,10 @@ cluster: toolchain
 # Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI,
 # the embedded cluster through kube-rs and the real kubectl, the deploy manifests and Helm chart
 # through the real kubectl and helm, the image through umoci, skopeo and runc; the scripts install
-# those tools).
+# those tools). The integration tests mostly wait on clusters, kubelets and leases, so they run
+# on at least 4 threads, more on a machine with more cores.
+TEST_THREADS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? n : 4 )))
+
 test: toolchain
 	scripts/install-kubectl.sh
 	scripts/install-helm.sh
@@ -27,7 +30,7 @@ test: toolchain
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
-	cargo test --workspace --locked
+	cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
 
 bench: toolchain
 	cargo bench -p wasmcm --bench reconcile

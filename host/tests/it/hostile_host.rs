@@ -5,13 +5,11 @@
 use crate::common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
-use wasmcm::Limits;
 use wasmcm::Metrics;
 use wasmcm::Version;
 use wasmcm::{Host, HostConfig};
@@ -36,12 +34,10 @@ const HOSTILE: &[(&str, &str)] = &[
 async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
     let (_cluster, client) = common::cluster().await;
 
-    let tight = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(50) };
-    let hostile = common::engine().load_file(&common::guest("wasmcm_hostile.wasm"), tight).unwrap();
     let metrics = Arc::new(Metrics::default());
     let mut config = HostConfig::default();
     config.controller.max_retries = MAX_RETRIES;
-    let plugins = vec![Version::of(common::replicaset()), Version::of(Arc::new(hostile))];
+    let plugins = vec![Version::of(common::replicaset()), Version::of(common::hostile())];
     let host = Host::start(client.clone(), plugins, config, metrics.clone()).await.unwrap();
 
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");

@@ -212,13 +212,14 @@ impl Drop for Running {
 #[test]
 fn strict_makes_any_failure_fatal() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
+    // What is compiled is not the point here: the cache every test shares spares compiling.
+    let cache = common::precompiled_dir();
     let stamp = stamp_path();
     let pinned = manifest("pinned", &format!("{{source: {{file: {}}}, sha256: {}}}", stamp.display(), "ab".repeat(32)));
     write(dir.path(), "pinned.yaml", pinned);
 
     let started = Instant::now();
-    let child = wasmcm_run(dir.path(), cache.path(), true).spawn().expect("the binary runs");
+    let child = wasmcm_run(dir.path(), &cache, true).spawn().expect("the binary runs");
     let mut child = Running(child);
     let stderr = lines(child.0.stderr.take().unwrap());
     let stdout = lines(child.0.stdout.take().unwrap());
@@ -242,7 +243,7 @@ fn strict_makes_any_failure_fatal() {
 
     // Without --strict the good plugins start; the broken one is reported.
     write(dir.path(), "stamp.yaml", manifest("stamp", &format!("{{source: {{file: {}}}}}", stamp.display())));
-    let child = wasmcm_run(dir.path(), cache.path(), false).spawn().expect("the binary runs");
+    let child = wasmcm_run(dir.path(), &cache, false).spawn().expect("the binary runs");
     let mut child = Running(child);
     let stderr = lines(child.0.stderr.take().unwrap());
     let stdout = lines(child.0.stdout.take().unwrap());
