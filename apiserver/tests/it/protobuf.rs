@@ -139,6 +139,40 @@ fn fallback_names_are_kube_apiservers() {
     assert!(schema().fallbacks.iter().any(|f| f.source == Source::LowerCamel), "the check saw no fallback at all");
 }
 
+/// Every field named by a fallback tier, one per line, as upstream keeps
+/// `api/api-rules/violation_exceptions.list`: a generator change or a k8s-pb / k8s-openapi
+/// upgrade that moves any name shows as a diff to review. `WASMCM_BLESS=1` rewrites it.
+#[test]
+fn fallback_names_are_the_reviewed_list() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("build/fallback_names.list");
+    let mut listed = String::from(
+        "# Protobuf fields whose JSON name is not their own k8s-openapi type's, and where it came from\n\
+         # (apiserver/build/protobuf_schema.rs, tiers 2-4). Checked by tests/it/protobuf.rs.\n",
+    );
+    for Fallback { message, field, json, source, .. } in &schema().fallbacks {
+        let from = match source {
+            Source::InlineParent(from) => format!("inline-parent {from}"),
+            Source::OtherVersion(from) => format!("other-version {from}"),
+            Source::GoTag => "go-tag".to_string(),
+            Source::LowerCamel => "lower-camel".to_string(),
+        };
+        listed.push_str(&format!("{message}.{field} {json} {from}\n"));
+    }
+    if std::env::var_os("WASMCM_BLESS").is_some() {
+        std::fs::write(&path, &listed).unwrap();
+    }
+    let reviewed = std::fs::read_to_string(&path).unwrap_or_default();
+    let (old, new): (BTreeSet<&str>, BTreeSet<&str>) = (reviewed.lines().collect(), listed.lines().collect());
+    let gone: Vec<&&str> = old.difference(&new).take(20).collect();
+    let added: Vec<&&str> = new.difference(&old).take(20).collect();
+    assert!(
+        reviewed == listed,
+        "{} differs from the generated fallbacks (rerun with WASMCM_BLESS=1 once reviewed)\n\
+         no longer generated: {gone:#?}\nnewly generated: {added:#?}",
+        path.display()
+    );
+}
+
 /// Fields the generator once named from unrelated types, or lost an initialism of, with the
 /// names kube-apiserver serves (their Go json tags).
 #[test]
