@@ -107,6 +107,9 @@ pub struct ClusterConfig {
     pub kubelet: KubeletConfig,
     /// Changes kept for resuming watches.
     pub history: usize,
+    /// Estimated serialized bytes of the changes kept for resuming watches (each counted with
+    /// the version it replaced): the older ones go when either bound is passed.
+    pub history_bytes: usize,
     pub faults: FaultConfig,
 }
 
@@ -118,6 +121,7 @@ impl Default for ClusterConfig {
             kubeconfig: None,
             kubelet: KubeletConfig::default(),
             history: store::DEFAULT_HISTORY,
+            history_bytes: store::DEFAULT_HISTORY_BYTES,
             faults: FaultConfig::default(),
         }
     }
@@ -164,7 +168,10 @@ impl Cluster {
         let state = Arc::new(State {
             token: token.clone(),
             server_address: addr.to_string(),
-            ..State::new(store::Store::new(config.history), Sources::System)
+            ..State::new(
+                store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
+                Sources::System,
+            )
         });
         state.faults.set(config.faults.clone());
         bootstrap(&state)?;

@@ -3,17 +3,28 @@
 //! (background), foreground deletion waits for dependents, orphaning strips ownerReferences,
 //! a terminating namespace is emptied and then removed, and every namespace has a `default`
 //! ServiceAccount.
+//!
+//! Incremental, as upstream's dependency graph: the collector follows every change in the
+//! store and keeps its own view of objects by uid with an index from each owner's uid to its
+//! dependents, and a change only makes it look at what the change can affect: the object
+//! itself, its owners (which may now have no dependents left) and its dependents (whose owner
+//! went or started deleting). There is no periodic full pass: every condition acted on is a
+//! function of stored objects, each of whose changes reaches the collector in order; a write
+//! that fails for another reason than the object having gone is retried after a second, and a
+//! collector that fell behind the history starts over from the current state.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::time::Instant;
 use wasmcm_core::str_at;
 
 use super::State;
 use super::api::{self, DeleteOptions, Target};
-use super::change::Key;
+use super::change::{Event, EventType, Key};
+use super::store::{Changes, Subscription};
 
 fn deleting(v: &Value) -> bool {
     v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
@@ -23,144 +34,342 @@ fn has_finalizer(v: &Value, f: &str) -> bool {
     v.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|l| l.iter().any(|x| x == f))
 }
 
+fn owner_uids(v: &Value) -> BTreeSet<&str> {
+    v.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|r| str_at(r, "/uid"))
+        .collect()
+}
+
+/// What dependents react to: (deleting, orphan finalizer, foregroundDeletion finalizer).
+fn owner_state(v: &Value) -> (bool, bool, bool) {
+    (deleting(v), has_finalizer(v, "orphan"), has_finalizer(v, "foregroundDeletion"))
+}
+
 fn target_of(state: &State, key: &Key) -> Option<Target> {
-    let (group, resource) = key.id.split_once('/')?;
-    let rt = state.registry.all().into_iter().find(|t| t.group == group && t.resource == resource)?;
+    let rt = state.registry.by_id(&key.id)?;
     Some(Target { rt, namespace: key.namespace.clone(), name: key.name.clone() })
 }
 
-pub(crate) async fn run(state: Arc<State>) {
-    loop {
-        let notified = state.store.changed.notified();
-        tokio::select! {
-            _ = notified => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-        // One pass per burst of changes, not one per change.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        pass(&state);
+/// What is left to look at. Ordered sets: the order of the collector's writes follows keys
+/// (uids, names), never hashing.
+#[derive(Default)]
+struct Work {
+    /// Objects with ownerReferences whose owners may be gone, orphaning or going foreground.
+    dependents: BTreeSet<String>,
+    /// Deleting owners whose orphan or foregroundDeletion finalizer may be removable.
+    owners: BTreeSet<String>,
+    /// Namespaces that just started terminating: everything in them is deleted.
+    sweeps: BTreeSet<String>,
+    /// Objects that appeared or changed in a terminating namespace.
+    content: BTreeSet<Key>,
+    /// Namespaces to finalize if empty (terminating) or to give a default ServiceAccount.
+    namespaces: BTreeSet<String>,
+}
+
+impl Work {
+    fn is_empty(&self) -> bool {
+        self.dependents.is_empty()
+            && self.owners.is_empty()
+            && self.sweeps.is_empty()
+            && self.content.is_empty()
+            && self.namespaces.is_empty()
+    }
+
+    fn merge(&mut self, other: Work) {
+        self.dependents.extend(other.dependents);
+        self.owners.extend(other.owners);
+        self.sweeps.extend(other.sweeps);
+        self.content.extend(other.content);
+        self.namespaces.extend(other.namespaces);
     }
 }
 
-/// One scan over every object. Each step writes through `api`; a conflict waits for the next
-/// pass.
-pub(crate) fn pass(state: &State) {
-    let all = state.store.snapshot();
-    let by_uid: HashMap<&str, &(Key, Arc<Value>)> = all.iter().map(|e| (str_at(&e.1, "/metadata/uid"), e)).collect();
-    let mut referenced: HashSet<String> = HashSet::new();
-    let background = DeleteOptions { propagation_policy: Some("Background".into()), ..Default::default() };
-    let foreground = DeleteOptions { propagation_policy: Some("Foreground".into()), ..Default::default() };
+/// The collector's view of the store, as of the last change it applied.
+#[derive(Default)]
+struct Collector {
+    /// Every object by uid.
+    objects: BTreeMap<String, (Key, Arc<Value>)>,
+    /// Owner uid → the uids of the objects whose ownerReferences name it (whether the owner
+    /// exists or not).
+    dependents: BTreeMap<String, BTreeSet<String>>,
+    /// Namespaces being deleted.
+    terminating: BTreeSet<String>,
+    work: Work,
+    /// Work whose write failed, for another try after `retry_at`.
+    later: Work,
+    retry_at: Option<Instant>,
+}
 
-    for (key, object) in &all {
-        let refs = object.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
-        if refs.is_empty() {
-            continue;
-        }
-        let owners: Vec<&Arc<Value>> =
-            refs.iter().filter_map(|r| by_uid.get(str_at(r, "/uid")).map(|e| &e.1)).collect();
-        for r in &refs {
-            referenced.insert(str_at(r, "/uid").to_string());
-        }
-        let Some(target) = target_of(state, key) else { continue };
-        if owners.is_empty() {
-            if !deleting(object) {
-                log_err(
-                    api::delete(state, &target, &background).map(drop),
-                    key,
-                    "deleting a dependent of a deleted owner",
-                );
-            }
-            continue;
-        }
-        let orphaning: Vec<&str> = owners
-            .iter()
-            .filter(|o| deleting(o) && has_finalizer(o, "orphan"))
-            .map(|o| str_at(o, "/metadata/uid"))
-            .collect();
-        if !orphaning.is_empty() {
-            let result = state.store.update(
-                &key.clone(),
-                || api_missing(key),
-                |cur| {
-                    let mut v = cur.clone();
-                    if let Some(list) = v.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
-                        list.retain(|r| !orphaning.contains(&str_at(r, "/uid")));
+impl Collector {
+    fn apply(&mut self, event: &Event) {
+        let uid = str_at(&event.object, "/metadata/uid").to_string();
+        let key = &event.key;
+        let new = (event.event_type != EventType::Deleted).then_some(&event.object);
+        let old = self.objects.get(&uid).map(|(_, o)| o.clone());
+
+        let old_refs = old.as_deref().map(owner_uids).unwrap_or_default();
+        let new_refs = new.map(|o| owner_uids(o)).unwrap_or_default();
+        if old_refs != new_refs {
+            for owner in old_refs.difference(&new_refs) {
+                if let Some(set) = self.dependents.get_mut(*owner) {
+                    set.remove(&uid);
+                    if set.is_empty() {
+                        self.dependents.remove(*owner);
+                        // Its last dependent gone, a deleting owner may drop its finalizer.
+                        self.work.owners.insert(owner.to_string());
                     }
-                    Ok(Some(v))
-                },
-            );
-            log_err(result.map(drop), key, "orphaning a dependent");
-            continue;
+                }
+            }
+            for owner in new_refs.difference(&old_refs) {
+                self.dependents.entry(owner.to_string()).or_default().insert(uid.clone());
+            }
+            if !new_refs.is_empty() {
+                self.work.dependents.insert(uid.clone());
+            }
         }
-        let owner_going = owners.iter().any(|o| deleting(o) && has_finalizer(o, "foregroundDeletion"));
-        if owner_going && !deleting(object) {
-            log_err(api::delete(state, &target, &foreground).map(drop), key, "deleting a dependent in the foreground");
+
+        match new {
+            None => {
+                self.objects.remove(&uid);
+                self.work.dependents.extend(self.dependents.get(&uid).into_iter().flatten().cloned());
+            }
+            Some(object) => {
+                let now = owner_state(object);
+                if old.as_deref().map(owner_state) != Some(now) {
+                    if now.0 && (now.1 || now.2) {
+                        self.work.owners.insert(uid.clone());
+                    }
+                    self.work.dependents.extend(self.dependents.get(&uid).into_iter().flatten().cloned());
+                }
+                self.objects.insert(uid.clone(), (key.clone(), object.clone()));
+            }
+        }
+
+        if key.id == "/namespaces" {
+            match new {
+                Some(ns) if deleting(ns) => {
+                    if self.terminating.insert(key.name.clone()) {
+                        self.work.sweeps.insert(key.name.clone());
+                    }
+                    self.work.namespaces.insert(key.name.clone());
+                }
+                Some(_) if old.is_none() => {
+                    self.work.namespaces.insert(key.name.clone());
+                }
+                Some(_) => {}
+                None => {
+                    self.terminating.remove(&key.name);
+                }
+            }
+        } else if self.terminating.contains(&key.namespace) {
+            match new {
+                Some(object) if !deleting(object) => {
+                    self.work.content.insert(key.clone());
+                }
+                Some(_) => {}
+                None => {
+                    self.work.namespaces.insert(key.namespace.clone());
+                }
+            }
+        }
+        if new.is_none() && key.id == "/serviceaccounts" && key.name == "default" {
+            self.work.namespaces.insert(key.namespace.clone());
         }
     }
 
-    for (key, object) in &all {
-        if !deleting(object) {
-            continue;
+    /// Acts on the work the applied changes made. Each step writes through `api` or the
+    /// store; its own writes come back as changes.
+    fn process(&mut self, state: &State) {
+        if self.retry_at.is_some_and(|at| at <= Instant::now()) {
+            self.retry_at = None;
+            let later = std::mem::take(&mut self.later);
+            self.work.merge(later);
         }
-        let uid = str_at(object, "/metadata/uid");
-        for finalizer in ["foregroundDeletion", "orphan"] {
-            if has_finalizer(object, finalizer) && !referenced.contains(uid) {
+        let work = std::mem::take(&mut self.work);
+        let background = DeleteOptions { propagation_policy: Some("Background".into()), ..Default::default() };
+        let foreground = DeleteOptions { propagation_policy: Some("Foreground".into()), ..Default::default() };
+
+        for uid in work.dependents {
+            let Some((key, object)) = self.objects.get(&uid) else { continue };
+            let refs = object.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+            let Some(refs) = refs.filter(|r| !r.is_empty()) else { continue };
+            let owners: Vec<&Arc<Value>> =
+                refs.iter().filter_map(|r| self.objects.get(str_at(r, "/uid")).map(|(_, o)| o)).collect();
+            let Some(target) = target_of(state, key) else { continue };
+            if owners.is_empty() {
+                if !deleting(object) {
+                    let result = api::delete(state, &target, &background).map(drop);
+                    if failed(result, key, "deleting a dependent of a deleted owner") {
+                        self.later.dependents.insert(uid.clone());
+                    }
+                }
+                continue;
+            }
+            let orphaning: Vec<&str> = owners
+                .iter()
+                .filter(|o| deleting(o) && has_finalizer(o, "orphan"))
+                .map(|o| str_at(o, "/metadata/uid"))
+                .collect();
+            if !orphaning.is_empty() {
                 let result = state.store.update(
                     key,
                     || api_missing(key),
                     |cur| {
                         let mut v = cur.clone();
-                        if let Some(list) = v.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) {
-                            list.retain(|f| f != finalizer);
+                        if let Some(list) = v.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+                            list.retain(|r| !orphaning.contains(&str_at(r, "/uid")));
                         }
                         Ok(Some(v))
                     },
                 );
-                log_err(result.map(drop), key, "removing a deletion finalizer");
+                if failed(result.map(drop), key, "orphaning a dependent") {
+                    self.later.dependents.insert(uid.clone());
+                }
+                continue;
             }
+            let owner_going = owners.iter().any(|o| deleting(o) && has_finalizer(o, "foregroundDeletion"));
+            if owner_going && !deleting(object) {
+                let result = api::delete(state, &target, &foreground).map(drop);
+                if failed(result, key, "deleting a dependent in the foreground") {
+                    self.later.dependents.insert(uid.clone());
+                }
+            }
+        }
+
+        for uid in work.owners {
+            let Some((key, object)) = self.objects.get(&uid) else { continue };
+            if !deleting(object) || self.dependents.contains_key(&uid) {
+                continue;
+            }
+            for finalizer in ["foregroundDeletion", "orphan"] {
+                if has_finalizer(object, finalizer) {
+                    let result = state.store.update(
+                        key,
+                        || api_missing(key),
+                        |cur| {
+                            let mut v = cur.clone();
+                            if let Some(list) = v.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) {
+                                list.retain(|f| f != finalizer);
+                            }
+                            Ok(Some(v))
+                        },
+                    );
+                    if failed(result.map(drop), key, "removing a deletion finalizer") {
+                        self.later.owners.insert(uid.clone());
+                    }
+                }
+            }
+        }
+
+        for namespace in &work.sweeps {
+            for key in state.store.keys_in_namespace(namespace) {
+                if self.empty_one(state, &key) {
+                    self.later.content.insert(key);
+                }
+            }
+        }
+        for key in &work.content {
+            if self.empty_one(state, key) {
+                self.later.content.insert(key.clone());
+            }
+        }
+
+        for name in work.namespaces {
+            let key = Key { id: "/namespaces".into(), namespace: String::new(), name: name.clone() };
+            let Some(ns) = state.store.get(&key) else { continue };
+            if !deleting(&ns) {
+                if !ensure_service_account(state, &name) {
+                    self.later.namespaces.insert(name);
+                }
+                continue;
+            }
+            if state.store.namespace_has_content(&name) {
+                continue;
+            }
+            let result = state.store.update(
+                &key,
+                || api_missing(&key),
+                |cur| {
+                    let mut v = cur.clone();
+                    v["spec"]["finalizers"] = json!([]);
+                    Ok(Some(v))
+                },
+            );
+            if failed(result.map(drop), &key, "finalizing a namespace") {
+                self.later.namespaces.insert(name);
+            }
+        }
+        if !self.later.is_empty() && self.retry_at.is_none() {
+            self.retry_at = Some(Instant::now() + Duration::from_secs(1));
         }
     }
 
-    for (key, ns) in all.iter().filter(|(k, _)| k.id == "/namespaces") {
-        let name = &key.name;
-        if deleting(ns) {
-            let content = state.store.keys_in_namespace(name);
-            if content.is_empty() {
-                let result = state.store.update(
-                    key,
-                    || api_missing(key),
-                    |cur| {
-                        let mut v = cur.clone();
-                        v["spec"]["finalizers"] = json!([]);
-                        Ok(Some(v))
-                    },
-                );
-                log_err(result.map(drop), key, "finalizing a namespace");
-            }
-            for k in content {
-                let Some(target) = target_of(state, &k) else { continue };
-                if state.store.get(&k).is_some_and(|o| !deleting(&o)) {
-                    log_err(api::delete(state, &target, &background).map(drop), &k, "emptying a terminating namespace");
+    /// Deletes an object of a terminating namespace unless it is already going; true if that
+    /// failed and is worth retrying.
+    fn empty_one(&self, state: &State, key: &Key) -> bool {
+        let Some(target) = target_of(state, key) else { return false };
+        if state.store.get(key).is_none_or(|o| deleting(&o)) {
+            return false;
+        }
+        let background = DeleteOptions { propagation_policy: Some("Background".into()), ..Default::default() };
+        failed(api::delete(state, &target, &background).map(drop), key, "emptying a terminating namespace")
+    }
+}
+
+pub(crate) async fn run(state: Arc<State>) {
+    let (mut changes, initial) = Subscription::start(&state.store, None);
+    let mut gc = Collector::default();
+    for event in &initial {
+        gc.apply(event);
+    }
+    loop {
+        gc.process(&state);
+        match changes.next(gc.retry_at).await {
+            Changes::Events(events) => {
+                for event in &events {
+                    gc.apply(event);
                 }
             }
-        } else {
-            ensure_service_account(state, name);
+            Changes::Reset(events) => {
+                gc = Collector::default();
+                for event in &events {
+                    gc.apply(event);
+                }
+            }
         }
     }
 }
 
-fn ensure_service_account(state: &State, namespace: &str) {
+/// Everything the collector would do about the current state, done now: what a cluster's
+/// bootstrap (and an offline run) relies on before the collector's loop is running.
+pub(crate) fn pass(state: &State) {
+    let mut gc = Collector::default();
+    for (key, object) in state.store.snapshot() {
+        gc.apply(&Event { event_type: EventType::Added, key, rv: 0, object, prev: None });
+    }
+    gc.process(state);
+}
+
+/// Creates the namespace's `default` ServiceAccount if missing; false if that failed and is
+/// worth retrying.
+fn ensure_service_account(state: &State, namespace: &str) -> bool {
     let key = Key { id: "/serviceaccounts".into(), namespace: namespace.into(), name: "default".into() };
     if state.store.get(&key).is_some() {
-        return;
+        return true;
     }
-    let Some(rt) = state.registry.lookup("", "v1", "serviceaccounts") else { return };
+    let Some(rt) = state.registry.lookup("", "v1", "serviceaccounts") else { return true };
     let sa =
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}});
     match api::create(state, &rt, namespace, sa, false) {
-        Ok(_) => {}
-        Err(e) if e.code == 409 || e.code == 403 || e.code == 404 => {}
-        Err(e) => tracing::warn!(namespace, "creating the default ServiceAccount: {e}"),
+        Ok(_) => true,
+        Err(e) if e.code == 409 || e.code == 403 || e.code == 404 => true,
+        Err(e) => {
+            tracing::warn!(namespace, "creating the default ServiceAccount: {e}");
+            false
+        }
     }
 }
 
@@ -168,10 +377,124 @@ fn api_missing(key: &Key) -> wasmcm_core::ApiError {
     wasmcm_core::ApiError::not_found("", &key.id, &key.name)
 }
 
-fn log_err(result: Result<(), wasmcm_core::ApiError>, key: &Key, what: &str) {
+/// Logs a failed write; true if it is worth retrying (the object has not gone or changed
+/// under it: then its change brings it back anyway).
+fn failed(result: Result<(), wasmcm_core::ApiError>, key: &Key, what: &str) -> bool {
     match result {
-        Ok(()) => {}
-        Err(e) if e.is_not_found() || e.is_conflict() => {}
-        Err(e) => tracing::warn!(object = %format!("{}/{}/{}", key.id, key.namespace, key.name), "{what}: {e}"),
+        Ok(()) => false,
+        Err(e) if e.is_not_found() || e.is_conflict() => false,
+        Err(e) => {
+            tracing::warn!(object = %format!("{}/{}/{}", key.id, key.namespace, key.name), "{what}: {e}");
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{Sources, bootstrap};
+    use crate::resources::ResourceType;
+    use crate::store::Store;
+
+    fn state() -> State {
+        let state =
+            State::new(Store::default(), Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() });
+        bootstrap(&state).unwrap();
+        state
+    }
+
+    fn configmaps(state: &State) -> ResourceType {
+        state.registry.lookup("", "v1", "configmaps").unwrap()
+    }
+
+    fn create(state: &State, name: &str, owners: &[&Value]) -> Arc<Value> {
+        let refs: Vec<Value> = owners
+            .iter()
+            .map(|o| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]}))
+            .collect();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "ownerReferences": refs}});
+        api::create(state, &configmaps(state), "default", cm, false).unwrap()
+    }
+
+    fn delete(state: &State, name: &str, policy: &str) {
+        let t = Target { rt: configmaps(state), namespace: "default".into(), name: name.into() };
+        let opts = DeleteOptions { propagation_policy: Some(policy.into()), ..Default::default() };
+        api::delete(state, &t, &opts).map(drop).unwrap();
+    }
+
+    fn exists(state: &State, name: &str) -> Option<Arc<Value>> {
+        state.store.get(&Key { id: "/configmaps".into(), namespace: "default".into(), name: name.into() })
+    }
+
+    /// Runs the collector as its loop does, fed by a subscription, until nothing changes.
+    fn settle(state: &State, changes: &mut Subscription<'_>, gc: &mut Collector) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        for _ in 0..20 {
+            gc.process(state);
+            let deadline = Some(Instant::now() + Duration::from_millis(20));
+            match rt.block_on(changes.next(deadline)) {
+                Changes::Events(events) if events.is_empty() => return,
+                Changes::Events(events) | Changes::Reset(events) => events.iter().for_each(|e| gc.apply(e)),
+            }
+        }
+        panic!("the collector does not settle");
+    }
+
+    #[test]
+    fn owners_deleted_in_the_background_foreground_and_orphaning_are_followed_incrementally() {
+        let state = state();
+        let (mut changes, initial) = Subscription::start(&state.store, None);
+        let mut gc = Collector::default();
+        initial.iter().for_each(|e| gc.apply(e));
+
+        let a = create(&state, "a", &[]);
+        create(&state, "a-child", &[&a]);
+        let b = create(&state, "b", &[]);
+        create(&state, "b-child", &[&b]);
+        let c = create(&state, "c", &[]);
+        create(&state, "c-child", &[&c]);
+        create(&state, "c-grandchild", &[&exists(&state, "c-child").unwrap()]);
+        // Two owners, one of which stays: the dependent stays too.
+        let d = create(&state, "d", &[]);
+        create(&state, "shared", &[&a, &d]);
+        settle(&state, &mut changes, &mut gc);
+        assert!(exists(&state, "a-child").is_some());
+
+        delete(&state, "a", "Background");
+        settle(&state, &mut changes, &mut gc);
+        assert!(exists(&state, "a-child").is_none());
+        assert!(exists(&state, "shared").is_some(), "one owner remains");
+
+        delete(&state, "b", "Orphan");
+        settle(&state, &mut changes, &mut gc);
+        assert!(exists(&state, "b").is_none());
+        let orphan = exists(&state, "b-child").expect("an orphaned dependent stays");
+        assert!(orphan["metadata"]["ownerReferences"].as_array().is_none_or(Vec::is_empty));
+
+        delete(&state, "c", "Foreground");
+        settle(&state, &mut changes, &mut gc);
+        for gone in ["c", "c-child", "c-grandchild"] {
+            assert!(exists(&state, gone).is_none(), "{gone}");
+        }
+
+        // A dependent created after its owner went is collected as soon as it appears.
+        create(&state, "late", &[&a]);
+        settle(&state, &mut changes, &mut gc);
+        assert!(exists(&state, "late").is_none());
+        assert!(exists(&state, "d").is_some() && exists(&state, "shared").is_some());
+    }
+
+    #[test]
+    fn a_pass_over_the_current_state_does_what_the_loop_would() {
+        let state = state();
+        let a = create(&state, "a", &[]);
+        create(&state, "a-child", &[&a]);
+        delete(&state, "a", "Orphan");
+        pass(&state);
+        let orphan = exists(&state, "a-child").unwrap();
+        assert!(orphan["metadata"]["ownerReferences"].as_array().is_none_or(Vec::is_empty));
+        pass(&state);
+        assert!(exists(&state, "a").is_none(), "the orphan finalizer goes once no dependent is left");
     }
 }

@@ -1,22 +1,29 @@
 //! The simulated scheduler and kubelet: virtual Nodes, pods bound to the least loaded node,
 //! started after a short jittered delay, graceful deletion finished after a capped grace
 //! period. Writes through `api` like any client would, with resourceVersion preconditions;
-//! a conflict is simply retried on the next pass.
+//! a conflict is retried when the change that caused it arrives (or shortly after).
+//!
+//! It follows the store's pod changes and keeps its own account of each pod (binding, start
+//! and ready times, restart backoff, termination) and of each node's load, with a timer per
+//! pod, so a step costs in proportion to the pods that changed or are due.
 //!
 //! Test hooks, documented in the README: an image whose tag is `fail` crash-loops (never
 //! Ready, restartCount grows with backoff); the annotation `wasmcm.dev/ready-after-seconds: N`
 //! keeps a started pod not Ready for N seconds.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::time::Instant;
 use wasmcm_core::str_at;
 
 use super::State;
 use super::api::{self, DeleteOptions, Target};
-use super::query::Filter;
+use super::change::{Event, EventType, Key};
+use super::resources::ResourceType;
+use super::store::{Changes, Subscription};
 
 pub(crate) const READY_AFTER_ANNOTATION: &str = "wasmcm.dev/ready-after-seconds";
 
@@ -79,13 +86,259 @@ fn jitter(base: Duration) -> Duration {
     base.mul_f64(factor)
 }
 
-#[derive(Default)]
-struct PodTrack {
+/// What the kubelet knows of one pod.
+struct Tracked {
+    /// The newest version seen: from the store's changes or from the kubelet's own writes.
+    pod: Arc<Value>,
+    /// The simulated node the pod counts against.
+    node: Option<String>,
     /// When the pod starts (bound and pending) or, once running, turns ready.
     due: Option<Instant>,
     /// Crash-looping: when the next restart is counted, and the backoff after it.
     next_restart: Option<(Instant, Duration)>,
     terminating_since: Option<Instant>,
+    /// When the pod is next looked at if nothing changes it: its entry in `Kubelet::timers`.
+    wake: Option<Instant>,
+}
+
+/// How soon a write that failed for another reason than a change to the pod is tried again
+/// (a change brings the pod back by itself).
+const RETRY: Duration = Duration::from_millis(100);
+
+/// The scheduler and kubelet of every simulated node. Driven by the store's pod changes and by
+/// its own timers, so each step costs in proportion to the pods that changed or are due, not
+/// to all pods.
+struct Kubelet {
+    config: KubeletConfig,
+    pods_rt: ResourceType,
+    pods: BTreeMap<Key, Tracked>,
+    /// Pods per simulated node, kept as pods are bound, rebound and go.
+    load: BTreeMap<String, usize>,
+    /// (when, pod): what is due when.
+    timers: BTreeSet<(Instant, Key)>,
+    /// Pods to look at now.
+    dirty: BTreeSet<Key>,
+    ip_seq: u32,
+}
+
+fn rv_of(v: &Value) -> u64 {
+    str_at(v, "/metadata/resourceVersion").parse().unwrap_or(0)
+}
+
+impl Kubelet {
+    fn new(config: KubeletConfig, pods_rt: ResourceType) -> Self {
+        let load = (1..=config.nodes).map(|i| (node_name(i), 0)).collect();
+        Kubelet {
+            config,
+            pods_rt,
+            pods: BTreeMap::new(),
+            load,
+            timers: BTreeSet::new(),
+            dirty: BTreeSet::new(),
+            ip_seq: 0,
+        }
+    }
+
+    fn forget(&mut self, key: &Key) {
+        if let Some(t) = self.pods.remove(key) {
+            if let Some(at) = t.wake {
+                self.timers.remove(&(at, key.clone()));
+            }
+            if let Some(n) = t.node.and_then(|n| self.load.get_mut(&n)) {
+                *n -= 1;
+            }
+        }
+        self.dirty.remove(key);
+    }
+
+    /// Takes `pod` as the newest version of the pod at `key` unless a newer one is known,
+    /// keeping the node counts. True if it was taken.
+    fn learn(&mut self, key: &Key, pod: Arc<Value>) -> bool {
+        if let Some(t) = self.pods.get(key) {
+            if str_at(&t.pod, "/metadata/uid") != str_at(&pod, "/metadata/uid") {
+                // Deleted and created again while the kubelet was not following.
+                self.forget(key);
+            } else if rv_of(&pod) <= rv_of(&t.pod) {
+                return false;
+            }
+        }
+        let node = Some(str_at(&pod, "/spec/nodeName")).filter(|n| self.load.contains_key(*n)).map(String::from);
+        let t = self.pods.entry(key.clone()).or_insert_with(|| Tracked {
+            pod: pod.clone(),
+            node: None,
+            due: None,
+            next_restart: None,
+            terminating_since: None,
+            wake: None,
+        });
+        t.pod = pod;
+        if t.node != node {
+            if let Some(n) = t.node.as_ref().and_then(|n| self.load.get_mut(n)) {
+                *n -= 1;
+            }
+            if let Some(n) = node.as_ref().and_then(|n| self.load.get_mut(n)) {
+                *n += 1;
+            }
+            t.node = node;
+        }
+        true
+    }
+
+    fn apply(&mut self, event: &Event) {
+        if event.event_type == EventType::Deleted {
+            self.forget(&event.key);
+        } else if self.learn(&event.key, event.object.clone()) {
+            self.dirty.insert(event.key.clone());
+        }
+    }
+
+    /// Starts over from the current pods, keeping what it knew of those still there.
+    fn reset(&mut self, events: &[Arc<Event>]) {
+        let present: BTreeSet<&Key> = events.iter().map(|e| &e.key).collect();
+        let gone: Vec<Key> = self.pods.keys().filter(|k| !present.contains(k)).cloned().collect();
+        for key in &gone {
+            self.forget(key);
+        }
+        for event in events {
+            self.apply(event);
+        }
+    }
+
+    fn set_wake(&mut self, key: &Key, at: Option<Instant>) {
+        let Some(t) = self.pods.get_mut(key) else { return };
+        if t.wake == at {
+            return;
+        }
+        if let Some(old) = t.wake {
+            self.timers.remove(&(old, key.clone()));
+        }
+        t.wake = at;
+        if let Some(at) = at {
+            self.timers.insert((at, key.clone()));
+        }
+    }
+
+    /// Moves what is due at `now` to the pods to look at.
+    fn due(&mut self, now: Instant) {
+        while let Some((at, key)) = self.timers.first().cloned()
+            && at <= now
+        {
+            self.timers.pop_first();
+            if let Some(t) = self.pods.get_mut(&key) {
+                t.wake = None;
+            }
+            self.dirty.insert(key);
+        }
+    }
+
+    fn step(&mut self, state: &State, now: Instant) {
+        self.due(now);
+        for key in std::mem::take(&mut self.dirty) {
+            let wake = self.look_at(state, &key, now);
+            self.set_wake(&key, wake);
+        }
+    }
+
+    /// Does what is due for one pod; returns when to look at it again if nothing changes it.
+    fn look_at(&mut self, state: &State, key: &Key, now: Instant) -> Option<Instant> {
+        let t = self.pods.get_mut(key)?;
+        let pod = t.pod.clone();
+        let target = Target { rt: self.pods_rt.clone(), namespace: key.namespace.clone(), name: key.name.clone() };
+        if pod.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
+            let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(0);
+            let since = *t.terminating_since.get_or_insert(now);
+            let at = since + Duration::from_secs(grace).min(self.config.grace_cap);
+            if now < at {
+                return Some(at);
+            }
+            let opts = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
+            return match api::delete(state, &target, &opts) {
+                // Gone, or held by finalizers: their removal is a change that brings it back.
+                Ok(_) => None,
+                Err(e) if e.is_not_found() => None,
+                Err(e) => {
+                    tracing::debug!(pod = %target.name, "kubelet: final delete: {e}");
+                    Some(now + RETRY)
+                }
+            };
+        }
+        // A pod the defaulting has not touched yet has no phase: it is pending.
+        let phase = match str_at(&pod, "/status/phase") {
+            "" => "Pending",
+            p => p,
+        };
+        let node = str_at(&pod, "/spec/nodeName");
+        if node.is_empty() {
+            if phase != "Pending" {
+                return None;
+            }
+            // The first of the least loaded in name order, as the map is ordered.
+            let chosen = self.load.iter().min_by_key(|(_, count)| **count).map(|(n, _)| n.clone())?;
+            let Some(bound) = bind(state, &target, &pod, &chosen) else { return Some(now + RETRY) };
+            let due = now + jitter(self.config.start_delay);
+            let t = self.pods.get_mut(key)?;
+            t.due = Some(due);
+            self.learn(key, bound);
+            return Some(due);
+        }
+        if phase == "Pending" {
+            let due = *t.due.get_or_insert_with(|| now + jitter(self.config.start_delay));
+            if now < due {
+                return Some(due);
+            }
+            self.ip_seq = self.ip_seq.wrapping_add(1);
+            let ready_after = pod
+                .pointer(&format!("/metadata/annotations/{}", READY_AFTER_ANNOTATION.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
+            let crashing = failing(&pod);
+            let ready_now = ready_after == 0 && !crashing;
+            let Some(started) = start(state, &target, &pod, self.ip_seq, ready_now, crashing) else {
+                return Some(now + RETRY);
+            };
+            t.due = (ready_after > 0).then(|| now + Duration::from_secs(ready_after));
+            if crashing {
+                t.next_restart = Some((now + Duration::from_secs(1), Duration::from_secs(2)));
+            }
+            let wake = [t.due, t.next_restart.map(|(at, _)| at)].into_iter().flatten().min();
+            self.learn(key, started);
+            return wake;
+        }
+        if phase != "Running" {
+            return None;
+        }
+        let mut retry = false;
+        let crashing = failing(&pod);
+        let mut pod = pod;
+        if let Some(due) = t.due
+            && now >= due
+            && !crashing
+        {
+            match set_ready(state, &target, &pod) {
+                Some(ready) => {
+                    t.due = None;
+                    pod = ready;
+                }
+                None => retry = true,
+            }
+        }
+        if let Some((at, backoff)) = t.next_restart
+            && now >= at
+        {
+            match restart(state, &target, &pod) {
+                Some(restarted) => {
+                    t.next_restart = Some((now + backoff, (backoff * 2).min(Duration::from_secs(30))));
+                    pod = restarted;
+                }
+                None => retry = true,
+            }
+        }
+        let due = t.due.filter(|_| !crashing);
+        let wake = [due, t.next_restart.map(|(at, _)| at), retry.then(|| now + RETRY)].into_iter().flatten().min();
+        self.learn(key, pod);
+        wake
+    }
 }
 
 pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
@@ -99,101 +352,17 @@ pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
         }
     }
     let Some(pods_rt) = state.registry.lookup("", "v1", "pods") else { return };
-    let mut tracks: HashMap<String, PodTrack> = HashMap::new();
-    let mut ip_seq: u32 = 0;
+    let mut kubelet = Kubelet::new(config, pods_rt);
+    let (mut changes, initial) = Subscription::start(&state.store, Some("/pods"));
+    for event in &initial {
+        kubelet.apply(event);
+    }
     loop {
-        let notified = state.store.changed.notified();
-        tokio::select! {
-            _ = notified => {}
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-        }
-        // Let a burst of writes settle before one pass over the pods.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let (pods, _) = state.store.list("/pods", None, &Filter::for_type("/pods"));
-        let mut load: HashMap<String, usize> = (1..=config.nodes).map(|i| (node_name(i), 0)).collect();
-        for p in &pods {
-            if let Some(n) = load.get_mut(str_at(p, "/spec/nodeName")) {
-                *n += 1;
-            }
-        }
-        let live: std::collections::HashSet<&str> = pods.iter().map(|p| str_at(p, "/metadata/uid")).collect();
-        tracks.retain(|uid, _| live.contains(uid.as_str()));
-        let now = Instant::now();
-        for pod in &pods {
-            let uid = str_at(pod, "/metadata/uid").to_string();
-            let target = Target {
-                rt: pods_rt.clone(),
-                namespace: str_at(pod, "/metadata/namespace").into(),
-                name: str_at(pod, "/metadata/name").into(),
-            };
-            let track = tracks.entry(uid).or_default();
-            if pod.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
-                let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(0);
-                let since = *track.terminating_since.get_or_insert(now);
-                if now.duration_since(since) >= Duration::from_secs(grace).min(config.grace_cap) {
-                    let opts = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
-                    if let Err(e) = api::delete(&state, &target, &opts)
-                        && !e.is_not_found()
-                    {
-                        tracing::debug!(pod = %target.name, "kubelet: final delete: {e}");
-                    }
-                }
-                continue;
-            }
-            // A pod the defaulting has not touched yet has no phase: it is pending.
-            let phase = match str_at(pod, "/status/phase") {
-                "" => "Pending",
-                p => p,
-            };
-            let node = str_at(pod, "/spec/nodeName");
-            if node.is_empty() {
-                if phase == "Pending" {
-                    let Some(chosen) = load.iter().min_by_key(|(n, c)| (**c, (*n).clone())).map(|(n, _)| n.clone())
-                    else {
-                        continue;
-                    };
-                    if bind(&state, &target, pod, &chosen) {
-                        *load.entry(chosen).or_default() += 1;
-                        track.due = Some(now + jitter(config.start_delay));
-                    }
-                }
-                continue;
-            }
-            if phase == "Pending" {
-                let due = *track.due.get_or_insert_with(|| now + jitter(config.start_delay));
-                if now >= due {
-                    ip_seq = ip_seq.wrapping_add(1);
-                    let ready_after = pod
-                        .pointer(&format!("/metadata/annotations/{}", READY_AFTER_ANNOTATION.replace('/', "~1")))
-                        .and_then(Value::as_str)
-                        .and_then(|s| s.parse::<u64>().ok())
-                        .unwrap_or(0);
-                    let crashing = failing(pod);
-                    let ready_now = ready_after == 0 && !crashing;
-                    if start(&state, &target, pod, ip_seq, ready_now, crashing) {
-                        track.due = (ready_after > 0).then(|| now + Duration::from_secs(ready_after));
-                        if crashing {
-                            track.next_restart = Some((now + Duration::from_secs(1), Duration::from_secs(2)));
-                        }
-                    }
-                }
-                continue;
-            }
-            if phase == "Running" {
-                if let Some(due) = track.due
-                    && now >= due
-                    && !failing(pod)
-                    && set_ready(&state, &target, pod)
-                {
-                    track.due = None;
-                }
-                if let Some((at, backoff)) = track.next_restart
-                    && now >= at
-                    && restart(&state, &target, pod)
-                {
-                    track.next_restart = Some((now + backoff, (backoff * 2).min(Duration::from_secs(30))));
-                }
-            }
+        kubelet.step(&state, Instant::now());
+        let next = kubelet.timers.first().map(|(at, _)| *at);
+        match changes.next(next).await {
+            Changes::Events(events) => events.iter().for_each(|e| kubelet.apply(e)),
+            Changes::Reset(events) => kubelet.reset(&events),
         }
     }
 }
@@ -209,17 +378,16 @@ fn condition(t: &str, status: &str, now: &str) -> Value {
     json!({"type": t, "status": status, "lastProbeTime": null, "lastTransitionTime": now})
 }
 
-fn bind(state: &State, target: &Target, pod: &Value, node: &str) -> bool {
+/// The pod as written, if it was.
+fn bind(state: &State, target: &Target, pod: &Value, node: &str) -> Option<Arc<Value>> {
     let now = state.now_rfc3339();
     let mut bound = pod.clone();
     bound["spec"]["nodeName"] = json!(node);
-    if api::update(state, target, bound, false).is_err() {
-        return false;
-    }
-    let Ok(current) = api::get(state, target) else { return false };
+    api::update(state, target, bound, false).ok()?;
+    let current = api::get(state, target).ok()?;
     let mut status = (*current).clone();
     status["status"]["conditions"] = json!([condition("PodScheduled", "True", &now)]);
-    api::update_status(state, target, status, false).is_ok()
+    api::update_status(state, target, status, false).ok()
 }
 
 fn container_status(c: &Value, now: &str, ready: bool) -> Value {
@@ -239,7 +407,7 @@ fn container_status(c: &Value, now: &str, ready: bool) -> Value {
     })
 }
 
-fn start(state: &State, target: &Target, pod: &Value, ip_seq: u32, ready: bool, crashing: bool) -> bool {
+fn start(state: &State, target: &Target, pod: &Value, ip_seq: u32, ready: bool, crashing: bool) -> Option<Arc<Value>> {
     let now = state.now_rfc3339();
     let node = str_at(pod, "/spec/nodeName");
     let node_index: u32 = node.rsplit('-').next().and_then(|n| n.parse().ok()).unwrap_or(0);
@@ -283,10 +451,10 @@ fn start(state: &State, target: &Target, pod: &Value, ip_seq: u32, ready: bool, 
     updated["status"]["podIPs"] = json!([{"ip": pod_ip}]);
     updated["status"]["startTime"] = json!(now);
     updated["status"]["containerStatuses"] = json!(statuses);
-    api::update_status(state, target, updated, false).is_ok()
+    api::update_status(state, target, updated, false).ok()
 }
 
-fn set_ready(state: &State, target: &Target, pod: &Value) -> bool {
+fn set_ready(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> {
     let now = state.now_rfc3339();
     let mut updated = pod.clone();
     if let Some(conds) = updated.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
@@ -299,10 +467,10 @@ fn set_ready(state: &State, target: &Target, pod: &Value) -> bool {
             s["ready"] = json!(true);
         }
     }
-    api::update_status(state, target, updated, false).is_ok()
+    api::update_status(state, target, updated, false).ok()
 }
 
-fn restart(state: &State, target: &Target, pod: &Value) -> bool {
+fn restart(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> {
     let mut updated = pod.clone();
     if let Some(statuses) = updated.pointer_mut("/status/containerStatuses").and_then(Value::as_array_mut) {
         for s in statuses {
@@ -310,5 +478,101 @@ fn restart(state: &State, target: &Target, pod: &Value) -> bool {
             s["restartCount"] = json!(n);
         }
     }
-    api::update_status(state, target, updated, false).is_ok()
+    api::update_status(state, target, updated, false).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{Sources, bootstrap};
+    use crate::store::Store;
+
+    fn state() -> State {
+        let state =
+            State::new(Store::default(), Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() });
+        bootstrap(&state).unwrap();
+        state
+    }
+
+    fn pod(name: &str, image: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"containers": [{"name": "c", "image": image}], "terminationGracePeriodSeconds": 1}})
+    }
+
+    fn get(state: &State, name: &str) -> Option<Arc<Value>> {
+        state.store.get(&Key { id: "/pods".into(), namespace: "default".into(), name: name.into() })
+    }
+
+    /// Runs the kubelet as its loop does until `done` holds.
+    async fn until(
+        state: &State,
+        kubelet: &mut Kubelet,
+        changes: &mut Subscription<'_>,
+        done: impl Fn(&State) -> bool,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done(state) {
+            assert!(Instant::now() < deadline, "the kubelet does not get there");
+            kubelet.step(state, Instant::now());
+            let next =
+                kubelet.timers.first().map(|(at, _)| *at).unwrap_or_else(|| Instant::now() + Duration::from_millis(20));
+            match changes.next(Some(next.min(Instant::now() + Duration::from_millis(20)))).await {
+                Changes::Events(events) => events.iter().for_each(|e| kubelet.apply(e)),
+                Changes::Reset(events) => kubelet.reset(&events),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn pods_are_spread_started_crash_looped_and_finished_from_changes_alone() {
+        let state = state();
+        let config =
+            KubeletConfig { nodes: 3, start_delay: Duration::from_millis(10), grace_cap: Duration::from_millis(200) };
+        let rt = state.registry.lookup("", "v1", "pods").unwrap();
+        let mut kubelet = Kubelet::new(config, rt.clone());
+        let (mut changes, initial) = Subscription::start(&state.store, Some("/pods"));
+        initial.iter().for_each(|e| kubelet.apply(e));
+
+        for i in 0..6 {
+            api::create(&state, &rt, "default", pod(&format!("p{i}"), "app:1"), false).unwrap();
+        }
+        api::create(&state, &rt, "default", pod("crash", "app:fail"), false).unwrap();
+        let ready = |p: &Value| {
+            p.pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        };
+        until(&state, &mut kubelet, &mut changes, |s| {
+            (0..6).all(|i| get(s, &format!("p{i}")).is_some_and(|p| ready(&p)))
+        })
+        .await;
+        let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+        for i in 0..6 {
+            *per_node.entry(str_at(&get(&state, &format!("p{i}")).unwrap(), "/spec/nodeName").into()).or_default() += 1;
+        }
+        assert!(per_node.values().all(|n| *n <= 3) && per_node.len() == 3, "{per_node:?}");
+        assert_eq!(kubelet.load.values().sum::<usize>(), 7, "counted as bound");
+
+        let restarts = |s: &State| {
+            get(s, "crash").and_then(|p| p.pointer("/status/containerStatuses/0/restartCount").and_then(Value::as_i64))
+        };
+        until(&state, &mut kubelet, &mut changes, |s| restarts(s).is_some_and(|n| n >= 1)).await;
+        assert!(!ready(&get(&state, "crash").unwrap()));
+
+        // Nothing changed and nothing due but the crash loop: a step looks at no pod.
+        kubelet.step(&state, Instant::now());
+        assert!(kubelet.dirty.is_empty());
+        assert!(kubelet.timers.iter().all(|(_, k)| k.name == "crash"), "{:?}", kubelet.timers);
+
+        let target = Target { rt: rt.clone(), namespace: "default".into(), name: "p0".into() };
+        api::delete(&state, &target, &DeleteOptions::default()).map(drop).unwrap();
+        assert!(get(&state, "p0").unwrap()["metadata"]["deletionTimestamp"].is_string(), "graceful");
+        until(&state, &mut kubelet, &mut changes, |s| get(s, "p0").is_none()).await;
+        // The deletion's own change, if the loop stopped before it came.
+        if let Changes::Events(events) = changes.next(Some(Instant::now() + Duration::from_millis(50))).await {
+            events.iter().for_each(|e| kubelet.apply(e));
+        }
+        assert_eq!(kubelet.load.values().sum::<usize>(), 6, "a deleted pod no longer counts");
+        assert!(!kubelet.pods.contains_key(&target.key()));
+    }
 }

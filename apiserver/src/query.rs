@@ -1,11 +1,16 @@
 //! List and watch queries: label and field selectors as the API accepts them in `?labelSelector=`
 //! and `?fieldSelector=`, and the filter a list or watch applies.
+//!
+//! Matching reads the object's JSON in place: a filter is tested against every event a watch
+//! of its type sees and every object a scan passes, so it allocates nothing for string fields
+//! and labels. The terms the store's label index can answer are named here too
+//! ([`Filter::index_terms`]), so what the index selects and what `matches` accepts stay one
+//! definition.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::Value;
-use wasmcm_core::Selector;
+use serde_json::{Map, Value};
+use wasmcm_core::{Operator, Selector};
 
 use super::change::{Event, EventType, Key};
 
@@ -74,19 +79,48 @@ pub(crate) fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<FieldRequi
     Ok(reqs)
 }
 
-fn field_value(object: &Value, field: &str) -> String {
+/// Whether the field reads as `wanted`: a missing field or null reads as "", a string as
+/// itself, anything else as its JSON.
+fn field_is(object: &Value, field: &str, wanted: &str) -> bool {
     let mut v = object;
     for part in field.split('.') {
         match v.get(part) {
             Some(next) => v = next,
-            None => return String::new(),
+            None => return wanted.is_empty(),
         }
     }
     match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
+        Value::String(s) => s == wanted,
+        Value::Null => wanted.is_empty(),
+        // As its JSON text (`Value == &str` would only ever match a string).
+        other => {
+            let text = other.to_string();
+            text == wanted
+        }
     }
+}
+
+/// The labels an object is selected by. Labels are a `map[string]string`: an object whose
+/// labels do not decode as one (a restored object is not validated) has none.
+pub(crate) fn labels_of(object: &Value) -> Option<&Map<String, Value>> {
+    let labels = object.pointer("/metadata/labels")?.as_object()?;
+    labels.values().all(Value::is_string).then_some(labels)
+}
+
+/// `Selector::matches` over the labels as stored, without decoding them.
+fn selector_matches(selector: &Selector, labels: Option<&Map<String, Value>>) -> bool {
+    let get = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+    selector.match_labels.iter().all(|(k, v)| get(k) == Some(v.as_str()))
+        && selector.match_expressions.iter().all(|r| {
+            let value = get(&r.key);
+            let listed = |v: &str| r.values.iter().any(|x| x == v);
+            match r.operator {
+                Operator::In => value.is_some_and(listed),
+                Operator::NotIn => value.is_none_or(|v| !listed(v)),
+                Operator::Exists => value.is_some(),
+                Operator::DoesNotExist => value.is_none(),
+            }
+        })
 }
 
 /// What a list or a watch selects.
@@ -108,10 +142,27 @@ impl Filter {
     }
 
     pub(crate) fn matches(&self, object: &Value) -> bool {
-        let labels: BTreeMap<String, String> =
-            object.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
-        self.labels.matches(&labels)
-            && self.fields.iter().all(|r| (field_value(object, &r.field) == r.value) == r.equal)
+        (self.labels.is_empty() || selector_matches(&self.labels, labels_of(object)))
+            && self.fields.iter().all(|r| field_is(object, &r.field, &r.value) == r.equal)
+    }
+
+    /// The label terms an object must satisfy that a label index can answer: each is a key
+    /// and the values it may have (`k=v`, `k==v`, `k in (..)`, matchLabels). Every object
+    /// the filter matches carries, for each term, one of its values.
+    pub(crate) fn index_terms(&self) -> Vec<(&str, Vec<&str>)> {
+        let labels = self.labels.match_labels.iter().map(|(k, v)| (k.as_str(), vec![v.as_str()]));
+        let expressions = self
+            .labels
+            .match_expressions
+            .iter()
+            .filter(|r| r.operator == Operator::In)
+            .map(|r| (r.key.as_str(), r.values.iter().map(String::as_str).collect()));
+        labels.chain(expressions).collect()
+    }
+
+    /// The one name a `metadata.name=` field selector allows.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.fields.iter().find(|r| r.equal && r.field == "metadata.name").map(|r| r.value.as_str())
     }
 
     /// The event as this watcher must see it: an object entering the selection is ADDED, one
@@ -175,5 +226,29 @@ mod tests {
         assert!(f.view(&ev(EventType::Modified, &db, Some(&db))).is_none());
         assert!(f.view(&ev(EventType::Added, &db, None)).is_none());
         assert_eq!(f.view(&ev(EventType::Modified, &web, Some(&web))).unwrap().event_type, EventType::Modified);
+    }
+
+    #[test]
+    fn matching_in_place_agrees_with_the_selector_on_decoded_labels() {
+        use std::collections::BTreeMap;
+        let selectors = ["", "a=1", "a!=1", "a in (1,2),b", "!b", "a notin (2),b=3", "a,b,c=1"];
+        let label_sets = [
+            json!({}),
+            json!({"a": "1"}),
+            json!({"a": "2", "b": "3"}),
+            json!({"a": "1", "b": "x", "c": "1"}),
+            json!({"b": "3"}),
+            json!(null),
+            json!({"a": "1", "b": 3}),
+        ];
+        for s in selectors {
+            let selector = Selector::parse(s).unwrap();
+            let f = Filter { labels: selector.clone(), ..Default::default() };
+            for labels in &label_sets {
+                let object = json!({"metadata": {"labels": labels}});
+                let decoded: BTreeMap<String, String> = serde_json::from_value(labels.clone()).unwrap_or_default();
+                assert_eq!(f.matches(&object), selector.matches(&decoded), "{s:?} on {labels}");
+            }
+        }
     }
 }

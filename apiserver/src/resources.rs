@@ -160,6 +160,12 @@ impl Registry {
             .cloned()
     }
 
+    /// A type stored under `id` ("group/resource"), in whichever version comes first.
+    pub(crate) fn by_id(&self, id: &str) -> Option<ResourceType> {
+        let (group, resource) = id.split_once('/')?;
+        self.types.read().ok()?.iter().find(|t| t.group == group && t.resource == resource).cloned()
+    }
+
     pub(crate) fn by_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType> {
         self.types.read().ok()?.iter().find(|t| t.api_version() == api_version && t.kind == kind).cloned()
     }

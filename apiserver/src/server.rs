@@ -390,7 +390,20 @@ fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
 
 fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     let filter = filter_from(rt, namespace, ctx)?;
-    let (items, rv) = state.store.list(&rt.id(), filter.namespace.as_deref(), &filter);
+    let after = match ctx.query.get("continue").filter(|c| !c.is_empty()) {
+        Some(token) => Some(decode_continue(token)?),
+        None => None,
+    };
+    let limit = ctx.query.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0);
+    // The page only, not the whole list: a client paging through N objects costs O(N).
+    let page = state.store.list_page(
+        &rt.id(),
+        filter.namespace.as_deref(),
+        &filter,
+        after.as_ref().map(|(ns, name)| (ns.as_str(), name.as_str())),
+        limit.unwrap_or(usize::MAX),
+    );
+    let rv = page.rv;
     if ctx.query.get("resourceVersionMatch").map(String::as_str) == Some("Exact")
         && let Some(wanted) = ctx.query.get("resourceVersion")
         && *wanted != rv.to_string()
@@ -403,28 +416,19 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
             v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string(),
         )
     };
-    let mut items: Vec<Value> = match ctx.query.get("continue").filter(|c| !c.is_empty()) {
-        Some(token) => {
-            let after = decode_continue(token)?;
-            items.iter().filter(|v| position(v) > after).map(|v| as_served(rt, v)).collect()
-        }
-        None => items.iter().map(|v| as_served(rt, v)).collect(),
-    };
+    let items = page.items;
     let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let Some(limit) = ctx.query.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0)
-        && items.len() > limit
+    if page.remaining > 0
+        && let Some(last) = items.last()
     {
-        let remaining = items.len() - limit;
-        items.truncate(limit);
-        if let Some(last) = items.last() {
-            let (ns, name) = position(last);
-            let token =
-                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"ns": ns, "name": name}).to_string());
-            metadata["continue"] = json!(token);
-            metadata["remainingItemCount"] = json!(remaining);
-        }
+        let (ns, name) = position(last);
+        let token =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"ns": ns, "name": name}).to_string());
+        metadata["continue"] = json!(token);
+        metadata["remainingItemCount"] = json!(page.remaining);
     }
     if ctx.wants("Table") {
+        let items: Vec<Value> = items.iter().map(|v| as_served(rt, v)).collect();
         let t = table::render(
             &rt.api_version(),
             &rt.kind,
@@ -437,12 +441,49 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
         return Ok(json_response(StatusCode::OK, &t));
     }
     if ctx.wants("PartialObjectMetadataList") {
-        let items: Vec<Value> = items.iter().map(partial).collect();
+        let items: Vec<Value> = items.iter().map(|v| partial(v)).collect();
         let doc = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": metadata, "items": items});
         return Ok(json_response(StatusCode::OK, &doc));
     }
-    let doc = json!({"apiVersion": rt.api_version(), "kind": rt.list_kind(), "metadata": metadata, "items": items});
-    Ok(json_response(StatusCode::OK, &doc))
+    let mut r = Response::new(full(list_json(rt, &metadata, &items)));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(r)
+}
+
+/// Writes `object` as served in `rt`'s version, copying it only if its stored version differs.
+fn write_served(out: &mut Vec<u8>, rt: &ResourceType, api_version: &str, object: &Value) {
+    let written = if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+        serde_json::to_writer(&mut *out, object)
+    } else {
+        serde_json::to_writer(&mut *out, &as_served(rt, object))
+    };
+    // Writing a Value to memory cannot fail; should it, the client gets broken JSON, not a
+    // panic.
+    if let Err(e) = written {
+        tracing::warn!("serializing an object: {e}");
+    }
+}
+
+/// The List document, as `json!` would serialize it (keys in order), straight from the stored
+/// objects: no deep copy of each item.
+fn list_json(rt: &ResourceType, metadata: &Value, items: &[Arc<Value>]) -> Vec<u8> {
+    let api_version = rt.api_version();
+    let mut out = Vec::with_capacity(256 + items.len() * 1024);
+    out.extend_from_slice(b"{\"apiVersion\":");
+    let _ = serde_json::to_writer(&mut out, &api_version);
+    out.extend_from_slice(b",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_served(&mut out, rt, &api_version, item);
+    }
+    out.extend_from_slice(b"],\"kind\":");
+    let _ = serde_json::to_writer(&mut out, &rt.list_kind());
+    out.extend_from_slice(b",\"metadata\":");
+    let _ = serde_json::to_writer(&mut out, metadata);
+    out.push(b'}');
+    out
 }
 
 fn delete_collection(
@@ -513,8 +554,7 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
     let rt = rt.clone();
     let state_for_drops = state.clone();
     tokio::spawn(async move {
-        let frame = |line: Value| {
-            let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
+        let frame = |mut bytes: Vec<u8>| {
             bytes.push(b'\n');
             Ok(Frame::data(Bytes::from(bytes)))
         };
@@ -523,7 +563,8 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
             if initial_end {
                 metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
             }
-            json!({"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}})
+            let line = json!({"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}});
+            serde_json::to_vec(&line).unwrap_or_default()
         };
         let mut last_rv = watch.rv;
         for event in std::mem::take(&mut watch.initial) {
@@ -576,25 +617,34 @@ enum View {
     Table(String),
 }
 
-fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Value {
-    let object = as_served(rt, &event.object);
+/// One line of a watch stream. The plain object view is written straight from the stored
+/// object, as the list is: every watcher of a type gets every change, so no deep copy each.
+fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Vec<u8> {
+    let event_type = match event.event_type {
+        EventType::Added => "ADDED",
+        EventType::Modified => "MODIFIED",
+        EventType::Deleted => "DELETED",
+    };
     let object = match view {
-        View::Object => object,
-        View::Metadata => partial(&object),
+        View::Object => {
+            let mut out = Vec::with_capacity(1024);
+            out.extend_from_slice(b"{\"object\":");
+            write_served(&mut out, rt, &rt.api_version(), &event.object);
+            out.extend_from_slice(b",\"type\":\"");
+            out.extend_from_slice(event_type.as_bytes());
+            out.extend_from_slice(b"\"}");
+            return out;
+        }
+        View::Metadata => partial(&event.object),
         View::Table(include) => table::render(
             &rt.api_version(),
             &rt.kind,
-            &[object],
+            &[as_served(rt, &event.object)],
             jiff::Timestamp::now(),
             include,
             json!({}),
             rt.printer_columns.as_ref(),
         ),
     };
-    let event_type = match event.event_type {
-        EventType::Added => "ADDED",
-        EventType::Modified => "MODIFIED",
-        EventType::Deleted => "DELETED",
-    };
-    json!({"type": event_type, "object": object})
+    serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default()
 }

@@ -543,3 +543,72 @@ async fn lists_page_with_limit_and_continue_and_filter_by_fields() {
     let on_node = pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await.unwrap();
     assert_eq!(on_node.items.len(), 1);
 }
+
+#[tokio::test]
+async fn label_selected_lists_follow_label_changes_and_a_history_bounded_by_bytes_answers_410() {
+    let config = wasmcm_apiserver::ClusterConfig { history_bytes: 40_000, ..wasmcm_test_support::quick_config() };
+    let cluster = Cluster::start(config).await.unwrap();
+    let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = |name: &str, tier: &str| -> ConfigMap {
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "labels": {"tier": tier}}, "data": {"x": "y".repeat(2000)}}),
+        )
+        .unwrap()
+    };
+    let start_rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    for i in 0..6 {
+        cms.create(&PostParams::default(), &cm(&format!("c{i}"), if i % 2 == 0 { "web" } else { "db" })).await.unwrap();
+    }
+    let names = |list: kube::core::ObjectList<ConfigMap>| -> Vec<String> {
+        list.items.into_iter().filter_map(|c| c.metadata.name).collect()
+    };
+    assert_eq!(names(cms.list(&ListParams::default().labels("tier=web")).await.unwrap()), ["c0", "c2", "c4"]);
+    let mut web = cms.watch(&WatchParams::default().labels("tier=web").timeout(10), "0").await.unwrap().boxed();
+    let mut initial = Vec::new();
+    while initial.len() < 3 {
+        if let WatchEvent::Added(c) = web.try_next().await.unwrap().unwrap() {
+            initial.push(c.metadata.name.unwrap());
+        }
+    }
+    initial.sort();
+    assert_eq!(initial, ["c0", "c2", "c4"]);
+
+    let relabel = |tier: &str| Patch::Merge(json!({"metadata": {"labels": {"tier": tier}}}));
+    cms.patch("c0", &PatchParams::default(), &relabel("db")).await.unwrap();
+    cms.patch("c1", &PatchParams::default(), &relabel("web")).await.unwrap();
+    cms.delete("c2", &DeleteParams::default()).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        match web.try_next().await.unwrap().unwrap() {
+            WatchEvent::Added(c) => seen.push(format!("ADDED {}", c.metadata.name.unwrap())),
+            WatchEvent::Deleted(c) => seen.push(format!("DELETED {}", c.metadata.name.unwrap())),
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(seen, ["DELETED c0", "ADDED c1", "DELETED c2"]);
+    assert_eq!(names(cms.list(&ListParams::default().labels("tier=web")).await.unwrap()), ["c1", "c4"]);
+    assert_eq!(
+        names(cms.list(&ListParams::default().labels("tier in (web,db)")).await.unwrap()),
+        ["c0", "c1", "c3", "c4", "c5"]
+    );
+    assert_eq!(names(cms.list(&ListParams::default().labels("tier=web").limit(1)).await.unwrap()), ["c1"]);
+
+    // ~12 KB of changes made since start_rv counted twice over, then more: past 40 KB.
+    for i in 0..10 {
+        cms.patch("c3", &PatchParams::default(), &Patch::Merge(json!({"data": {"n": i.to_string()}}))).await.unwrap();
+    }
+    let mut stream = cms.watch(&WatchParams::default(), &start_rv).await.unwrap().boxed();
+    match stream.try_next().await.unwrap() {
+        Some(WatchEvent::Error(e)) => assert_eq!(e.code, 410),
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+    let recent = cms.get("c3").await.unwrap().metadata.resource_version.unwrap();
+    cms.patch("c3", &PatchParams::default(), &Patch::Merge(json!({"data": {"n": "last"}}))).await.unwrap();
+    let mut stream = cms.watch(&WatchParams::default().timeout(5), &recent).await.unwrap().boxed();
+    match stream.try_next().await.unwrap() {
+        Some(WatchEvent::Modified(c)) => assert_eq!(c.data.unwrap()["n"], "last"),
+        other => panic!("expected the last change, got {other:?}"),
+    }
+}
