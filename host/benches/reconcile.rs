@@ -60,7 +60,16 @@ impl Cache for Counting {
     }
 
     fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
-        let v = self.inner.list(kind, namespace, selector);
+        self.count(self.inner.list(kind, namespace, selector))
+    }
+
+    fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String> {
+        self.count(self.inner.list_controlled(kind, namespace, owner_uid, orphans))
+    }
+}
+
+impl Counting {
+    fn count(&self, v: Vec<String>) -> Vec<String> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(v.iter().map(String::len).sum(), Ordering::Relaxed);
         v

@@ -268,7 +268,9 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             for name in names {
                 let p = load_plugin(&engine, &name, Limits::default())?;
                 let i = p.info();
-                let kinds = |ks: &[wasmcm_guest::Kind]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
+                fn list<T: std::fmt::Display>(ts: &[T]) -> String {
+                    ts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                }
                 println!("{} {} (contract {})", i.name, i.version, i.contract);
                 let c = p.compiled();
                 let how = if c.cached { "from the precompiled cache" } else { "compiled" };
@@ -277,9 +279,9 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                 println!(
                     "  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}\n  imports: {}",
                     i.primary,
-                    kinds(&i.owns),
-                    kinds(&i.watches),
-                    kinds(&i.writes),
+                    list(&i.owns),
+                    list(&i.watches),
+                    list(&i.writes),
                     p.imports().join(", ")
                 );
             }

@@ -16,7 +16,7 @@ pub mod util;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
-use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Kind, Outcome, PluginInfo, Request};
+use wasmcm_guest::{CONTRACT_VERSION, Cache, Changes, Controller, Error, Kind, Outcome, PluginInfo, Request, Watch};
 
 pub struct DeploymentController;
 
@@ -27,8 +27,10 @@ impl Controller for DeploymentController {
             version: env!("CARGO_PKG_VERSION").into(),
             primary: Kind::of::<Deployment>(),
             owns: vec![Kind::of::<ReplicaSet>()],
-            // Recreate waits until the old pods are gone.
-            watches: vec![Kind::of::<Pod>()],
+            // Recreate waits until the old pods are gone: a pod's deletion wakes it, as it wakes
+            // KCM's deployment controller; every other pod change reaches it as a change of
+            // the ReplicaSet's status.
+            watches: vec![Watch::new(Kind::of::<Pod>(), Changes::DELETED)],
             // Deployment for its status (and revision annotation); ReplicaSets it creates,
             // scales, adopts, releases and deletes.
             writes: vec![Kind::of::<Deployment>(), Kind::of::<ReplicaSet>()],

@@ -167,7 +167,10 @@ impl<'a> Sync<'a> {
     /// match, never touch one another controller owns.
     fn claim_replica_sets(&mut self, cache: &dyn Cache, selector: &Selector) -> Result<(), Error> {
         let controller_ref = ownership::new_controller_ref("apps/v1", "Deployment", &self.d.metadata);
-        for obj in cache.list_as::<ReplicaSet>(&self.req.namespace, &Selector::everything())? {
+        // Those it controls and the orphans it might adopt, from the controller-UID index: one
+        // controlled by anything else would be ignored anyway.
+        let uid = self.d.metadata.uid.as_deref().unwrap_or("");
+        for obj in cache.list_controlled_as::<ReplicaSet>(&self.req.namespace, uid, true)? {
             let matches = selector.matches_opt(obj.value.metadata.labels.as_ref());
             match ownership::claim(&self.d.metadata, &obj.value.metadata, matches) {
                 Claim::Owned => self.rss.push(Rs { value: obj.value, served: Some(obj.json), dirty: false }),
@@ -188,10 +191,13 @@ impl<'a> Sync<'a> {
     fn pod_map(&self, cache: &dyn Cache, selector: &Selector) -> Result<HashMap<String, Vec<Pod>>, Error> {
         let mut map: HashMap<String, Vec<Pod>> =
             self.rss.iter().filter_map(|r| r.value.metadata.uid.clone()).map(|uid| (uid, Vec::new())).collect();
-        for p in cache.list_as::<Pod>(&self.req.namespace, selector)? {
-            let Some(owner) = ownership::controller_of(&p.value.metadata) else { continue };
-            if let Some(pods) = map.get_mut(&owner.uid) {
-                pods.push(p.value);
+        // Upstream lists the namespace's pods by selector and keeps those a ReplicaSet of the
+        // deployment controls; the controller-UID index gives exactly those, selector applied.
+        for (uid, pods) in map.iter_mut() {
+            for p in cache.list_controlled_as::<Pod>(&self.req.namespace, uid, false)? {
+                if selector.matches_opt(p.value.metadata.labels.as_ref()) {
+                    pods.push(p.value);
+                }
             }
         }
         Ok(map)

@@ -34,7 +34,10 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
         return Err(Error::permanent(format!("ReplicaSet {key} has an empty selector, which selects no pods")));
     }
 
-    let all_pods = cache.list_as::<Pod>(&req.namespace, &Selector::everything())?;
+    // `FilterPodsByOwner`: the pods it controls and the orphans it might adopt, from the
+    // controller-UID index; never the whole namespace.
+    let uid = rs.metadata.uid.as_deref().unwrap_or("");
+    let all_pods = cache.list_controlled_as::<Pod>(&req.namespace, uid, true)?;
     let mut outcome = Outcome::default();
     let claimed = claim_pods(&rs_obj, &selector, &all_pods, &mut outcome)?;
 
@@ -43,7 +46,7 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
     let diff = claimed.len() as i64 - replicas as i64;
     let mut template_error = None;
     if rs.metadata.deletion_timestamp.is_none()
-        && let Err(e) = manage_replicas(req, rs, &rs_raw, &claimed, &all_pods, cache, &mut outcome)
+        && let Err(e) = manage_replicas(req, rs, &rs_raw, &claimed, cache, &mut outcome)
     {
         template_error = Some(e.message);
     }
@@ -107,7 +110,6 @@ fn manage_replicas(
     rs: &ReplicaSet,
     rs_raw: &Value,
     claimed: &[&Pod],
-    all_pods: &[Object<Pod>],
     cache: &dyn Cache,
     outcome: &mut Outcome,
 ) -> Result<(), Error> {
@@ -128,7 +130,8 @@ fn manage_replicas(
         }
     } else if claimed.len() > replicas {
         let count = (claimed.len() - replicas).min(BURST_REPLICAS);
-        let related = related_pods(rs, all_pods, cache)?;
+        let related = related_pods(rs, cache)?;
+        let related: Vec<&Pod> = related.iter().collect();
         let victims = ranking::pods_to_delete(claimed, &related, count, req.now);
         outcome.push_batch(
             victims
@@ -149,22 +152,20 @@ fn manage_replicas(
     Ok(())
 }
 
-/// `getIndirectlyRelatedPods`: the pods of every ReplicaSet controlled by the same owner as
-/// this one (a Deployment's old and new ReplicaSets), each once.
-fn related_pods<'a>(rs: &ReplicaSet, all_pods: &'a [Object<Pod>], cache: &dyn Cache) -> Result<Vec<&'a Pod>, Error> {
+/// `getIndirectlyRelatedPods`: the pods matching the selector of any ReplicaSet controlled by
+/// the same owner as this one (a Deployment's old and new ReplicaSets), each once. Only a
+/// scale-down asks, as upstream: the siblings come from the controller-UID index, their pods
+/// from a selector list of the namespace, as upstream's pod lister gives them.
+fn related_pods(rs: &ReplicaSet, cache: &dyn Cache) -> Result<Vec<Pod>, Error> {
     let Some(owner) = ownership::controller_of(&rs.metadata) else { return Ok(Vec::new()) };
     let namespace = rs.metadata.namespace.as_deref().unwrap_or("");
-    let siblings = cache.list_as::<ReplicaSet>(namespace, &Selector::everything())?;
     let mut seen = std::collections::HashSet::new();
     let mut related = Vec::new();
-    for sibling in siblings {
-        if ownership::controller_of(&sibling.value.metadata).map(|r| &r.uid) != Some(&owner.uid) {
-            continue;
-        }
+    for sibling in cache.list_controlled_as::<ReplicaSet>(namespace, &owner.uid, false)? {
         let Ok(selector) = Selector::from_label_selector(&sibling.value.spec.selector) else { continue };
-        for p in all_pods {
-            if selector.matches_opt(p.value.metadata.labels.as_ref()) && seen.insert(p.value.metadata.uid.clone()) {
-                related.push(&p.value);
+        for p in cache.list_as::<Pod>(namespace, &selector)? {
+            if seen.insert(p.value.metadata.uid.clone()) {
+                related.push(p.value);
             }
         }
     }

@@ -22,7 +22,7 @@
 pub mod sync;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Kind, Outcome, PluginInfo, Request};
+use wasmcm_guest::{CONTRACT_VERSION, Cache, Changes, Controller, Error, Kind, Outcome, PluginInfo, Request, Watch};
 
 /// Every annotation this plugin reads or writes starts with this.
 pub const ANNOTATION_PREFIX: &str = "rollback.wasmcm.dev/";
@@ -44,8 +44,9 @@ impl Controller for RollbackController {
             version: env!("CARGO_PKG_VERSION").into(),
             primary: Kind::of::<Deployment>(),
             owns: vec![],
-            // Revisions and templates live on the ReplicaSets; the deployment controller owns them.
-            watches: vec![Kind::of::<ReplicaSet>()],
+            // Revisions and templates live on the ReplicaSets; the deployment controller owns
+            // them. A request is a change of the Deployment, so no ReplicaSet change wakes it.
+            watches: vec![Watch::new(Kind::of::<ReplicaSet>(), Changes::NONE)],
             // The template, the annotations and nothing else.
             writes: vec![Kind::of::<Deployment>()],
             contract: CONTRACT_VERSION.into(),

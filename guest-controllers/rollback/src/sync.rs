@@ -16,7 +16,7 @@ use wasmcm_deployment::util::{
     find_new_replica_set, get_deployment_condition, revision,
 };
 use wasmcm_guest::{
-    Cache, CacheExt, Error, Event, EventType, Intent, Kind, Level, Object, ObjectRef, Outcome, Request, Selector, log,
+    Cache, CacheExt, Error, Event, EventType, Intent, Kind, Level, Object, ObjectRef, Outcome, Request, log,
 };
 
 use crate::{
@@ -54,8 +54,11 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
     if trigger.is_none() && !automatic {
         return Ok(Outcome::default());
     }
-    let replica_sets: Vec<ReplicaSet> =
-        cache.list_as::<ReplicaSet>(&req.namespace, &Selector::everything())?.into_iter().map(|o| o.value).collect();
+    let replica_sets: Vec<ReplicaSet> = cache
+        .list_controlled_as::<ReplicaSet>(&req.namespace, d.metadata.uid.as_deref().unwrap_or(""), false)?
+        .into_iter()
+        .map(|o| o.value)
+        .collect();
     let owned = owned_replica_sets(d, &replica_sets);
     // A request goes first; the automatic mode looks again once its update has been observed.
     let change = match trigger {

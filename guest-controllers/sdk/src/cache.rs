@@ -12,6 +12,19 @@ use crate::{Error, Kind, Selector};
 pub trait Cache {
     fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String>;
     fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String>;
+    /// The objects whose controller has `owner_uid`, then (with `orphans`) those with no
+    /// controller, each group by name.
+    fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String>;
+}
+
+/// The uid of an object's controlling ownerReference, from its `metadata` JSON.
+pub fn controller_uid(metadata: &Value) -> Option<&str> {
+    metadata
+        .get("ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(|r| r.get("uid").and_then(Value::as_str).unwrap_or(""))
 }
 
 /// An object read from the cache: typed for logic, with its JSON kept so that writes start
@@ -65,12 +78,23 @@ pub trait CacheExt: Cache {
     ) -> Result<Vec<Object<T>>, Error> {
         self.list(&Kind::of::<T>(), namespace, selector).into_iter().map(parse).collect()
     }
+
+    fn list_controlled_as<T: k8s_openapi::Resource + DeserializeOwned>(
+        &self,
+        namespace: &str,
+        owner_uid: &str,
+        orphans: bool,
+    ) -> Result<Vec<Object<T>>, Error> {
+        self.list_controlled(&Kind::of::<T>(), namespace, owner_uid, orphans).into_iter().map(parse).collect()
+    }
 }
 
 impl<C: Cache + ?Sized> CacheExt for C {}
 
 struct Entry {
     labels: BTreeMap<String, String>,
+    /// The controller's uid; `None` for an orphan.
+    controller: Option<String>,
     json: String,
 }
 
@@ -98,8 +122,10 @@ impl MemoryCache {
             Some(l) => serde_json::from_value(l.clone())
                 .map_err(|e| format!("{kind} {namespace}/{name}: metadata.labels: {e}"))?,
         };
+        let controller = object.get("metadata").and_then(controller_uid).map(str::to_string);
         let json = object.to_string();
-        self.kinds.entry(Kind { api_version, kind }).or_default().insert((namespace, name), Entry { labels, json });
+        let entry = Entry { labels, controller, json };
+        self.kinds.entry(Kind { api_version, kind }).or_default().insert((namespace, name), entry);
         Ok(())
     }
 
@@ -146,6 +172,22 @@ impl Cache for MemoryCache {
             .map(|(_, e)| e.json.clone())
             .collect()
     }
+
+    fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String> {
+        let Some(objects) = self.kinds.get(kind) else { return Vec::new() };
+        let group = |owner: Option<&str>| -> Vec<String> {
+            objects
+                .iter()
+                .filter(|((ns, _), e)| ns == namespace && e.controller.as_deref() == owner)
+                .map(|(_, e)| e.json.clone())
+                .collect()
+        };
+        let mut found = group(Some(owner_uid));
+        if orphans {
+            found.extend(group(None));
+        }
+        found
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +215,35 @@ mod tests {
         let a = c.get_as::<Pod>("x", "a").unwrap().unwrap();
         assert_eq!(a.value.metadata.name.as_deref(), Some("a"));
         assert!(c.get_as::<Pod>("x", "zz").unwrap().is_none());
+    }
+
+    #[test]
+    fn controlled_objects_then_orphans_of_one_namespace() {
+        let pod = |ns: &str, name: &str, owner: Option<(&str, bool)>| {
+            let refs: Vec<Value> = owner
+                .map(|(uid, controller)| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": uid, "controller": controller}))
+                .into_iter()
+                .collect();
+            json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":name,"namespace":ns,"ownerReferences":refs}})
+        };
+        let c = MemoryCache::from_objects(&[
+            pod("x", "b-mine", Some(("u1", true))),
+            pod("x", "a-mine", Some(("u1", true))),
+            pod("x", "theirs", Some(("u2", true))),
+            pod("x", "z-orphan", None),
+            pod("x", "not-controller", Some(("u1", false))),
+            pod("y", "elsewhere", Some(("u1", true))),
+        ])
+        .unwrap();
+        let names = |orphans| -> Vec<String> {
+            c.list_controlled_as::<Pod>("x", "u1", orphans)
+                .unwrap()
+                .into_iter()
+                .map(|p| p.value.metadata.name.unwrap())
+                .collect()
+        };
+        assert_eq!(names(false), ["a-mine", "b-mine"]);
+        assert_eq!(names(true), ["a-mine", "b-mine", "not-controller", "z-orphan"]);
     }
 
     #[test]

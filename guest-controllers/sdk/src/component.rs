@@ -80,6 +80,10 @@ impl Cache for HostCache {
         };
         cache::list(&kind_to_wit(kind), namespace, &selector)
     }
+
+    fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String> {
+        cache::list_controlled(&kind_to_wit(kind), namespace, owner_uid, orphans)
+    }
 }
 
 /// Implements the exported interface for any [`Controller`].
@@ -96,7 +100,23 @@ impl<C: Controller> wit::Guest for Plugin<C> {
             version: info.version,
             primary: kind_to_wit(&info.primary),
             owns: kinds(&info.owns),
-            watches: kinds(&info.watches),
+            watches: info
+                .watches
+                .iter()
+                .map(|w| {
+                    let mut wake_on = wit::Changes::empty();
+                    for (on, flag) in [
+                        (w.wake_on.created, wit::Changes::CREATED),
+                        (w.wake_on.updated, wit::Changes::UPDATED),
+                        (w.wake_on.deleted, wit::Changes::DELETED),
+                    ] {
+                        if on {
+                            wake_on = wake_on | flag;
+                        }
+                    }
+                    wit::Watch { kind: kind_to_wit(&w.kind), wake_on }
+                })
+                .collect(),
             writes: kinds(&info.writes),
             contract: info.contract,
         }

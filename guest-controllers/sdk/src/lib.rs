@@ -18,13 +18,13 @@ pub mod ownership;
 pub mod pod;
 pub mod time;
 
-pub use cache::{Cache, CacheExt, MemoryCache, Object};
+pub use cache::{Cache, CacheExt, MemoryCache, Object, controller_uid};
 pub use time::Instant;
 pub use wasmcm_core::{Kind, Operator, Requirement, Selector};
 
 /// The contract version these types implement; the host refuses plugins built for an
 /// incompatible one.
-pub const CONTRACT_VERSION: &str = "0.2.0";
+pub const CONTRACT_VERSION: &str = "0.3.0";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRef {
@@ -39,9 +39,58 @@ pub struct PluginInfo {
     pub version: String,
     pub primary: Kind,
     pub owns: Vec<Kind>,
-    pub watches: Vec<Kind>,
+    pub watches: Vec<Watch>,
     pub writes: Vec<Kind>,
     pub contract: String,
+}
+
+impl PluginInfo {
+    /// The kinds of `watches`.
+    pub fn watched_kinds(&self) -> impl Iterator<Item = &Kind> {
+        self.watches.iter().map(|w| &w.kind)
+    }
+}
+
+/// A kind read beyond the primary and owned ones, and which of its changes wake the primary
+/// above an object of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watch {
+    pub kind: Kind,
+    pub wake_on: Changes,
+}
+
+impl Watch {
+    pub fn new(kind: Kind, wake_on: Changes) -> Self {
+        Watch { kind, wake_on }
+    }
+}
+
+impl std::fmt::Display for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on: Vec<&str> =
+            [(self.wake_on.created, "created"), (self.wake_on.updated, "updated"), (self.wake_on.deleted, "deleted")]
+                .into_iter()
+                .filter_map(|(on, name)| on.then_some(name))
+                .collect();
+        match on.is_empty() {
+            true => write!(f, "{} (wakes on nothing)", self.kind),
+            false => write!(f, "{} (wakes on {})", self.kind, on.join(", ")),
+        }
+    }
+}
+
+/// Kinds of change, as the contract's `changes` flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub created: bool,
+    pub updated: bool,
+    pub deleted: bool,
+}
+
+impl Changes {
+    pub const NONE: Changes = Changes { created: false, updated: false, deleted: false };
+    pub const ALL: Changes = Changes { created: true, updated: true, deleted: true };
+    pub const DELETED: Changes = Changes { created: false, updated: false, deleted: true };
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -84,6 +84,11 @@ pub enum LoadError {
     Describe { source_name: String, error: Box<CallError> },
     #[error("{source_name}: plugin {name} was built for contract {contract}; this host implements {CONTRACT_VERSION}")]
     Contract { source_name: String, name: String, contract: String },
+    #[error(
+        "{source_name}: built for contract {contract}; this host implements {CONTRACT_VERSION}: rebuild the plugin \
+         against the wasmcm-guest crate of contract {CONTRACT_VERSION}"
+    )]
+    ContractInterface { source_name: String, contract: String },
     #[error("{source_name}: invalid plugin metadata: {reason}")]
     Metadata { source_name: String, reason: String },
 }
@@ -236,6 +241,17 @@ impl wit_cache::Host for CallState {
         };
         Ok(self.cache.list(&kind, &namespace, &selector))
     }
+
+    fn list_controlled(
+        &mut self,
+        kind: wit_types::Kind,
+        namespace: String,
+        owner_uid: String,
+        orphans: bool,
+    ) -> wasmtime::Result<Vec<String>> {
+        let kind = self.check_readable(&kind)?;
+        Ok(self.cache.list_controlled(&kind, &namespace, &owner_uid, orphans))
+    }
 }
 
 /// Intents, and batches, one outcome may carry. Every intent is an API request: at the default
@@ -363,6 +379,10 @@ impl Engine {
 
         let ty = component.component_type();
         let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string());
+        if let Some(contract) = imports.iter().cloned().chain(exports).find_map(|name| other_contract(&name)) {
+            return Err(LoadError::ContractInterface { source_name: source_name.into(), contract });
+        }
         if let Some(name) = imports.iter().find(|name| !is_allowed_import(name)) {
             return Err(LoadError::ForbiddenImport { source_name: source_name.into(), import: name.clone() });
         }
@@ -402,6 +422,12 @@ fn is_allowed_import(name: &str) -> bool {
         && contract_compatible(version)
 }
 
+/// The version of a `wasmcm:reconciler` interface this host does not implement, if `name` is one.
+fn other_contract(name: &str) -> Option<String> {
+    let (interface, version) = name.split_once('@')?;
+    (interface.starts_with("wasmcm:reconciler/") && !contract_compatible(version)).then(|| version.to_string())
+}
+
 /// Semver compatibility for a 0.x contract: same major and minor.
 fn contract_compatible(version: &str) -> bool {
     let ours: Vec<&str> = CONTRACT_VERSION.split('.').collect();
@@ -421,7 +447,7 @@ fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(
     if let Some(why) = wasmcm_core::validation::dns1123_label(&info.name).first() {
         return bad(format!("name {:?} must be a DNS label: {why}", info.name));
     }
-    let all_kinds = std::iter::once(&info.primary).chain(&info.owns).chain(&info.watches).chain(&info.writes);
+    let all_kinds = std::iter::once(&info.primary).chain(&info.owns).chain(info.watched_kinds()).chain(&info.writes);
     for kind in all_kinds {
         if kind.kind.is_empty() || kind.api_version.is_empty() {
             return bad(format!("kind {kind} needs both apiVersion and kind"));
@@ -432,7 +458,7 @@ fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(
 
 /// What a plugin may read: its primary, owned and watched kinds.
 fn readable(info: &wasmcm_guest::PluginInfo) -> Arc<HashSet<Kind>> {
-    let kinds = std::iter::once(&info.primary).chain(&info.owns).chain(&info.watches);
+    let kinds = std::iter::once(&info.primary).chain(&info.owns).chain(info.watched_kinds());
     Arc::new(kinds.cloned().collect())
 }
 
@@ -500,12 +526,12 @@ impl Plugin {
     pub fn configure(mut self, name: &str, reads: Option<&[Kind]>, writes: Option<&[Kind]>) -> Result<Self, String> {
         let info = &mut self.info;
         if let Some(reads) = reads {
-            let declared: Vec<&Kind> = info.owns.iter().chain(&info.watches).chain([&info.primary]).collect();
+            let declared: Vec<&Kind> = info.owns.iter().chain(info.watched_kinds()).chain([&info.primary]).collect();
             if let Some(k) = reads.iter().find(|k| !declared.contains(k)) {
                 return Err(format!("capabilities.reads names {k}, which the plugin does not declare"));
             }
             info.owns.retain(|k| reads.contains(k));
-            info.watches.retain(|k| reads.contains(k));
+            info.watches.retain(|w| reads.contains(&w.kind));
         }
         if let Some(writes) = writes {
             if let Some(k) = writes.iter().find(|k| !info.writes.contains(k)) {
@@ -650,7 +676,18 @@ fn plugin_info_from_wit(i: wit::PluginInfo) -> wasmcm_guest::PluginInfo {
         version: i.version,
         primary: kind_from_wit(i.primary),
         owns: kinds(i.owns),
-        watches: kinds(i.watches),
+        watches: i
+            .watches
+            .into_iter()
+            .map(|w| wasmcm_guest::Watch {
+                kind: kind_from_wit(w.kind),
+                wake_on: wasmcm_guest::Changes {
+                    created: w.wake_on.contains(wit::Changes::CREATED),
+                    updated: w.wake_on.contains(wit::Changes::UPDATED),
+                    deleted: w.wake_on.contains(wit::Changes::DELETED),
+                },
+            })
+            .collect(),
         writes: kinds(i.writes),
         contract: i.contract,
     }
@@ -723,10 +760,10 @@ mod tests {
 
     #[test]
     fn only_contract_interfaces_may_be_imported() {
-        assert!(is_allowed_import("wasmcm:reconciler/cache@0.2.0"));
-        assert!(is_allowed_import("wasmcm:reconciler/log@0.2.7"));
-        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.1.0"));
-        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.3.0"));
+        assert!(is_allowed_import("wasmcm:reconciler/cache@0.3.0"));
+        assert!(is_allowed_import("wasmcm:reconciler/log@0.3.7"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.2.0"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.4.0"));
         assert!(!is_allowed_import("wasi:filesystem/types@0.2.0"));
         assert!(!is_allowed_import("wasmcm:reconciler/cache"));
     }

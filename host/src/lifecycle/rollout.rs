@@ -359,9 +359,13 @@ impl Rollout {
 
 fn capability_changes(old: &wasmcm_guest::PluginInfo, new: &wasmcm_guest::PluginInfo) -> Vec<String> {
     let mut out = Vec::new();
-    for (what, a, b) in
-        [("owns", &old.owns, &new.owns), ("watches", &old.watches, &new.watches), ("writes", &old.writes, &new.writes)]
-    {
+    let names = |ks: &[wasmcm_guest::Kind]| ks.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let watches = |ws: &[wasmcm_guest::Watch]| ws.iter().map(ToString::to_string).collect::<Vec<_>>();
+    for (what, a, b) in [
+        ("owns", names(&old.owns), names(&new.owns)),
+        ("watches", watches(&old.watches), watches(&new.watches)),
+        ("writes", names(&old.writes), names(&new.writes)),
+    ] {
         for k in b.iter().filter(|k| !a.contains(k)) {
             out.push(format!("{what} +{k}"));
         }

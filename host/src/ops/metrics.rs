@@ -75,6 +75,13 @@ pub(crate) struct KindLabels {
     pub kind: String,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct BytesLabels {
+    pub kind: String,
+    /// `json`: the objects as served; `index`: entries, parsed fields and indexes besides.
+    pub part: String,
+}
+
 /// A metric per label set, exposed in label order. prometheus-client's own `Family` keeps its
 /// label sets in a `HashMap`, so `/metrics` would list them in a different order on every
 /// start.
@@ -162,6 +169,7 @@ pub struct Metrics {
     pub(crate) plugin_load_seconds: Family<LoadLabels, Gauge<f64, AtomicU64>>,
     pub(crate) leader: Gauge,
     pub(crate) informer_objects: Family<KindLabels, Gauge>,
+    pub(crate) informer_bytes: Family<BytesLabels, Gauge>,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
     refreshers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
@@ -189,6 +197,7 @@ impl Default for Metrics {
             plugin_load_seconds: Family::default(),
             leader: Gauge::default(),
             informer_objects: Family::default(),
+            informer_bytes: Family::default(),
             refreshers: Mutex::new(Vec::new()),
             registry: Registry::default(),
         };
@@ -259,6 +268,11 @@ impl Default for Metrics {
         );
         registry.register("wasmcm_leader", "1 while this host holds the leader lease", m.leader.clone());
         registry.register("wasmcm_informer_objects", "Objects in each informer's cache", m.informer_objects.clone());
+        registry.register(
+            "wasmcm_informer_bytes",
+            "Heap bytes of each informer's cache: the objects' JSON, and entries and indexes besides",
+            m.informer_bytes.clone(),
+        );
         Metrics { registry, ..m }
     }
 }

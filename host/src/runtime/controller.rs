@@ -1,6 +1,6 @@
 //! One plugin at work: informer changes become keys (its primary's own; the controlling
 //! primary of an owned object; every matching primary for an adoptable orphan; the primary
-//! above a watched object's owner), keys go through the work queue to N workers, each
+//! above a watched object's owner, for the kinds of change the plugin's `watches` wake on), keys go through the work queue to N workers, each
 //! reconcile runs the plugin off the async threads and hands the outcome to the writer, and
 //! failures are retried with backoff up to a limit. The version that runs (and a shadow
 //! candidate beside it) comes from the plugin's `Rollout`, read once per reconcile.
@@ -16,7 +16,9 @@ use wasmcm_guest::{Instant, Request, Selector};
 use crate::engine::CallError;
 use crate::lifecycle::loader::Version;
 use crate::lifecycle::rollout::{Offered, Reverted, Rollout};
-use crate::ops::metrics::{InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, TrapLabels, VersionLabels};
+use crate::ops::metrics::{
+    BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, TrapLabels, VersionLabels,
+};
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache};
 use crate::runtime::queue::{RateLimit, WorkQueue};
@@ -68,7 +70,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let info = version.plugin.info().clone();
         let primary = informers.informer(&info.primary).await?;
         let cache = Arc::new(PluginCache::new([primary.clone()]));
-        for kind in info.owns.iter().chain(&info.watches) {
+        for kind in info.owns.iter().chain(info.watched_kinds()) {
             cache.add(informers.informer(kind).await?);
         }
         for i in cache.informers() {
@@ -85,7 +87,13 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             metrics.on_scrape(move || {
                 queue.refresh_metrics();
                 for i in cache.informers() {
-                    m.informer_objects.get_or_create(&KindLabels { kind: i.kind().to_string() }).set(i.len() as i64);
+                    let kind = i.kind().to_string();
+                    let (json, index) = i.bytes();
+                    m.informer_objects.get_or_create(&KindLabels { kind: kind.clone() }).set(i.len() as i64);
+                    m.informer_bytes
+                        .get_or_create(&BytesLabels { kind: kind.clone(), part: "json".into() })
+                        .set(json as i64);
+                    m.informer_bytes.get_or_create(&BytesLabels { kind, part: "index".into() }).set(index as i64);
                 }
                 let (live, shadow) = rollout.current();
                 let info = |v: &Version, state: &str| InfoLabels {
@@ -135,7 +143,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// it reads that no version read before, so it never runs against a cold cache.
     pub async fn offer(self: &Arc<Self>, version: Version) -> Result<Offered, String> {
         let info = version.plugin.info().clone();
-        for kind in info.owns.iter().chain(&info.watches) {
+        for kind in info.owns.iter().chain(info.watched_kinds()) {
             if self.cache.has(kind) {
                 continue;
             }
@@ -255,7 +263,17 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             }
             return;
         }
-        // A watched kind: its controller is either the primary or an owned object.
+        // A watched kind wakes the primary only on the changes the plugin declared (KCM's
+        // deployment controller hears of pod deletions only).
+        let wakes = info.watches.iter().find(|w| w.kind == change.kind).is_some_and(|w| match change {
+            Change { deleted: true, .. } => w.wake_on.deleted,
+            Change { old: None, .. } => w.wake_on.created,
+            Change { old: Some(_), .. } => w.wake_on.updated,
+        });
+        if !wakes {
+            return;
+        }
+        // Its controller is either the primary or an owned object.
         if let Some(key) = owner_key(o) {
             self.queue.add(key);
         } else if let Some(c) = &o.controller

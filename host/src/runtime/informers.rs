@@ -1,12 +1,14 @@
 //! Shared informers: one watcher and one store per kind, whatever number of plugins read it.
 //! Each store keeps every object's JSON as served (plugins receive exactly that) plus what
-//! event routing needs (labels, controller reference). Re-lists on 410 and reconnects with
+//! event routing needs (labels, controller reference), indexed by (namespace, name) and by
+//! (namespace, controller uid) as client-go's controller-UID indexers are, so that what a
+//! reconcile reads costs what it returns, not the size of the namespace. Re-lists on 410 and reconnects with
 //! backoff through kube-runtime's watcher; a re-list is diffed against the store, so
 //! subscribers see deletions that happened while disconnected.
 //!
 //! It owns reading from the cluster and nothing else: no keys, no queues, no writes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use futures_util::StreamExt;
@@ -39,6 +41,7 @@ impl Object {
             refs.iter().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true)).map(|r| ControllerRef {
                 kind: Kind::new(&s(r.get("apiVersion")), &s(r.get("kind"))),
                 name: s(r.get("name")),
+                uid: s(r.get("uid")),
             })
         });
         Some(Object {
@@ -55,6 +58,78 @@ impl Object {
     pub fn key(&self) -> String {
         wasmcm_core::key(&self.namespace, &self.name)
     }
+
+    /// Its entry in the controller index: namespace and controller uid (`None`: an orphan).
+    fn controller_key(&self) -> (String, Option<String>) {
+        (self.namespace.clone(), self.controller.as_ref().map(|c| c.uid.clone()))
+    }
+
+    /// Heap bytes this entry holds besides its JSON, for the memory figures.
+    fn overhead(&self) -> usize {
+        let labels: usize = self.labels.iter().map(|(k, v)| k.len() + v.len() + 3 * size_of::<String>()).sum();
+        let controller = self.controller.as_ref().map_or(0, |c| {
+            size_of::<ControllerRef>() + c.kind.api_version.len() + c.kind.kind.len() + c.name.len() + c.uid.len()
+        });
+        size_of::<Object>()
+            + self.namespace.len()
+            + self.name.len()
+            + self.uid.len()
+            + self.resource_version.len()
+            + labels
+            + controller
+    }
+}
+
+/// The objects of one kind and their indexes, changed together under one lock.
+#[derive(Default)]
+struct Store {
+    /// By (namespace, name): lists come out in that order whatever the hash seed, and a
+    /// namespace is one range.
+    objects: BTreeMap<(String, String), Arc<Object>>,
+    /// Names by (namespace, controller uid), orphans under `None`.
+    by_controller: BTreeMap<(String, Option<String>), BTreeSet<String>>,
+    /// Bytes of JSON held, and of everything else (entries, indexes), for the memory figures.
+    json_bytes: usize,
+    other_bytes: usize,
+}
+
+impl Store {
+    /// Heap bytes of one index entry: the set's node share plus its key's strings.
+    fn index_bytes(o: &Object) -> usize {
+        2 * size_of::<String>() + o.name.len()
+    }
+
+    fn insert(&mut self, object: Arc<Object>) -> Option<Arc<Object>> {
+        let old = self.remove(&object.namespace, &object.name);
+        self.json_bytes += object.json.len();
+        self.other_bytes += object.overhead() + Self::index_bytes(&object);
+        self.by_controller.entry(object.controller_key()).or_default().insert(object.name.clone());
+        self.objects.insert((object.namespace.clone(), object.name.clone()), object);
+        old
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) -> Option<Arc<Object>> {
+        let old = self.objects.remove(&(namespace.to_string(), name.to_string()))?;
+        self.json_bytes -= old.json.len();
+        self.other_bytes -= old.overhead() + Self::index_bytes(&old);
+        let key = old.controller_key();
+        if let Some(names) = self.by_controller.get_mut(&key) {
+            names.remove(&old.name);
+            if names.is_empty() {
+                self.by_controller.remove(&key);
+            }
+        }
+        Some(old)
+    }
+
+    fn controlled(&self, namespace: &str, owner: Option<&str>) -> impl Iterator<Item = &Arc<Object>> {
+        let key = (namespace.to_string(), owner.map(str::to_string));
+        self.by_controller
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .filter_map(move |name| self.objects.get(&(namespace.to_string(), name.clone())))
+    }
 }
 
 /// The controlling owner of an object.
@@ -62,6 +137,7 @@ impl Object {
 pub struct ControllerRef {
     pub kind: Kind,
     pub name: String,
+    pub uid: String,
 }
 
 impl ControllerRef {
@@ -85,9 +161,7 @@ pub struct Change {
 
 pub struct Informer {
     kind: Kind,
-    /// By (namespace, name): lists come out in that order whatever the hash seed, and a
-    /// namespace is one range.
-    objects: RwLock<BTreeMap<(String, String), Arc<Object>>>,
+    store: RwLock<Store>,
     synced: watch::Sender<bool>,
     changes: broadcast::Sender<Change>,
 }
@@ -112,7 +186,12 @@ impl Informer {
     }
 
     pub fn len(&self) -> usize {
-        self.objects.read().map(|o| o.len()).unwrap_or(0)
+        self.store.read().map(|s| s.objects.len()).unwrap_or(0)
+    }
+
+    /// Bytes of JSON cached, and of everything else the cache holds for it (entries, indexes).
+    pub fn bytes(&self) -> (usize, usize) {
+        self.store.read().map(|s| (s.json_bytes, s.other_bytes)).unwrap_or((0, 0))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -120,13 +199,25 @@ impl Informer {
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Object>> {
-        self.objects.read().ok()?.get(&(namespace.to_string(), name.to_string())).cloned()
+        self.store.read().ok()?.objects.get(&(namespace.to_string(), name.to_string())).cloned()
+    }
+
+    /// The objects of `namespace` whose controller has `owner_uid`, then, with `orphans`,
+    /// those without a controller; each group by name.
+    pub fn list_controlled(&self, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<Arc<Object>> {
+        let Ok(store) = self.store.read() else { return Vec::new() };
+        let mut found: Vec<Arc<Object>> = store.controlled(namespace, Some(owner_uid)).cloned().collect();
+        if orphans {
+            found.extend(store.controlled(namespace, None).cloned());
+        }
+        found
     }
 
     /// The objects of `namespace` (all namespaces if empty) matching `selector`, by
     /// (namespace, name).
     pub fn list(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Object>> {
-        let Ok(objects) = self.objects.read() else { return Vec::new() };
+        let Ok(store) = self.store.read() else { return Vec::new() };
+        let objects = &store.objects;
         let matching = |o: &&Arc<Object>| selector.matches(&o.labels);
         if namespace.is_empty() {
             return objects.values().filter(matching).cloned().collect();
@@ -144,8 +235,8 @@ impl Informer {
     fn apply(&self, value: &Value) {
         let Some(object) = Object::from_json(value) else { return };
         let object = Arc::new(object);
-        let old = match self.objects.write() {
-            Ok(mut objects) => objects.insert((object.namespace.clone(), object.name.clone()), object.clone()),
+        let old = match self.store.write() {
+            Ok(mut store) => store.insert(object.clone()),
             Err(_) => return,
         };
         // Same resourceVersion: nothing changed (a resync or a replayed event).
@@ -157,8 +248,7 @@ impl Informer {
 
     fn delete(&self, value: &Value) {
         let Some(object) = Object::from_json(value) else { return };
-        let old =
-            self.objects.write().ok().and_then(|mut o| o.remove(&(object.namespace.clone(), object.name.clone())));
+        let old = self.store.write().ok().and_then(|mut s| s.remove(&object.namespace, &object.name));
         let _ = self.changes.send(Change { kind: self.kind.clone(), object: Arc::new(object), old, deleted: true });
     }
 
@@ -172,13 +262,13 @@ impl Informer {
             }
             self.apply(value);
         }
-        let gone: Vec<Arc<Object>> = match self.objects.read() {
-            Ok(objects) => objects.iter().filter(|(k, _)| !seen.contains(*k)).map(|(_, o)| o.clone()).collect(),
+        let gone: Vec<Arc<Object>> = match self.store.read() {
+            Ok(store) => store.objects.iter().filter(|(k, _)| !seen.contains(*k)).map(|(_, o)| o.clone()).collect(),
             Err(_) => return,
         };
         for object in gone {
-            if let Ok(mut objects) = self.objects.write() {
-                objects.remove(&(object.namespace.clone(), object.name.clone()));
+            if let Ok(mut store) = self.store.write() {
+                store.remove(&object.namespace, &object.name);
             }
             let _ = self.changes.send(Change {
                 kind: self.kind.clone(),
@@ -221,7 +311,7 @@ impl Informers {
         }
         let informer = Arc::new(Informer {
             kind: kind.clone(),
-            objects: RwLock::new(BTreeMap::new()),
+            store: RwLock::new(Store::default()),
             synced: watch::channel(false).0,
             changes: broadcast::channel(65_536).0,
         });
@@ -295,6 +385,13 @@ impl Cache for PluginCache {
     fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
         match self.informer(kind) {
             Some(i) => i.list(namespace, selector).into_iter().map(|o| o.json.clone()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String> {
+        match self.informer(kind) {
+            Some(i) => i.list_controlled(namespace, owner_uid, orphans).into_iter().map(|o| o.json.clone()).collect(),
             None => Vec::new(),
         }
     }

@@ -55,6 +55,7 @@ struct Env {
     kubeconfig: PathBuf,
     kubectl: PathBuf,
     client: Client,
+    metrics: Arc<wasmcm::Metrics>,
     host: Option<Host>,
     cluster: Option<Cluster>,
     runtime: tokio::runtime::Runtime,
@@ -67,6 +68,7 @@ impl Env {
             kubelet: KubeletConfig { start_delay: Duration::from_millis(200), ..KubeletConfig::default() },
             ..ClusterConfig::default()
         };
+        let metrics = Arc::new(wasmcm::Metrics::default());
         let (cluster, client, host) = runtime.block_on(async {
             let cluster = Cluster::start(config).await.expect("cluster starts");
             let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
@@ -74,13 +76,14 @@ impl Env {
             // the ClusterRole sufficient.
             let identity = common::service_account(&cluster).await;
             let host =
-                Host::start(identity, plugins(), HostConfig::default(), Default::default()).await.expect("host starts");
+                Host::start(identity, plugins(), HostConfig::default(), metrics.clone()).await.expect("host starts");
             (cluster, client, host)
         });
         Env {
             kubeconfig: cluster.kubeconfig.clone(),
             kubectl: common::kubectl_path(),
             client,
+            metrics,
             host: Some(host),
             cluster: Some(cluster),
             runtime,
@@ -167,6 +170,11 @@ impl Env {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// Reconciles the plugin has run so far, whatever their outcome.
+    fn reconciles(&self, plugin: &str) -> f64 {
+        common::metric(&self.metrics.encode(), "wasmcm_reconciles_total", &[&format!("plugin=\"{plugin}\"")])
     }
 
     /// Waits until exactly `n` pods exist, all running `image` and Ready, none terminating:
@@ -586,6 +594,48 @@ fn a_paused_deployment_rolls_out_nothing_until_resumed() {
 
 /// The Recreate strategy stops every old pod before the first new one is created: at no
 /// instant does an old pod that may still be running coexist with a new pod.
+/// KCM's deployment controller has no handler for pod additions and updates: it hears of them
+/// as changes of the ReplicaSets' status. A pod change that changes no status (here an
+/// annotation) wakes the ReplicaSet's plugin and not the Deployment's.
+#[test]
+fn pod_updates_wake_the_replica_set_plugin_and_not_the_deployment_plugin() {
+    let env = Env::start();
+    env.ok(&["create", "deployment", "web", "--image=nginx:1", "--replicas=2"]);
+    env.rolled_out();
+    env.settled_on("nginx:1", 2);
+    // Whatever the rollout still has in flight settles first.
+    let settled = |plugin: &str| {
+        let mut last = env.reconciles(plugin);
+        env.eventually(&format!("{plugin} reconciles to stop"), || {
+            std::thread::sleep(Duration::from_secs(2));
+            let now = env.reconciles(plugin);
+            let quiet = now == last;
+            last = now;
+            quiet.then_some(now)
+        })
+    };
+    let (deployment, replica_set) = (settled("deployment"), settled("replicaset"));
+    let pods = env.live_pods();
+    for round in 0..3 {
+        for p in &pods {
+            env.ok(&["annotate", "pod", name_of(p), &format!("touched={round}"), "--overwrite"]);
+        }
+    }
+    // The queue may fold updates of one key together: at least one reconcile, then time for
+    // the rest to be routed.
+    env.eventually("the ReplicaSet plugin to hear of the pod updates", || {
+        (env.reconciles("replicaset") > replica_set).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let woken = env.reconciles("replicaset");
+    assert_eq!(
+        env.reconciles("deployment"),
+        deployment,
+        "six pod updates ({} ReplicaSet reconciles) must not wake the deployment plugin",
+        woken - replica_set
+    );
+}
+
 #[test]
 fn recreate_never_runs_old_and_new_pods_together() {
     let e = Env::start();

@@ -84,16 +84,32 @@ fn malformed_components_are_refused_with_a_reason() {
 
 #[test]
 fn components_importing_anything_beyond_the_contract_are_refused() {
-    for import in [
-        "wasi:cli/environment@0.2.0",
-        "wasi:filesystem/preopens@0.2.0",
-        "wasi:sockets/tcp@0.2.0",
-        "wasmcm:reconciler/cache@9.0.0",
-    ] {
+    for import in ["wasi:cli/environment@0.2.0", "wasi:filesystem/preopens@0.2.0", "wasi:sockets/tcp@0.2.0"] {
         let wat = format!(r#"(component (import "{import}" (instance)))"#);
         let err = load_err(&wat::parse_str(&wat).unwrap());
         assert!(matches!(&err, LoadError::ForbiddenImport { import: i, .. } if i == import), "{err}");
         assert!(err.to_string().contains("which the host does not provide"), "{err}");
+    }
+}
+
+#[test]
+fn plugins_built_for_another_contract_are_refused_with_the_versions() {
+    let this = wasmcm_guest::CONTRACT_VERSION;
+    let components = [
+        // A plugin of contract 0.2.0, which read the cache through `list` only.
+        r#"(component (import "wasmcm:reconciler/cache@0.2.0" (instance)))"#,
+        r#"(component (import "wasmcm:reconciler/types@9.0.0" (instance)))"#,
+        // One importing nothing is still found out by its export.
+        r#"(component (instance $i) (export "wasmcm:reconciler/controller@0.2.0" (instance $i)))"#,
+    ];
+    for (wat, theirs) in components.into_iter().zip(["0.2.0", "9.0.0", "0.2.0"]) {
+        let err = load_err(&wat::parse_str(wat).unwrap());
+        assert!(matches!(&err, LoadError::ContractInterface { contract, .. } if contract == theirs), "{err}");
+        let expected = format!(
+            "test.wasm: built for contract {theirs}; this host implements {this}: rebuild the plugin against the \
+             wasmcm-guest crate of contract {this}"
+        );
+        assert_eq!(err.to_string(), expected);
     }
 }
 

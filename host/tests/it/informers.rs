@@ -89,3 +89,55 @@ async fn informers_recover_from_dropped_watches_and_compaction() {
     assert!(informer.get("default", "doomed").is_none());
     assert!(informer.get("default", "born").is_some());
 }
+
+#[tokio::test]
+async fn the_controller_index_follows_adoption_release_and_deletion() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut uids = Vec::new();
+    for owner in ["owner-1", "owner-2"] {
+        let created = cms.create(&PostParams::default(), &cm(owner, "owner")).await.unwrap();
+        uids.push(created.metadata.uid.unwrap());
+    }
+    let owned_by = |uid: &str, controller: bool| {
+        json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid, "controller": controller}]}})
+    };
+    for (name, owner) in [("b", Some(0)), ("a", Some(0)), ("c", Some(1)), ("d", None)] {
+        cms.create(&PostParams::default(), &cm(name, "web")).await.unwrap();
+        if let Some(i) = owner {
+            cms.patch(name, &PatchParams::default(), &Patch::Merge(owned_by(&uids[i], true))).await.unwrap();
+        }
+    }
+    let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
+    let kind = Kind::new("v1", "ConfigMap");
+    let informer = informers.informer(&kind).await.unwrap();
+    informer.wait_synced().await;
+    let cache = PluginCache::new([informer.clone()]);
+    let names = |uid: &str, orphans: bool| -> Vec<String> {
+        cache
+            .list_controlled(&kind, "default", uid, orphans)
+            .iter()
+            .map(|j| serde_json::from_str::<serde_json::Value>(j).unwrap()["metadata"]["name"].as_str().unwrap().into())
+            .collect()
+    };
+    assert_eq!(names(&uids[0], false), ["a", "b"]);
+    assert_eq!(names(&uids[0], true), ["a", "b", "d", "owner-1", "owner-2"], "then the orphans, by name");
+    assert_eq!(names(&uids[1], false), ["c"]);
+    assert!(names(&uids[1], true).contains(&"d".to_string()));
+    assert!(cache.list_controlled(&kind, "kube-system", &uids[0], false).is_empty(), "one namespace only");
+
+    let mut rx = informer.subscribe();
+    // Released (a non-controller reference is not a controller), adopted by the other, deleted.
+    cms.patch("a", &PatchParams::default(), &Patch::Merge(owned_by(&uids[0], false))).await.unwrap();
+    next(&mut rx, "a").await;
+    cms.patch("d", &PatchParams::default(), &Patch::Merge(owned_by(&uids[1], true))).await.unwrap();
+    next(&mut rx, "d").await;
+    cms.delete("c", &DeleteParams::default()).await.unwrap();
+    next(&mut rx, "c").await;
+    assert_eq!(names(&uids[0], false), ["b"]);
+    assert_eq!(names(&uids[1], false), ["d"]);
+    assert_eq!(names(&uids[1], true), ["d", "a", "owner-1", "owner-2"]);
+    let (json, other) = informer.bytes();
+    assert!(json > 0 && other > 0, "the memory figures count what is cached: {json} {other}");
+}

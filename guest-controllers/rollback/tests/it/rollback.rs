@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use wasmcm_deployment::fixtures::{cache, deployment, merge, replica_set, request};
-use wasmcm_guest::{Controller, EventType, Intent, Kind, Outcome};
+use wasmcm_guest::{Changes, Controller, EventType, Intent, Kind, Outcome, Watch};
 use wasmcm_rollback::{
     FAILED_REVISION_ANNOTATION, LAST_AVAILABLE_REVISION_ANNOTATION, ON_FAILURE_ANNOTATION, RollbackController,
     TO_REVISION_ANNOTATION,
@@ -557,6 +557,6 @@ fn describes_itself() {
     assert_eq!(info.name, "rollback");
     assert_eq!(info.primary, Kind::new("apps/v1", "Deployment"));
     assert!(info.owns.is_empty());
-    assert_eq!(info.watches, vec![Kind::new("apps/v1", "ReplicaSet")]);
+    assert_eq!(info.watches, vec![Watch::new(Kind::new("apps/v1", "ReplicaSet"), Changes::NONE)]);
     assert_eq!(info.writes, vec![Kind::new("apps/v1", "Deployment")]);
 }
