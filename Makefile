@@ -32,10 +32,15 @@ test: toolchain
 	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
 	cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
 
+# The scale bench (host/benches/scale.rs) runs the server and the host as two processes; its
+# size is 1,000 Deployments × 3 replicas unless SCALE_ARGS says otherwise, e.g.
+# `make bench SCALE_ARGS="--sizes 1000,3000,10000"` (each size on a fresh server and host).
+SCALE_ARGS ?= --sizes 1000
+
 bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
 	cargo bench -p wasmcm-apiserver --bench cluster
-	cargo bench -p wasmcm --bench host
+	cargo bench -p wasmcm --bench scale -- $(SCALE_ARGS)
 	cargo bench -p wasmcm --bench lifecycle
 
 # The image as an OCI layout in target/image/wasmcm, without a Docker engine (deploy/README.md).
