@@ -234,6 +234,15 @@ impl Cluster {
 }
 
 /// The namespaces every cluster starts with.
+/// A bootstrapped state on a fixed clock, for the unit tests of the server's own loops.
+#[cfg(test)]
+pub(crate) fn test_state() -> State {
+    let sources = Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() };
+    let state = State::new(store::Store::default(), sources);
+    bootstrap(&state).expect("bootstrap");
+    state
+}
+
 pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
     let rt = state.registry.lookup("", "v1", "namespaces").context("the namespaces type is built in")?;
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {

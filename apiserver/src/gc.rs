@@ -393,15 +393,11 @@ fn failed(result: Result<(), wasmcm_core::ApiError>, key: &Key, what: &str) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{Sources, bootstrap};
+    use crate::cluster::test_state;
     use crate::resources::ResourceType;
-    use crate::store::Store;
 
     fn state() -> State {
-        let state =
-            State::new(Store::default(), Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() });
-        bootstrap(&state).unwrap();
-        state
+        test_state()
     }
 
     fn configmaps(state: &State) -> ResourceType {

@@ -484,14 +484,10 @@ fn restart(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{Sources, bootstrap};
-    use crate::store::Store;
+    use crate::cluster::test_state;
 
     fn state() -> State {
-        let state =
-            State::new(Store::default(), Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() });
-        bootstrap(&state).unwrap();
-        state
+        test_state()
     }
 
     fn pod(name: &str, image: &str) -> Value {
