@@ -282,3 +282,14 @@ fn misbehaving_plugins_do_not_grow_the_hosts_memory() {
     let grown = after.saturating_sub(before);
     assert!(grown < 64 << 20, "RSS grew by {} MiB over 1,000 misbehaving calls", grown >> 20);
 }
+
+#[test]
+fn no_call_sees_what_an_earlier_call_left_in_memory() {
+    // Memory is reset by scanning for the pages a call touched (PAGEMAP_SCAN) where the kernel
+    // has it; statics, the heap near its start and past the part kept mapped must all be fresh.
+    let plugin = common::hostile();
+    for attempt in 0..6 {
+        let o = call_with(&plugin, "remember").expect("remember");
+        assert_eq!(report(&o), "calls=1 stale=0", "call {attempt}");
+    }
+}

@@ -49,6 +49,7 @@ impl Controller for Hostile {
                 let v = vec![1u8; 1 << 30];
                 Ok(outcome_with(format!("{}", v.iter().map(|b| *b as u64).sum::<u64>())))
             }
+            "remember" => Ok(outcome_with(remember())),
             "panic" => panic!("hostile plugin panics on purpose"),
             "recurse" => Ok(outcome_with(format!("{}", recurse(std::hint::black_box(1))))),
             "smash-stack" => Ok(outcome_with(format!("{}", smash_stack(std::hint::black_box(1))))),
@@ -120,6 +121,26 @@ fn smash_stack(n: u64) -> u64 {
 }
 
 /// A ConfigMap create whose data carries `report`, so tests can read what happened.
+/// What this instance finds left by an earlier call, then leaves for the next one: a static
+/// counter (the data image) and marks in a heap block (pages the host must zero), one page near
+/// the start and one 3 MiB in, past the part of memory the host keeps mapped between calls.
+fn remember() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let calls = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+    const BLOCK: usize = 4 << 20;
+    let mut block: Vec<u8> = Vec::with_capacity(BLOCK);
+    let p = block.as_mut_ptr();
+    let marks = [0, 64 << 10, 3 << 20, BLOCK - 1];
+    // Volatile: the arena hands out the same addresses in every fresh instance, so these read
+    // what an earlier call wrote there if the host did not reset its memory.
+    let stale = marks.iter().filter(|&&i| unsafe { p.add(i).read_volatile() } != 0).count();
+    for i in marks {
+        unsafe { p.add(i).write_volatile(0xAB) };
+    }
+    format!("calls={calls} stale={stale}")
+}
+
 fn outcome_with(report: String) -> Outcome {
     let cm = serde_json::json!({
         "apiVersion": "v1", "kind": "ConfigMap",
