@@ -58,7 +58,7 @@ impl Sync<'_> {
         if max_scaled_down <= 0 {
             return Ok(false);
         }
-        let cleaned = self.cleanup_unhealthy_replicas(max_scaled_down)?;
+        let cleaned = self.cleanup_unhealthy_replicas(max_scaled_down);
         let scaled = self.scale_down_old_replica_sets_for_rolling_update()?;
         Ok(cleaned.wrapping_add(scaled) > 0)
     }
@@ -72,7 +72,7 @@ impl Sync<'_> {
 
     /// `cleanupUnhealthyReplicas`: first drop old replicas that are not available anyway, up to
     /// `max_cleanup`; returns how many.
-    fn cleanup_unhealthy_replicas(&mut self, max_cleanup: i32) -> Result<i32, Error> {
+    fn cleanup_unhealthy_replicas(&mut self, max_cleanup: i32) -> i32 {
         let mut total = 0i32;
         for i in self.olds_by_age() {
             if total >= max_cleanup {
@@ -80,28 +80,27 @@ impl Sync<'_> {
             }
             let rs = &self.rss[i].value;
             let (replicas, available) = (rs_replicas(rs), available_replicas(rs));
-            if replicas == 0 || replicas == available {
+            // More available than wanted: the status predates this controller's own scale-down
+            // and the excess is on its way out, not unhealthy. Upstream fails the sync here
+            // ("got invalid request to scale down") and retries with backoff; the status
+            // update that follows wakes the Deployment anyway, so the retries only cost.
+            if replicas == 0 || available >= replicas {
                 continue;
             }
             let count = max_cleanup.wrapping_sub(total).min(replicas.wrapping_sub(available));
-            let new_count = replicas.wrapping_sub(count);
-            if new_count > replicas {
-                return Err(Error::retryable(format!(
-                    "when cleaning up unhealthy replicas, got invalid request to scale down {} {replicas} -> {new_count}",
-                    rs.metadata.name.as_deref().unwrap_or("")
-                )));
-            }
-            self.scale_and_record(i, new_count);
+            self.scale_and_record(i, replicas.wrapping_sub(count));
             total = total.wrapping_add(count);
         }
-        Ok(total)
+        total
     }
 
     /// `scaleDownOldReplicaSetsForRollingUpdate`: scale old ReplicaSets down, oldest first, as
     /// far as the available pods above minAvailable allow; returns how many.
     fn scale_down_old_replica_sets_for_rolling_update(&mut self) -> Result<i32, Error> {
         let min_available = deployment_replicas(&self.d).wrapping_sub(max_unavailable(&self.d));
-        let available_pods = get_available_replica_count_for_replica_sets(&self.all());
+        // Each ReplicaSet counts at most its size: one whose status still counts pods its
+        // scale-down removes must not let more old pods go (see cleanup_unhealthy_replicas).
+        let available_pods = self.all().iter().map(|rs| available_replicas(rs).min(rs_replicas(rs))).sum::<i32>();
         if available_pods <= min_available {
             return Ok(0);
         }

@@ -1,6 +1,8 @@
 //! Whole rollouts, natively: the Deployment controller stepped against a world that plays the
 //! ReplicaSet controller, checking upstream's bounds at every step.
 
+use std::collections::BTreeMap;
+
 use crate::common::*;
 use serde_json::json;
 use wasmcm_deployment::fixtures::{deployment, pod, replica_set};
@@ -143,6 +145,36 @@ fn unhealthy_old_replicas_are_cleaned_up_first() {
     // maxScaledDown = 9 - 8 - 0 = 1: one unhealthy replica of web-1 goes, nothing healthy.
     assert_eq!(sizes(&o), [("web-1".to_string(), 3)].into());
     assert_eq!(messages(&o), vec!["Scaled down replica set web-1 from 4 to 3"]);
+}
+
+#[test]
+fn an_old_replica_set_whose_status_lags_its_own_scale_down_counts_at_most_its_new_size() {
+    // web-1 was just scaled 3 -> 2 by this controller; its status still counts 3 available
+    // pods. Upstream fails the sync ("when cleaning up unhealthy replicas, got invalid request
+    // to scale down") and retries with backoff until the status catches up; here such a
+    // ReplicaSet has nothing unhealthy to clean up and counts as 2 available.
+    let d = |replicas| {
+        deployment(
+            replicas,
+            json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                            "template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+        )
+    };
+    let lagging = replica_set(
+        "web-1",
+        "nginx:1",
+        1,
+        2,
+        json!({"status": {"replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "fullyLabeledReplicas": 3}}),
+    );
+    // The new ReplicaSet has 2 pods, 1 available: 2 + 1 = 3 available once web-1 settles, no
+    // more than maxUnavailable 0 allows, so nothing is scaled down (3 + 1 would take one more).
+    let new = replica_set("web-2", "nginx:2", 2, 2, json!({"status": {"availableReplicas": 1, "readyReplicas": 1}}));
+    let o = reconcile(&[d(3), lagging.clone(), new]);
+    assert_eq!(sizes(&o), BTreeMap::new(), "no scale-down past maxUnavailable on a stale count");
+    // With both new pods available there are 4: one old pod may go.
+    let o = reconcile(&[d(3), lagging, replica_set("web-2", "nginx:2", 2, 2, json!({}))]);
+    assert_eq!(sizes(&o), [("web-1".to_string(), 1)].into());
 }
 
 #[test]
