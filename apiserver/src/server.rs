@@ -529,7 +529,7 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
         // As the API server's watch cache does: a 200 stream carrying one ERROR event, so
         // informers see "expired" and re-list.
         Err(e) if e.code == 410 => {
-            let mut line = serde_json::to_vec(&json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default();
+            let mut line = watch_event("ERROR", &e.to_status());
             line.push(b'\n');
             let mut r = Response::new(full(line));
             r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -563,8 +563,7 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
             if initial_end {
                 metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
             }
-            let line = json!({"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}});
-            serde_json::to_vec(&line).unwrap_or_default()
+            watch_event("BOOKMARK", &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}))
         };
         let mut last_rv = watch.rv;
         for event in std::mem::take(&mut watch.initial) {
@@ -617,8 +616,9 @@ enum View {
     Table(String),
 }
 
-/// One line of a watch stream. The plain object view is written straight from the stored
-/// object, as the list is: every watcher of a type gets every change, so no deep copy each.
+/// One line of a watch stream, `type` first (see `watch_event`). The plain object view is
+/// written straight from the stored object, as the list is: every watcher of a type gets every
+/// change, so no deep copy each.
 fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Vec<u8> {
     let event_type = match event.event_type {
         EventType::Added => "ADDED",
@@ -628,11 +628,11 @@ fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Vec<u8> {
     let object = match view {
         View::Object => {
             let mut out = Vec::with_capacity(1024);
-            out.extend_from_slice(b"{\"object\":");
-            write_served(&mut out, rt, &rt.api_version(), &event.object);
-            out.extend_from_slice(b",\"type\":\"");
+            out.extend_from_slice(b"{\"type\":\"");
             out.extend_from_slice(event_type.as_bytes());
-            out.extend_from_slice(b"\"}");
+            out.extend_from_slice(b"\",\"object\":");
+            write_served(&mut out, rt, &rt.api_version(), &event.object);
+            out.push(b'}');
             return out;
         }
         View::Metadata => partial(&event.object),
@@ -646,5 +646,17 @@ fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Vec<u8> {
             rt.printer_columns.as_ref(),
         ),
     };
-    serde_json::to_vec(&json!({"type": event_type, "object": object})).unwrap_or_default()
+    watch_event(event_type, &object)
+}
+
+/// One watch event as kube-apiserver writes it: `type` before `object` (Go's field order).
+/// Clients may rely on it: kube-rs decodes `object` straight into the target type only when
+/// the tag came first, and the host keeps each object's JSON as served that way.
+fn watch_event(event_type: &str, object: &impl serde::Serialize) -> Vec<u8> {
+    let mut line = format!("{{\"type\":\"{event_type}\",\"object\":").into_bytes();
+    if serde_json::to_writer(&mut line, object).is_err() {
+        return Vec::new();
+    }
+    line.push(b'}');
+    line
 }

@@ -211,6 +211,30 @@ async fn watches_resume_in_order_and_answer_410_after_compaction() {
     }
 }
 
+#[tokio::test]
+async fn watch_lines_carry_the_type_before_the_object_as_kube_apiserver_writes_them() {
+    // Clients decode `object` straight into their type only when `type` came first (kube-rs's
+    // adjacently tagged WatchEvent); the host keeps objects as served on that path.
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let start_rv = cms.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "typed"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    for path in [
+        format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={start_rv}&timeoutSeconds=1"),
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&timeoutSeconds=1".to_string(),
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1&timeoutSeconds=1".to_string(),
+    ] {
+        let req = http::Request::builder().uri(&path).body(Vec::new()).unwrap();
+        let body = client.request_text(req).await.unwrap();
+        let lines: Vec<&str> = body.lines().collect();
+        assert!(!lines.is_empty(), "{path}: no events");
+        for line in lines {
+            assert!(line.starts_with(r#"{"type":""#), "{path}: {line}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_concurrent_writes_reach_a_watcher_exactly_once_in_order() {
     let (_cluster, client) = start().await;

@@ -15,9 +15,19 @@ impl Sync<'_> {
             // A hash collision was counted: the status write brings the next attempt.
             return Ok(());
         }
-        if self.reconcile_new_replica_set()? || self.reconcile_old_replica_sets()? {
+        if self.reconcile_new_replica_set()? {
             self.sync_rollout_status();
             return Ok(());
+        }
+        match self.reconcile_old_replica_sets()? {
+            Some(true) => {
+                self.sync_rollout_status();
+                return Ok(());
+            }
+            // Upstream fails the sync here and retries with backoff; the status update it waits
+            // for wakes this Deployment anyway, so the retries only cost reconciles.
+            None => return Ok(()),
+            Some(false) => {}
         }
         if deployment_complete(&self.d, self.d.status.as_ref().unwrap_or(&Default::default())) {
             self.cleanup_deployment();
@@ -41,12 +51,13 @@ impl Sync<'_> {
         Ok(self.scale_and_record(i, new_count))
     }
 
-    /// `reconcileOldReplicaSets`: true when an old ReplicaSet was scaled down.
-    fn reconcile_old_replica_sets(&mut self) -> Result<bool, Error> {
-        let Some(new) = self.new_rs else { return Ok(false) };
+    /// `reconcileOldReplicaSets`: true when an old ReplicaSet was scaled down, `None` while an
+    /// old ReplicaSet's status still counts pods a scale-down of this controller removes.
+    fn reconcile_old_replica_sets(&mut self) -> Result<Option<bool>, Error> {
+        let Some(new) = self.new_rs else { return Ok(Some(false)) };
         let old_pods = get_replica_count_for_replica_sets(&self.olds());
         if old_pods == 0 {
-            return Ok(false);
+            return Ok(Some(false));
         }
         let all_pods = get_replica_count_for_replica_sets(&self.all());
         let min_available = deployment_replicas(&self.d).wrapping_sub(max_unavailable(&self.d));
@@ -56,11 +67,11 @@ impl Sync<'_> {
         // so a new ReplicaSet that never turns available cannot take the deployment down.
         let max_scaled_down = all_pods.wrapping_sub(min_available).wrapping_sub(new_unavailable);
         if max_scaled_down <= 0 {
-            return Ok(false);
+            return Ok(Some(false));
         }
-        let cleaned = self.cleanup_unhealthy_replicas(max_scaled_down);
+        let Some(cleaned) = self.cleanup_unhealthy_replicas(max_scaled_down) else { return Ok(None) };
         let scaled = self.scale_down_old_replica_sets_for_rolling_update()?;
-        Ok(cleaned.wrapping_add(scaled) > 0)
+        Ok(Some(cleaned.wrapping_add(scaled) > 0))
     }
 
     /// Old ReplicaSets, oldest first: the order scale-downs take.
@@ -71,8 +82,11 @@ impl Sync<'_> {
     }
 
     /// `cleanupUnhealthyReplicas`: first drop old replicas that are not available anyway, up to
-    /// `max_cleanup`; returns how many.
-    fn cleanup_unhealthy_replicas(&mut self, max_cleanup: i32) -> i32 {
+    /// `max_cleanup`; returns how many. `None` where upstream fails with "got invalid request
+    /// to scale down": a status with more available pods than the spec wants predates a
+    /// scale-down and the ReplicaSet controller has yet to act on it; going on would count pods
+    /// on their way out and move the rollout on before they are gone.
+    fn cleanup_unhealthy_replicas(&mut self, max_cleanup: i32) -> Option<i32> {
         let mut total = 0i32;
         for i in self.olds_by_age() {
             if total >= max_cleanup {
@@ -80,27 +94,25 @@ impl Sync<'_> {
             }
             let rs = &self.rss[i].value;
             let (replicas, available) = (rs_replicas(rs), available_replicas(rs));
-            // More available than wanted: the status predates this controller's own scale-down
-            // and the excess is on its way out, not unhealthy. Upstream fails the sync here
-            // ("got invalid request to scale down") and retries with backoff; the status
-            // update that follows wakes the Deployment anyway, so the retries only cost.
-            if replicas == 0 || available >= replicas {
+            if replicas == 0 || replicas == available {
                 continue;
             }
             let count = max_cleanup.wrapping_sub(total).min(replicas.wrapping_sub(available));
-            self.scale_and_record(i, replicas.wrapping_sub(count));
+            let new_count = replicas.wrapping_sub(count);
+            if new_count > replicas {
+                return None;
+            }
+            self.scale_and_record(i, new_count);
             total = total.wrapping_add(count);
         }
-        total
+        Some(total)
     }
 
     /// `scaleDownOldReplicaSetsForRollingUpdate`: scale old ReplicaSets down, oldest first, as
     /// far as the available pods above minAvailable allow; returns how many.
     fn scale_down_old_replica_sets_for_rolling_update(&mut self) -> Result<i32, Error> {
         let min_available = deployment_replicas(&self.d).wrapping_sub(max_unavailable(&self.d));
-        // Each ReplicaSet counts at most its size: one whose status still counts pods its
-        // scale-down removes must not let more old pods go (see cleanup_unhealthy_replicas).
-        let available_pods = self.all().iter().map(|rs| available_replicas(rs).min(rs_replicas(rs))).sum::<i32>();
+        let available_pods = get_available_replica_count_for_replica_sets(&self.all());
         if available_pods <= min_available {
             return Ok(0);
         }

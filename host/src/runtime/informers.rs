@@ -12,9 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use futures_util::StreamExt;
-use kube::api::{Api, DynamicObject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ApiResource};
+use kube::core::DynamicResourceScope;
 use kube::runtime::{WatchStreamExt, watcher};
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use tokio::sync::{broadcast, watch};
 use wasmcm_guest::{Cache, Kind, Selector};
 
@@ -34,25 +37,22 @@ pub struct Object {
 }
 
 impl Object {
-    fn from_json(value: &Value) -> Option<Self> {
-        let meta = value.get("metadata")?;
-        let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
-        let controller = meta.get("ownerReferences").and_then(Value::as_array).and_then(|refs| {
-            refs.iter().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true)).map(|r| ControllerRef {
-                kind: Kind::new(&s(r.get("apiVersion")), &s(r.get("kind"))),
-                name: s(r.get("name")),
-                uid: s(r.get("uid")),
-            })
-        });
-        Some(Object {
-            namespace: s(meta.get("namespace")),
-            name: s(meta.get("name")),
-            uid: s(meta.get("uid")),
-            resource_version: s(meta.get("resourceVersion")),
-            labels: meta.get("labels").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default(),
-            controller,
-            json: value.to_string(),
-        })
+    fn from_served(served: Served) -> Self {
+        let Served { metadata: meta, json } = served;
+        let controller = meta.owner_references.unwrap_or_default().into_iter().find(|r| r.controller == Some(true));
+        Object {
+            namespace: meta.namespace.unwrap_or_default(),
+            name: meta.name.unwrap_or_default(),
+            uid: meta.uid.unwrap_or_default(),
+            resource_version: meta.resource_version.unwrap_or_default(),
+            labels: meta.labels.unwrap_or_default(),
+            controller: controller.map(|r| ControllerRef {
+                kind: Kind::new(&r.api_version, &r.kind),
+                name: r.name,
+                uid: r.uid,
+            }),
+            json: String::from(Box::<str>::from(json)),
+        }
     }
 
     pub fn key(&self) -> String {
@@ -148,6 +148,63 @@ impl ControllerRef {
     }
 }
 
+/// An object as the watcher hands it over: its metadata, which the watcher resumes from, and
+/// its JSON exactly as served, which the store keeps and plugins receive. Decoding into a
+/// `DynamicObject` instead buffered every event through serde's `Content`, converted it into a
+/// `Value` and serialised that again: four passes, and most of the host's allocations at scale.
+#[derive(Clone, Debug)]
+pub(crate) struct Served {
+    metadata: ObjectMeta,
+    json: Box<RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Served {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Metadata {
+            #[serde(default)]
+            metadata: ObjectMeta,
+        }
+        let json = Box::<RawValue>::deserialize(d)?;
+        let Metadata { metadata } = serde_json::from_str(json.get()).map_err(serde::de::Error::custom)?;
+        Ok(Served { metadata, json })
+    }
+}
+
+/// As `DynamicObject`'s: the kind is known at run time, from discovery.
+impl kube::Resource for Served {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn group(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn kind(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn api_version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+
+    fn plural(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 /// A change seen by an informer.
 #[derive(Clone, Debug)]
 pub struct Change {
@@ -232,9 +289,8 @@ impl Informer {
             .collect()
     }
 
-    fn apply(&self, value: &Value) {
-        let Some(object) = Object::from_json(value) else { return };
-        let object = Arc::new(object);
+    fn apply(&self, served: Served) {
+        let object = Arc::new(Object::from_served(served));
         let old = match self.store.write() {
             Ok(mut store) => store.insert(object.clone()),
             Err(_) => return,
@@ -246,21 +302,19 @@ impl Informer {
         let _ = self.changes.send(Change { kind: self.kind.clone(), object, old, deleted: false });
     }
 
-    fn delete(&self, value: &Value) {
-        let Some(object) = Object::from_json(value) else { return };
+    fn delete(&self, served: Served) {
+        let object = Object::from_served(served);
         let old = self.store.write().ok().and_then(|mut s| s.remove(&object.namespace, &object.name));
         let _ = self.changes.send(Change { kind: self.kind.clone(), object: Arc::new(object), old, deleted: true });
     }
 
     /// Replaces the store with a fresh list, reporting what changed and what disappeared.
-    fn relist(&self, listed: Vec<Value>) {
+    fn relist(&self, listed: Vec<Served>) {
         let mut seen = std::collections::HashSet::new();
-        for value in &listed {
-            if let Some(meta) = value.get("metadata") {
-                let s = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                seen.insert((s("namespace"), s("name")));
-            }
-            self.apply(value);
+        for served in listed {
+            let meta = &served.metadata;
+            seen.insert((meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default()));
+            self.apply(served);
         }
         let gone: Vec<Arc<Object>> = match self.store.read() {
             Ok(store) => store.objects.iter().filter(|(k, _)| !seen.contains(*k)).map(|(_, o)| o.clone()).collect(),
@@ -316,7 +370,7 @@ impl Informers {
             changes: broadcast::channel(65_536).0,
         });
         by_kind.insert(kind.clone(), informer.clone());
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource.api);
+        let api: Api<Served> = Api::all_with(self.client.clone(), &resource.api);
         let task_informer = informer.clone();
         if let Ok(mut tasks) = self.tasks.lock() {
             tasks.spawn(run(api, task_informer));
@@ -329,17 +383,16 @@ impl Informers {
     }
 }
 
-async fn run(api: Api<DynamicObject>, informer: Arc<Informer>) {
+async fn run(api: Api<Served>, informer: Arc<Informer>) {
     let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
-    let mut buffer: Vec<Value> = Vec::new();
+    let mut buffer: Vec<Served> = Vec::new();
     while let Some(event) = events.next().await {
-        let to_json = |o: &DynamicObject| serde_json::to_value(o).unwrap_or(Value::Null);
         match event {
             Ok(watcher::Event::Init) => buffer.clear(),
-            Ok(watcher::Event::InitApply(o)) => buffer.push(to_json(&o)),
+            Ok(watcher::Event::InitApply(o)) => buffer.push(o),
             Ok(watcher::Event::InitDone) => informer.relist(std::mem::take(&mut buffer)),
-            Ok(watcher::Event::Apply(o)) => informer.apply(&to_json(&o)),
-            Ok(watcher::Event::Delete(o)) => informer.delete(&to_json(&o)),
+            Ok(watcher::Event::Apply(o)) => informer.apply(o),
+            Ok(watcher::Event::Delete(o)) => informer.delete(o),
             // The watcher backs off and resumes (re-listing after 410) by itself.
             Err(e) => tracing::warn!(kind = %informer.kind, "watch failed, retrying: {e}"),
         }

@@ -43,7 +43,8 @@ struct State<K> {
     dirty: HashSet<K>,
     processing: HashSet<K>,
     /// Delayed adds: each key once, at its earliest due time.
-    delayed: HashMap<K, Instant>,
+    /// A delayed key's entry in `by_due`, so that an earlier add replaces it in O(log n).
+    delayed: HashMap<K, (Instant, u64)>,
     by_due: BTreeMap<(Instant, u64), K>,
     seq: u64,
     failures: HashMap<K, u32>,
@@ -155,14 +156,14 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
             return;
         }
         if let Some(existing) = s.delayed.get(&key).copied() {
-            if existing <= due {
+            if existing.0 <= due {
                 return;
             }
-            s.by_due.retain(|_, k| *k != key);
+            s.by_due.remove(&existing);
         }
         s.seq += 1;
         let seq = s.seq;
-        s.delayed.insert(key.clone(), due);
+        s.delayed.insert(key.clone(), (due, seq));
         s.by_due.insert((due, seq), key);
         drop(s);
         // A sleeping worker may need to wake earlier than it planned.
