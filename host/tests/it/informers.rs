@@ -141,3 +141,45 @@ async fn the_controller_index_follows_adoption_release_and_deletion() {
     let (json, other) = informer.bytes();
     assert!(json > 0 && other > 0, "the memory figures count what is cached: {json} {other}");
 }
+
+#[tokio::test]
+async fn selector_lists_through_the_label_index_match_a_scan_as_labels_change() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let labels = |app: &str, tier: &str| json!({"metadata": {"labels": {"app": app, "tier": tier}}});
+    for (i, app) in ["web", "db", "web", "web", "db", "cache"].iter().enumerate() {
+        cms.create(&PostParams::default(), &cm(&format!("cm-{i}"), app)).await.unwrap();
+    }
+    let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
+    let kind = Kind::new("v1", "ConfigMap");
+    let informer = informers.informer(&kind).await.unwrap();
+    informer.wait_synced().await;
+    let selectors = ["app=web", "app=web,tier=front", "app in (db),tier", "tier=front", "app=none", "app!=web", "app"];
+    // The index is asked for equality requirements only; a scan of the namespace is the truth.
+    let check = |when: &str| {
+        for s in selectors {
+            let selector = Selector::parse(s).unwrap();
+            let listed: Vec<String> = informer.list("default", &selector).iter().map(|o| o.name.clone()).collect();
+            let scanned: Vec<String> = informer
+                .list("default", &Selector::everything())
+                .iter()
+                .filter(|o| selector.matches(&o.labels))
+                .map(|o| o.name.clone())
+                .collect();
+            assert_eq!(listed, scanned, "{when}: {s}");
+        }
+    };
+    check("synced");
+    let mut rx = informer.subscribe();
+    cms.patch("cm-0", &PatchParams::default(), &Patch::Merge(labels("db", "front"))).await.unwrap();
+    next(&mut rx, "cm-0").await;
+    cms.patch("cm-2", &PatchParams::default(), &Patch::Merge(labels("web", "front"))).await.unwrap();
+    next(&mut rx, "cm-2").await;
+    cms.delete("cm-3", &DeleteParams::default()).await.unwrap();
+    next(&mut rx, "cm-3").await;
+    check("after relabels and a deletion");
+    let web: Vec<String> =
+        informer.list("default", &Selector::parse("app=web").unwrap()).iter().map(|o| o.name.clone()).collect();
+    assert_eq!(web, ["cm-2"]);
+    assert!(informer.list("kube-system", &Selector::parse("app=web").unwrap()).is_empty(), "one namespace only");
+}
