@@ -323,21 +323,29 @@ fn run_size(o: &Options, size: usize, ticks: f64) -> Result<SizeResult, String> 
         create(http, &format!("/apis/apps/v1/namespaces/{}/deployments", namespace(i)), &deployment)
     })?;
     let created = before.at.elapsed();
+    // Each phase ends alike: wait for its generation, measure, and on a timeout print what was
+    // measured and the log's reasons so far before failing.
+    let mut reasons: Vec<(&'static str, BTreeMap<String, usize>)> = Vec::new();
+    let mut end_phase =
+        |log: &mut LogReasons, phase: &'static str, waited: Result<(), String>, before: &Snapshot, after: &Snapshot| {
+            table.row(phase_row(phase, size * r, Some(raw_rate), before, after, ticks, size));
+            rows.push(Row {
+                phase,
+                time: after.at - before.at,
+                host_cpu: cpu(before, after, ticks).0,
+                load: load_average(),
+            });
+            reasons.push((phase, log.read()));
+            waited.inspect_err(|_| {
+                table.print();
+                for (phase, r) in &reasons {
+                    print_reasons(phase, r);
+                }
+            })
+        };
     let waited = wait_converged(&mut http, &mut host, size, r, 1, before.at + timeout);
     let after = snapshot(&mut server, &mut host, &mut admin)?;
-    table.row(phase_row("rollout", size * r, Some(raw_rate), &before, &after, ticks, size));
-    rows.push(Row {
-        phase: "rollout",
-        time: after.at - before.at,
-        host_cpu: cpu(&before, &after, ticks).0,
-        load: load_average(),
-    });
-    let reasons_rollout = log.read();
-    if let Err(e) = waited {
-        table.print();
-        print_reasons("rollout", &reasons_rollout);
-        return Err(e);
-    }
+    end_phase(&mut log, "rollout", waited, &before, &after)?;
     let notes_rollout = format!("the clients created the {size} Deployments in {:.1} s", created.as_secs_f64());
     let check_rollout = check_pods(&mut http, size, r)?;
     let rollout_memory = (after.host, after.metrics.clone());
@@ -360,20 +368,7 @@ fn run_size(o: &Options, size: usize, ticks: f64) -> Result<SizeResult, String> 
     let patched = before.at.elapsed();
     let waited = wait_converged(&mut http, &mut host, size, r, 2, before.at + timeout);
     let after = snapshot(&mut server, &mut host, &mut admin)?;
-    table.row(phase_row("image change", size * r, Some(raw_rate), &before, &after, ticks, size));
-    rows.push(Row {
-        phase: "image change",
-        time: after.at - before.at,
-        host_cpu: cpu(&before, &after, ticks).0,
-        load: load_average(),
-    });
-    let reasons_image = log.read();
-    if let Err(e) = waited {
-        table.print();
-        print_reasons("rollout", &reasons_rollout);
-        print_reasons("image change", &reasons_image);
-        return Err(e);
-    }
+    end_phase(&mut log, "image change", waited, &before, &after)?;
     let check_image = check_pods(&mut http, size, r)?;
 
     table.print();
@@ -389,8 +384,9 @@ fn run_size(o: &Options, size: usize, ticks: f64) -> Result<SizeResult, String> 
     println!("  {notes_rollout}; patched their image in {:.1} s", patched.as_secs_f64());
     println!("  pods per Deployment after the rollout: {}", check_rollout.summary(r));
     println!("  pods per Deployment after the image change: {}", check_image.summary(r));
-    print_reasons("rollout", &reasons_rollout);
-    print_reasons("image change", &reasons_image);
+    for (phase, r) in &reasons {
+        print_reasons(phase, r);
+    }
 
     println!("memory:");
     let mib = |kib: u64| kib as f64 / 1024.0;
