@@ -468,6 +468,12 @@ pub fn get_replica_count_for_replica_sets(replica_sets: &[&ReplicaSet]) -> i32 {
     sum(replica_sets, rs_replicas)
 }
 
+/// Pods that run or are about to: per ReplicaSet the larger of `spec.replicas` (pods on their
+/// way in) and `status.replicas` (pods a scale-down has yet to remove).
+pub fn get_running_or_wanted_count_for_replica_sets(replica_sets: &[&ReplicaSet]) -> i32 {
+    sum(replica_sets, |rs| rs_replicas(rs).max(rs.status.as_ref().map_or(0, |s| s.replicas)))
+}
+
 /// Sum of `status.replicas`.
 pub fn get_actual_replica_count_for_replica_sets(replica_sets: &[&ReplicaSet]) -> i32 {
     sum(replica_sets, |rs| rs.status.as_ref().map_or(0, |s| s.replicas))
@@ -542,13 +548,18 @@ pub fn is_saturated(d: &Deployment, rs: Option<&ReplicaSet>) -> bool {
 }
 
 /// `NewRSNewReplicas`: the size of the new ReplicaSet in this step of a rollout.
+///
+/// Unlike upstream, which sums `spec.replicas`, maxSurge bounds the pods that run: an old
+/// ReplicaSet just scaled down counts the pods it still has until its status shows them gone,
+/// so the new one never surges while they are on their way out (upstream runs up to replicas +
+/// maxSurge + the old pods not yet deleted).
 pub fn new_rs_new_replicas(d: &Deployment, all_rs: &[&ReplicaSet], new_rs: &ReplicaSet) -> Result<i32, String> {
     let replicas = deployment_replicas(d);
     match strategy_type(d) {
         ROLLING_UPDATE => {
             // Unlike MaxSurge, an unset maxSurge is an error here, as upstream.
             let surge = scaled_value_from_int_or_percent(rolling_params(d).0, replicas, true)?;
-            let current = get_replica_count_for_replica_sets(all_rs);
+            let current = get_running_or_wanted_count_for_replica_sets(all_rs);
             let max_total = replicas.wrapping_add(surge as i32);
             let new_replicas = rs_replicas(new_rs);
             if current >= max_total {

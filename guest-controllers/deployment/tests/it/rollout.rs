@@ -252,3 +252,27 @@ fn recreate_never_runs_old_and_new_together() {
     );
     assert_eq!(w.replica_sets().values().filter(|(r, a)| *r == 4 && *a == 4).count(), 1);
 }
+
+#[test]
+fn the_new_replica_set_surges_only_past_pods_the_old_ones_still_run() {
+    // web-1 was scaled 10 -> 8 and still runs 10 pods; web-2 runs its 3. Upstream counts specs
+    // (8 + 3 < 10 + maxSurge 3) and grows web-2 to 5: 15 pods run until web-1's two are gone.
+    let d =
+        deployment(10, json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}));
+    let old = |running: i32| {
+        replica_set(
+            "web-1",
+            "nginx:1",
+            1,
+            8,
+            json!({"status": {"replicas": running, "readyReplicas": running, "availableReplicas": running,
+                              "fullyLabeledReplicas": running}}),
+        )
+    };
+    let new = replica_set("web-2", "nginx:2", 2, 3, json!({}));
+    let o = reconcile(&[d.clone(), old(10), new.clone()]);
+    assert_eq!(sizes(&o), BTreeMap::new(), "no surge past pods still running");
+    // Once web-1's status shows its pods gone, web-2 takes the room.
+    let o = reconcile(&[d, old(8), new]);
+    assert_eq!(sizes(&o), [("web-2".to_string(), 5)].into());
+}
