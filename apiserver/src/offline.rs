@@ -76,6 +76,11 @@ impl Offline {
         })
     }
 
+    /// Whether objects of `kind` live in namespaces.
+    pub fn namespaced(&self, kind: &Kind) -> Result<bool, ApiError> {
+        Ok(self.resource_type(kind)?.namespaced)
+    }
+
     fn target(&self, kind: &Kind, namespace: &str, name: &str) -> Result<Target, ApiError> {
         let rt = self.resource_type(kind)?;
         let namespace = if rt.namespaced { namespace.to_string() } else { String::new() };

@@ -35,4 +35,5 @@ pub use runtime::host::{Host, HostConfig};
 pub use runtime::informers::{Change, Informers, PluginCache};
 pub use runtime::leader::{LeaderConfig, default_identity};
 pub use writes::kube::{ClientRate, KubeApi};
+pub use writes::scope::{HostIdentity, Scope};
 pub use writes::writer::{Report, WriteApi, write_outcome};

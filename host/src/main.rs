@@ -413,12 +413,17 @@ async fn stop_signal() -> std::io::Result<()> {
 /// service-account directory), else `default`. ConfigMap plugin sources that name no namespace
 /// are read from it.
 fn own_namespace() -> String {
+    pod_namespace().unwrap_or_else(|| "default".into())
+}
+
+/// The namespace of the pod this host runs in, if it runs in one: the namespace no plugin may
+/// act in unless its manifest grants it.
+fn pod_namespace() -> Option<String> {
     std::env::var("POD_NAMESPACE")
         .ok()
         .or_else(|| std::fs::read_to_string(wasmcm::service_account_dir().join("namespace")).ok())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "default".into())
 }
 
 fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -479,6 +484,12 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             controller: ControllerConfig {
                 workers: args.workers,
                 resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
+                host: wasmcm::HostIdentity {
+                    namespace: pod_namespace(),
+                    lease: args.leader_elect.then(|| {
+                        (args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())
+                    }),
+                },
                 ..ControllerConfig::default()
             },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },

@@ -190,6 +190,10 @@ impl WriteApi for Offline {
         ready(Offline::delete(self, &target.kind, &target.namespace, &target.name, uid))
     }
 
+    fn namespaced(&self, kind: &Kind) -> impl Future<Output = Result<bool, ApiError>> + Send {
+        ready(Offline::namespaced(self, kind))
+    }
+
     /// Events are not stored; the report lists them.
     fn record_event(&self, _event: &Event, _uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
         ready(Ok(()))

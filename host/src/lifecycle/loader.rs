@@ -33,6 +33,7 @@ impl Version {
             workers: None,
             reads: None,
             writes: None,
+            scope: Default::default(),
             settings: "{}".into(),
             rollout: Default::default(),
             revert: Default::default(),

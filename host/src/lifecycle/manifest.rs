@@ -14,6 +14,11 @@
 //!   enabled: true
 //!   limits: {memory: 256Mi, deadline: 2s, workers: 5}
 //!   capabilities: {reads: [apps/v1/ReplicaSet, v1/Pod], writes: [v1/Pod]}   # narrows describe()
+//!   scope:                            # default: every namespace but the host's own
+//!     namespaces: [team-a, team-b]    # and/or
+//!     namespaceSelector: {matchLabels: {tenant: a}}
+//!     hostNamespace: false            # the host's namespace only when true
+//!     clusterWrites: [rbac.authorization.k8s.io/v1/ClusterRole]   # none by default
 //!   settings: {any: json}
 //!   rollout: {strategy: Shadow, agreements: 100, duration: 5m, abandonOnMismatch: true}
 //!   revert: {window: 20, maxFailures: 5}
@@ -24,6 +29,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use wasmcm_guest::Kind;
+
+use crate::writes::scope::Scope;
 
 pub(crate) const API_VERSION: &str = "wasmcm.dev/v1alpha1";
 
@@ -61,6 +68,8 @@ pub struct PluginSpec {
     pub workers: Option<usize>,
     pub reads: Option<Vec<Kind>>,
     pub writes: Option<Vec<Kind>>,
+    /// Where it may act.
+    pub scope: Scope,
     /// JSON object text.
     pub settings: String,
     pub rollout: RolloutStrategy,
@@ -160,6 +169,8 @@ struct RawSpec {
     limits: RawLimits,
     #[serde(default)]
     capabilities: RawCapabilities,
+    #[serde(default)]
+    scope: RawScope,
     settings: Option<serde_json::Value>,
     rollout: Option<RawRollout>,
     revert: Option<RawRevert>,
@@ -198,6 +209,16 @@ struct RawLimits {
 struct RawCapabilities {
     reads: Option<Vec<String>>,
     writes: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawScope {
+    namespaces: Option<Vec<String>>,
+    namespace_selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    #[serde(default)]
+    host_namespace: bool,
+    cluster_writes: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -314,6 +335,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         })
         .transpose()
     };
+    let scope = to_scope(raw.scope)?;
     let settings = match raw.settings {
         None => "{}".to_string(),
         Some(v @ serde_json::Value::Object(_)) => v.to_string(),
@@ -355,10 +377,38 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         workers,
         reads: kinds("reads", raw.capabilities.reads)?,
         writes: kinds("writes", raw.capabilities.writes)?,
+        scope,
         settings,
         rollout,
         revert,
     })
+}
+
+fn to_scope(raw: RawScope) -> Result<Scope, String> {
+    let namespaces = raw
+        .namespaces
+        .map(|list| {
+            list.into_iter()
+                .map(|ns| match wasmcm_core::validation::dns1123_label(&ns).first() {
+                    Some(why) => Err(format!("spec.scope.namespaces: {ns:?} is not a namespace name: {why}")),
+                    None => Ok(ns),
+                })
+                .collect::<Result<_, _>>()
+        })
+        .transpose()?;
+    let namespace_selector = raw
+        .namespace_selector
+        .map(|ls| {
+            wasmcm_core::Selector::from_label_selector(&ls).map_err(|e| format!("spec.scope.namespaceSelector: {e}"))
+        })
+        .transpose()?;
+    let cluster_writes = raw
+        .cluster_writes
+        .unwrap_or_default()
+        .iter()
+        .map(|k| parse_kind(k).ok_or_else(|| format!("spec.scope.clusterWrites: {k:?} is not apiVersion/Kind")))
+        .collect::<Result<_, _>>()?;
+    Ok(Scope { namespaces, namespace_selector, host_namespace: raw.host_namespace, cluster_writes })
 }
 
 /// `apps/v1/ReplicaSet`, `v1/Pod`.

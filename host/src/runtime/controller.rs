@@ -8,7 +8,7 @@
 //! It owns the queue, expectations and retry state of its plugin; it must not write to the
 //! cluster itself (the writer does) nor touch other plugins.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use wasmcm_guest::{Instant, Request, Selector};
@@ -22,7 +22,11 @@ use crate::ops::metrics::{
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache};
 use crate::runtime::queue::{RateLimit, WorkQueue};
-use crate::writes::writer::{self, WriteApi};
+use crate::writes::scope::{HostIdentity, Tenancy};
+use crate::writes::writer::{self, Refusal, WriteApi};
+
+/// A refusal's cause is logged, and reported on the object, at most this often.
+const REPORT_REFUSALS_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
@@ -33,11 +37,19 @@ pub struct ControllerConfig {
     pub rate: RateLimit,
     /// Reconcile every primary this often even without changes (off by default).
     pub resync: Option<std::time::Duration>,
+    /// What no plugin may borrow: the host's namespace and Lease.
+    pub host: HostIdentity,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        ControllerConfig { workers: 5, max_retries: 15, rate: RateLimit::default(), resync: None }
+        ControllerConfig {
+            workers: 5,
+            max_retries: 15,
+            rate: RateLimit::default(),
+            resync: None,
+            host: HostIdentity::default(),
+        }
     }
 }
 
@@ -54,6 +66,10 @@ pub struct PluginController<A> {
     routes: Mutex<Option<tokio::task::JoinSet<()>>>,
     /// Why each key's last outcome failed to be written.
     failures: Mutex<HashMap<String, String>>,
+    /// Namespaces and their labels, once a version's scope selects namespaces by label.
+    namespaces: std::sync::OnceLock<Arc<Informer>>,
+    /// When each refusal cause was last reported.
+    reported: Mutex<BTreeMap<String, std::time::Instant>>,
     config: ControllerConfig,
     metrics: Arc<Metrics>,
 }
@@ -75,6 +91,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
         for i in cache.informers() {
             i.wait_synced().await;
+        }
+        let namespaces = std::sync::OnceLock::new();
+        if version.spec.scope.namespace_selector.is_some() {
+            let _ = namespaces.set(watch_namespaces(informers).await?);
         }
         let name = version.name().to_string();
         let config = ControllerConfig { workers: version.spec.workers.unwrap_or(config.workers), ..config };
@@ -124,6 +144,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             metrics,
             expectations: Expectations::default(),
             failures: Mutex::new(HashMap::new()),
+            namespaces,
+            reported: Mutex::default(),
             routes: Mutex::new(None),
             api,
             primary,
@@ -156,8 +178,45 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 routes.spawn(self.clone().route_changes(informer));
             }
         }
+        if version.spec.scope.namespace_selector.is_some() && self.namespaces.get().is_none() {
+            let informer =
+                watch_namespaces(&self.informers).await.map_err(|e| format!("cannot watch namespaces: {e:#}"))?;
+            let _ = self.namespaces.set(informer);
+        }
         record_load(&self.metrics, &version);
         self.rollout.offer(version)
+    }
+
+    fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        self.namespaces.get().and_then(|i| i.get("", namespace)).map(|o| o.labels.clone())
+    }
+
+    /// Logs a refused intent and tells the object's watchers, once per cause and interval:
+    /// a plugin refused 10,000 times must not write 10,000 log lines or Events.
+    fn refused(&self, key: &str, refusal: &Refusal) {
+        let now = std::time::Instant::now();
+        let Ok(mut reported) = self.reported.lock() else { return };
+        if reported.len() >= 4096 {
+            reported.retain(|_, at| now.duration_since(*at) < REPORT_REFUSALS_EVERY);
+            if reported.len() >= 4096 {
+                reported.clear();
+            }
+        }
+        let mut due = |cause: String| match reported.get(&cause) {
+            Some(at) if now.duration_since(*at) < REPORT_REFUSALS_EVERY => false,
+            _ => {
+                reported.insert(cause, now);
+                true
+            }
+        };
+        let plugin = self.rollout.name();
+        if due(format!("log\0{}", refusal.reason)) {
+            tracing::warn!(plugin, key, intent = %refusal.intent, "refused: {} (reported at most once a minute)", refusal.reason);
+        }
+        if due(format!("event\0{key}\0{}", refusal.reason)) {
+            drop(reported);
+            self.event(key, "WriteRefused", format!("plugin {plugin}: {} refused: {}", refusal.intent, refusal.reason));
+        }
     }
 
     /// Routes one informer's changes to keys.
@@ -310,6 +369,19 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let (live, shadow) = self.rollout.current();
         let info = live.plugin.info();
         let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+        let labels = |ns: &str| self.namespace_labels(ns);
+        let tenancy = Tenancy { scope: &live.spec.scope, host: &self.config.host, namespace_labels: &labels };
+        if let Err(why) = tenancy.admits(namespace) {
+            tracing::debug!(plugin = %info.name, key, "not reconciled: {why}");
+            self.queue.forget(&key.to_string());
+            let l = OutcomeLabels {
+                plugin: info.name.clone(),
+                version: info.version.clone(),
+                outcome: "out_of_scope".into(),
+            };
+            self.metrics.reconciles.get_or_create(&l).inc();
+            return;
+        }
         let previous_failure = self.failures.lock().ok().and_then(|f| f.get(key).cloned());
         let request = Request {
             namespace: namespace.into(),
@@ -385,8 +457,17 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         match result {
             Ok(outcome) => {
                 let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
-                let context = writer::Context { expectations: Some(&self.expectations), primary_uid: uid.as_deref() };
+                let labels = |ns: &str| self.namespace_labels(ns);
+                let tenancy = Tenancy { scope: &live.spec.scope, host: &self.config.host, namespace_labels: &labels };
+                let context = writer::Context {
+                    expectations: Some(&self.expectations),
+                    primary_uid: uid.as_deref(),
+                    tenancy: Some(tenancy),
+                };
                 let report = writer::write_outcome(&*self.api, info, namespace, name, &outcome, context).await;
+                for r in &report.refused {
+                    self.refused(key, r);
+                }
                 tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
                 let l = VersionLabels { plugin: info.name.clone(), version: info.version.clone() };
                 if !report.actions.is_empty() {
@@ -491,6 +572,13 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
         self.queue.add_rate_limited(key);
     }
+}
+
+/// The Namespace informer a scope's `namespaceSelector` reads labels from, synced.
+async fn watch_namespaces(informers: &Informers) -> anyhow::Result<Arc<Informer>> {
+    let informer = informers.informer(&wasmcm_guest::Kind::new("v1", "Namespace")).await?;
+    informer.wait_synced().await;
+    Ok(informer)
 }
 
 /// The compile (or precompiled-cache read) time of a version, as a gauge.

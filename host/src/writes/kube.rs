@@ -116,6 +116,11 @@ impl WriteApi for KubeApi {
         to_value(api.replace_status(&name_of(&o), &PostParams::default(), &o).await.map_err(api_error)?)
     }
 
+    async fn namespaced(&self, kind: &Kind) -> Result<bool, ApiError> {
+        let resource = self.discovery.resolve(kind).await.map_err(|why| ApiError::new(404, "NotFound", why))?;
+        Ok(resource.namespaced)
+    }
+
     fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
         let (target, uid) = (target.clone(), uid.map(String::from));
         async move {

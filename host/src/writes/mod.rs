@@ -3,4 +3,5 @@
 //! kube API performs them on a live cluster (the offline server does for `simulate`).
 
 pub(crate) mod kube;
+pub(crate) mod scope;
 pub(crate) mod writer;

@@ -10,9 +10,11 @@
 use std::future::Future;
 
 use serde_json::{Value, json};
+use wasmcm_core::str_at;
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
 use crate::runtime::expectations::Expectations;
+use crate::writes::scope::Tenancy;
 
 pub(crate) use wasmcm_core::ApiError;
 
@@ -24,6 +26,8 @@ pub trait WriteApi: Sync {
     fn update(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
     fn update_status(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
     fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Whether objects of `kind` live in namespaces (discovery's answer).
+    fn namespaced(&self, kind: &Kind) -> impl Future<Output = Result<bool, ApiError>> + Send;
     /// `uid` is the regarding object's, when known (kubectl describe matches events by it).
     fn record_event(&self, event: &Event, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
@@ -102,6 +106,8 @@ pub struct Context<'a> {
     pub expectations: Option<&'a Expectations>,
     /// The primary's uid, for the events about it.
     pub primary_uid: Option<&'a str>,
+    /// The plugin's scope; `None` admits every namespace (simulate, tests).
+    pub(crate) tenancy: Option<Tenancy<'a>>,
 }
 
 /// Executes `outcome`, produced by `plugin` for the key `namespace/name`.
@@ -121,10 +127,16 @@ pub async fn write_outcome(
         let mut failure: Option<String> = None;
         let mut ops = Vec::new();
         for intent in batch {
-            match check(plugin, &primary, intent) {
+            let checked = match check(plugin, &primary, intent) {
+                Ok(op) => match context.tenancy {
+                    Some(t) => in_scope(api, t, op).await,
+                    None => Ok(op),
+                },
+                Err(r) => Err(r),
+            };
+            match checked {
                 Ok(op) => ops.push(op),
                 Err(Refusal { intent, reason }) => {
-                    tracing::warn!(plugin = %plugin.name, %intent, "refused: {reason}");
                     failure.get_or_insert(format!("{intent} refused: {reason}"));
                     report.refused.push(Refusal { intent, reason });
                 }
@@ -215,6 +227,23 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
     Ok(Op::Write { verb, kind, object, name, counted })
 }
 
+/// The tenancy's verdict on a checked write, the kind's scope learnt from discovery.
+async fn in_scope(api: &impl WriteApi, tenancy: Tenancy<'_>, op: Op) -> Result<Op, Refusal> {
+    let (verb, kind, namespace, name) = match &op {
+        Op::Write { verb, kind, object, name, .. } => {
+            (verb.as_str(), kind, str_at(object, "/metadata/namespace"), name)
+        }
+        Op::Delete { target, .. } => ("delete", &target.kind, target.namespace.as_str(), &target.name),
+        Op::Event(_) => return Ok(op),
+    };
+    let what = format!("{verb} {kind} {namespace}/{}", if name.is_empty() { "<generated>" } else { name });
+    let verdict = match api.namespaced(kind).await {
+        Ok(namespaced) => tenancy.admits_write(kind, namespace, name, namespaced),
+        Err(e) => Err(e.message),
+    };
+    verdict.map(|()| op).map_err(|reason| Refusal { intent: what, reason })
+}
+
 fn controlled_by(object: &Value, primary: &ObjectRef) -> bool {
     object.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
         refs.iter().any(|r| {
@@ -290,11 +319,12 @@ fn settle(
 /// A plugin writes only the kinds it declared, only in the namespace of its key.
 fn check_target(plugin: &PluginInfo, primary: &ObjectRef, kind: &Kind, namespace: &str) -> Result<(), String> {
     if !plugin.writes.contains(kind) {
-        let declared: Vec<String> = plugin.writes.iter().map(Kind::to_string).collect();
+        // Not the declared list: a refusal is repeated per intent, and a declaration is the
+        // plugin's to make as long as it likes.
         return Err(format!(
-            "plugin {} may not write {kind} (it declared: {})",
+            "plugin {} may not write {kind}: not among the kinds it declared ({})",
             plugin.name,
-            if declared.is_empty() { "nothing".into() } else { declared.join(", ") }
+            plugin.writes.len()
         ));
     }
     if !primary.namespace.is_empty() && !namespace.is_empty() && namespace != primary.namespace {

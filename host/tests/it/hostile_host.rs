@@ -7,12 +7,12 @@ use crate::common;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use wasmcm::Metrics;
 use wasmcm::Version;
-use wasmcm::{Host, HostConfig};
+use wasmcm::{Host, HostConfig, HostIdentity};
 
 /// Retries before a key is given up; low so that giving up, which names the retries, comes in
 /// seconds (5 ms doubling: about 5 s of backoff).
@@ -97,5 +97,74 @@ async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
     );
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "default");
     assert!(secrets.get_opt("stolen").await.unwrap().is_none(), "the refused write was never sent");
+    host.shutdown().await;
+}
+
+/// A plugin acts as a tenant: not in the host's namespace, never on the host's Lease, never
+/// on cluster-scoped objects its manifest does not grant, whatever kinds it declared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scope() {
+    let (_cluster, client) = common::cluster().await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for ns in ["wasmcm", "victim"] {
+        let n: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        namespaces.create(&PostParams::default(), &n).await.unwrap();
+    }
+
+    let metrics = Arc::new(Metrics::default());
+    let mut config = HostConfig::default();
+    config.controller.max_retries = 2;
+    config.controller.host =
+        HostIdentity { namespace: Some("wasmcm".into()), lease: Some(("kube-system".into(), "wasmcm".into())) };
+    let plugins = vec![Version::of(common::replicaset()), Version::of(common::hostile())];
+    let host = Host::start(client.clone(), plugins, config, metrics.clone()).await.unwrap();
+
+    // (namespace, key): the host's namespace, where the host's ServiceAccount lives; the
+    // Lease's; and a cluster-scoped delete from an ordinary namespace.
+    for (ns, name) in [("wasmcm", "borrow-identity"), ("kube-system", "take-lease"), ("default", "cluster-delete")] {
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &common::web(2, "nginx:1.27")).await.unwrap();
+
+    let sample = |outcome: &str| {
+        common::sample(&metrics.encode(), "wasmcm_reconciles_total", &["plugin=\"hostile\"", outcome]).unwrap_or(0.0)
+    };
+    common::eventually("the key in the host's namespace to be passed over", || async {
+        (sample("outcome=\"out_of_scope\"") >= 1.0).then_some(())
+    })
+    .await;
+    let events: Api<Event> = Api::all(client.clone());
+    for (ns, key, why) in [
+        ("kube-system", "take-lease", "Lease kube-system/wasmcm is the host's leader lease"),
+        ("default", "cluster-delete", "v1/Namespace is cluster-scoped, which the manifest does not grant"),
+    ] {
+        let fields = format!("reason=WriteRefused,involvedObject.name={key},involvedObject.namespace={ns}");
+        let event = common::eventually(&format!("{key} to be refused"), || async {
+            events.list(&ListParams::default().fields(&fields)).await.ok()?.items.into_iter().next()
+        })
+        .await;
+        let message = event.message.unwrap_or_default();
+        assert!(message.contains(why), "{key}: {message}");
+    }
+    common::eventually("the ReplicaSet beside them to converge", || async {
+        let s = rss.get("web").await.ok()?.status?;
+        (s.ready_replicas == Some(2)).then_some(())
+    })
+    .await;
+
+    let text = metrics.encode();
+    assert!(common::sample(&text, "wasmcm_intents_refused_total", &["plugin=\"hostile\""]).unwrap_or(0.0) >= 2.0);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "wasmcm");
+    assert!(pods.list(&ListParams::default()).await.unwrap().items.is_empty(), "no pod runs as the host");
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.clone(), "kube-system");
+    assert!(leases.get_opt("wasmcm").await.unwrap().is_none(), "the host's Lease was not taken");
+    let victim = namespaces.get("victim").await.unwrap();
+    assert!(victim.metadata.deletion_timestamp.is_none(), "the cluster-scoped delete was never sent");
+    // Each refusal was reported once, not once per retry.
+    let refused = events.list(&ListParams::default().fields("reason=WriteRefused")).await.unwrap().items;
+    assert_eq!(refused.len(), 2, "{refused:#?}");
     host.shutdown().await;
 }

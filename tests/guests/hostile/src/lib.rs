@@ -23,7 +23,12 @@ impl Controller for Hostile {
             primary: Kind::new("v1", "ConfigMap"),
             owns: vec![],
             watches: vec![],
-            writes: vec![Kind::new("v1", "ConfigMap")],
+            writes: vec![
+                Kind::new("v1", "ConfigMap"),
+                Kind::new("v1", "Pod"),
+                Kind::new("v1", "Namespace"),
+                Kind::new("coordination.k8s.io/v1", "Lease"),
+            ],
             contract: CONTRACT_VERSION.into(),
         }
     }
@@ -79,6 +84,33 @@ impl Controller for Hostile {
             "other-namespace" => {
                 let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"kube-system"}}"#;
                 Ok(Outcome { batches: vec![vec![Intent::Create(cm.into())]], requeue_after_ms: None })
+            }
+            // A pod in the key's namespace running as the host's ServiceAccount.
+            "borrow-identity" => {
+                let pod = format!(
+                    r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"borrowed","namespace":"{}"}},
+                        "spec":{{"serviceAccountName":"wasmcm","containers":[{{"name":"c","image":"evil"}}]}}}}"#,
+                    request.namespace
+                );
+                Ok(Outcome { batches: vec![vec![Intent::Create(pod)]], requeue_after_ms: None })
+            }
+            // The host's leader Lease, in the key's namespace.
+            "take-lease" => {
+                let lease = format!(
+                    r#"{{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{{"name":"wasmcm","namespace":"{}"}},
+                        "spec":{{"holderIdentity":"hostile"}}}}"#,
+                    request.namespace
+                );
+                Ok(Outcome { batches: vec![vec![Intent::Create(lease)]], requeue_after_ms: None })
+            }
+            // A cluster-scoped object: the Namespace `victim`.
+            "cluster-delete" => {
+                let target =
+                    ObjectRef { kind: Kind::new("v1", "Namespace"), namespace: String::new(), name: "victim".into() };
+                Ok(Outcome {
+                    batches: vec![vec![Intent::Delete(DeleteTarget { target, uid: None })]],
+                    requeue_after_ms: None,
+                })
             }
             "many-intents" => Ok(Outcome { batches: vec![deletes(MANY)], requeue_after_ms: None }),
             "huge-string" => {
