@@ -51,6 +51,9 @@ COPY --from=builder /out/wasmcm /wasmcm
 # what it compiles. deploy/ uses an emptyDir at /var/cache/wasmcm instead unless told to use this
 # one (helm: cache.useImageCache=true).
 COPY --from=warm --chown=65532:65532 /out/cache /opt/wasmcm/cache
+# The key the artefacts are authenticated with (engine/precompiled.rs): a cache is trusted only
+# with the key that made it, which lives outside the cache directory.
+COPY --from=warm --chown=65532:65532 /out/cache.key /opt/wasmcm/cache.key
 ENV WASMCM_CACHE_DIR=/opt/wasmcm/cache
 USER 65532:65532
 # /metrics, /healthz, /readyz, /plugins (with --metrics-bind-address 0.0.0.0:8080).

@@ -90,12 +90,12 @@ nobody:x:65534:
 nonroot:x:65532:
 EOF
 
-log "precompiling the built-in plugins into /opt/wasmcm/cache"
+log "precompiling the built-in plugins into /opt/wasmcm/cache (authenticated by /opt/wasmcm/cache.key)"
 "$binary" --cache-dir "$rootfs/opt/wasmcm/cache" plugins inspect >/dev/null
 
 rootless=()
 if [[ $(id -u) == 0 ]]; then
-    chown -R 65532:65532 "$rootfs/opt/wasmcm/cache" "$rootfs/home/nonroot"
+    chown -R 65532:65532 "$rootfs/opt/wasmcm/cache" "$rootfs/opt/wasmcm/cache.key" "$rootfs/home/nonroot"
 else
     rootless=(--rootless)
     log "not root: every file of the image is owned by root"

@@ -16,6 +16,11 @@ struct Cli {
     #[arg(long, global = true, env = "WASMCM_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
 
+    /// The key that authenticates the compiled plugins, created on first use; outside the
+    /// cache directory [default: <cache-dir>.key].
+    #[arg(long, global = true, env = "WASMCM_PRECOMPILED_KEY")]
+    precompiled_key: Option<PathBuf>,
+
     /// Compile plugins on every start instead of keeping them.
     #[arg(long, global = true)]
     no_cache: bool,
@@ -239,7 +244,11 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         return run_cluster(args);
     }
     let precompiled_dir = if cli.no_cache { None } else { cli.cache_dir.or_else(default_cache_dir) };
-    let engine = Engine::new(&EngineConfig { precompiled_dir, ..EngineConfig::default() })?;
+    let engine = Engine::new(&EngineConfig {
+        precompiled_dir,
+        precompiled_key: cli.precompiled_key,
+        ..EngineConfig::default()
+    })?;
     match command {
         Command::Run(args) => run_host(&engine, args),
         Command::Simulate(args) => {

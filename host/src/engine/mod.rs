@@ -59,11 +59,18 @@ pub struct EngineConfig {
     pub max_memory_bytes: usize,
     /// Where compiled plugins are kept across runs; `None` compiles every time.
     pub precompiled_dir: Option<std::path::PathBuf>,
+    /// The key that authenticates them, outside that directory; `<dir>.key` by default.
+    pub precompiled_key: Option<std::path::PathBuf>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { max_concurrent_calls: 128, max_memory_bytes: 1 << 30, precompiled_dir: None }
+        EngineConfig {
+            max_concurrent_calls: 128,
+            max_memory_bytes: 1 << 30,
+            precompiled_dir: None,
+            precompiled_key: None,
+        }
     }
 }
 
@@ -353,7 +360,21 @@ impl Engine {
         })?;
 
         let precompiled = match &config.precompiled_dir {
-            Some(dir) => Some(Arc::new(Precompiled::new(&engine, dir)?)),
+            Some(dir) => {
+                let key = config.precompiled_key.clone().unwrap_or_else(|| {
+                    let mut file = dir.as_os_str().to_os_string();
+                    file.push(".key");
+                    file.into()
+                });
+                // Without a trustworthy cache the host still runs: it compiles at each start.
+                match Precompiled::new(&engine, dir, &key) {
+                    Ok(p) => Some(Arc::new(p)),
+                    Err(e) => {
+                        tracing::warn!("not using the precompiled cache {}: {e:#}", dir.display());
+                        None
+                    }
+                }
+            }
             None => None,
         };
         Ok(Engine { engine, linker: Arc::new(linker), precompiled, max_memory_bytes: config.max_memory_bytes })

@@ -1,31 +1,81 @@
 //! Compiled plugins kept on disk, so a restart with unchanged plugins skips the compiler.
 //!
-//! A file is named by the component's SHA-256 and a hash of the engine's compatibility
-//! settings (which include the wasmtime version), so a changed plugin or a differently
-//! configured engine never picks up a stale artefact; wasmtime checks the header again on
-//! load and anything it refuses is recompiled.
+//! An artefact is native code that wasmtime maps and runs without checking it, so one is used
+//! only if this host made it for exactly these component bytes: each file ends in an
+//! HMAC-SHA256 (ring) over the engine's compatibility hash, the component's SHA-256 and the
+//! artefact, under a key kept outside the cache directory. Whoever can write the cache
+//! directory but not the key can only make the host recompile. Files are created with
+//! `O_EXCL` and mode 0600 under unpredictable names, and read only when owned by this user
+//! and writable by no one else; anything else is discarded, with a warning, and recompiled.
 
 use std::hash::{Hash, Hasher};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use ring::hmac;
 use wasmtime::component::Component;
+
+/// Bytes of the tag at the end of every artefact.
+const TAG: usize = 32;
+/// Larger files are not read: no compiled plugin comes near.
+const MAX_ARTEFACT_BYTES: u64 = 1 << 30;
 
 pub(crate) struct Precompiled {
     dir: PathBuf,
     engine_hash: String,
+    key: hmac::Key,
+}
+
+/// This process's effective user, which must own the cache and its files.
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Refuses a path owned by another user than this host's or root (an image's read-only
+/// files), or that others may write.
+fn private(meta: &std::fs::Metadata, what: &Path, others_may_read: bool) -> anyhow::Result<()> {
+    let forbidden = if others_may_read { 0o022 } else { 0o077 };
+    if meta.uid() != euid() && meta.uid() != 0 {
+        anyhow::bail!("{} is owned by uid {}, not this host's {} (or root)", what.display(), meta.uid(), euid());
+    }
+    if meta.mode() & forbidden != 0 {
+        anyhow::bail!("{} has mode {:o}: open to other users", what.display(), meta.mode() & 0o777);
+    }
+    Ok(())
 }
 
 impl Precompiled {
-    pub(crate) fn new(engine: &wasmtime::Engine, dir: &Path) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create the precompiled cache {}: {e}", dir.display()))?;
+    /// The cache in `dir`, authenticated with the key in `key_file` (created, 0600, if absent);
+    /// the key may not live in the cache directory.
+    pub(crate) fn new(engine: &wasmtime::Engine, dir: &Path, key_file: &Path) -> anyhow::Result<Self> {
+        let dir = private_dir(dir)?;
+        let key_dir = key_file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(key_dir)?;
+        if key_dir.canonicalize()?.starts_with(&dir) {
+            anyhow::bail!(
+                "the precompiled cache's key {} must not be inside the cache {}",
+                key_file.display(),
+                dir.display()
+            );
+        }
+        let key = hmac::Key::new(hmac::HMAC_SHA256, &load_or_create_key(key_file)?);
+        // DefaultHasher::new() has fixed keys: the same engine settings give the same name.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        Ok(Precompiled { dir: dir.to_path_buf(), engine_hash: format!("{:016x}", hasher.finish()) })
+        let engine_hash = format!("{:016x}", hasher.finish());
+        Ok(Precompiled { dir, engine_hash, key })
     }
 
     fn path(&self, digest: &str) -> PathBuf {
         self.dir.join(format!("{digest}-{}.cwasm", self.engine_hash))
+    }
+
+    /// What the tag covers: which engine, which component, which artefact.
+    fn message(&self, digest: &str, artefact: &[u8]) -> Vec<u8> {
+        let artefact = ring::digest::digest(&ring::digest::SHA256, artefact);
+        [self.engine_hash.as_bytes(), b"\0", digest.as_bytes(), b"\0", artefact.as_ref()].concat()
     }
 
     pub(crate) fn load_or_compile(
@@ -35,30 +85,130 @@ impl Precompiled {
         digest: &str,
     ) -> wasmtime::Result<(Component, bool)> {
         let path = self.path(digest);
-        if path.exists() {
-            // SAFETY: the file was written by `Component::serialize` of this same engine
-            // configuration into the host's own cache directory (named by digest and engine
-            // hash); wasmtime validates its header and refuses other engines' artefacts.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(c) => return Ok((c, true)),
-                Err(e) => tracing::warn!(path = %path.display(), "recompiling: precompiled plugin refused: {e:#}"),
+        match self.read(&path, digest) {
+            Ok(Some(artefact)) => {
+                // SAFETY: the artefact carries a valid tag under this host's key for this
+                // engine and these component bytes: it is what `Component::serialize` gave
+                // this host for them. wasmtime checks its header once more.
+                match unsafe { Component::deserialize(engine, artefact) } {
+                    Ok(c) => return Ok((c, true)),
+                    Err(e) => tracing::warn!(path = %path.display(), "recompiling: precompiled plugin refused: {e:#}"),
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "recompiling: precompiled plugin not trusted: {e:#}");
+                let _ = std::fs::remove_file(&path);
             }
         }
         let component = Component::new(engine, bytes)?;
-        if let Err(e) = self.store(&path, &component) {
+        if let Err(e) = self.store(&path, digest, &component) {
             tracing::warn!(path = %path.display(), "cannot keep the compiled plugin: {e:#}");
         }
         Ok((component, false))
     }
 
-    /// Writes to a temporary file and renames, so concurrent hosts never read a half file.
-    fn store(&self, path: &Path, component: &Component) -> anyhow::Result<()> {
-        let bytes = component.serialize()?;
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = path.with_extension(format!("tmp.{}.{seq}", std::process::id()));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, path)?;
+    /// The artefact without its tag, if the file is there and authentic.
+    fn read(&self, path: &Path, digest: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        let mut file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            anyhow::bail!("not a regular file");
+        }
+        private(&meta, path, false)?;
+        if meta.len() > MAX_ARTEFACT_BYTES {
+            anyhow::bail!("{} bytes, more than any compiled plugin", meta.len());
+        }
+        let mut content = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut content)?;
+        let Some(split) = content.len().checked_sub(TAG) else { anyhow::bail!("too short to carry a tag") };
+        let (artefact, tag) = content.split_at(split);
+        if hmac::verify(&self.key, &self.message(digest, artefact), tag).is_err() {
+            anyhow::bail!("its tag is not this host's for component sha256 {digest}");
+        }
+        content.truncate(split);
+        Ok(Some(content))
+    }
+
+    /// Writes to a new file under an unpredictable name, then renames: concurrent hosts never
+    /// read a half file, and nobody can plant the file being written.
+    fn store(&self, path: &Path, digest: &str, component: &Component) -> anyhow::Result<()> {
+        let artefact = component.serialize()?;
+        let tag = hmac::sign(&self.key, &self.message(digest, &artefact));
+        let mut suffix = [0u8; 12];
+        getrandom::fill(&mut suffix).map_err(|e| anyhow::anyhow!("no randomness for a file name: {e}"))?;
+        let tmp = path.with_extension(format!("tmp.{}", hex::encode(suffix)));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            f.write_all(&artefact)?;
+            f.write_all(tag.as_ref())?;
+            f.sync_all()
+        };
+        if let Err(e) = write().and_then(|()| std::fs::rename(&tmp, path)) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.into());
+        }
         Ok(())
+    }
+}
+
+/// `dir` if it is this user's and no one else may write it; else (an emptyDir is root's, mode
+/// 0777) a private directory of this user's inside it.
+fn private_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    let create = |d: &Path| {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(d)
+            .map_err(|e| anyhow::anyhow!("cannot create the precompiled cache {}: {e}", d.display()))
+    };
+    create(dir)?;
+    let dir = dir.canonicalize()?;
+    if private(&std::fs::metadata(&dir)?, &dir, true).is_ok() {
+        return Ok(dir);
+    }
+    let own = dir.join(format!("uid-{}", euid()));
+    create(&own)?;
+    let meta = std::fs::symlink_metadata(&own)?;
+    if !meta.is_dir() {
+        anyhow::bail!("{} is not a directory", own.display());
+    }
+    private(&meta, &own, false)?;
+    Ok(own)
+}
+
+/// 32 random bytes, from `path` or written there (O_EXCL, 0600) on first use.
+fn load_or_create_key(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let created =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path);
+    match created {
+        Ok(mut f) => {
+            let mut key = vec![0u8; 32];
+            getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness for a key: {e}"))?;
+            f.write_all(&key)?;
+            f.sync_all()?;
+            tracing::info!(key = %path.display(), "created the precompiled cache's key");
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let mut f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+            private(&f.metadata()?, path, true)?;
+            let mut key = Vec::new();
+            Read::by_ref(&mut f).take(4096).read_to_end(&mut key)?;
+            if key.len() < 32 {
+                anyhow::bail!("the precompiled cache's key {} has {} bytes; at least 32", path.display(), key.len());
+            }
+            Ok(key)
+        }
+        Err(e) => Err(anyhow::anyhow!("cannot create the precompiled cache's key {}: {e}", path.display())),
     }
 }

@@ -115,9 +115,7 @@ fn plugins_built_for_another_contract_are_refused_with_the_versions() {
 
 #[test]
 fn precompiled_cache_is_reused_and_survives_corruption() {
-    let dir = tempfile::tempdir().unwrap();
-    let engine =
-        Engine::new(&EngineConfig { precompiled_dir: Some(dir.path().into()), ..EngineConfig::default() }).unwrap();
+    let (dir, engine, _key) = cached_engine();
     let bytes = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
     let first = engine.load("hostile", &bytes, Limits::default()).unwrap();
     let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
@@ -128,4 +126,48 @@ fn precompiled_cache_is_reused_and_survives_corruption() {
     let again = engine.load("hostile", &bytes, Limits::default()).expect("a corrupt artefact is recompiled");
     assert_eq!(again.info().name, "hostile");
     assert_ne!(std::fs::read(&files[0]).unwrap(), b"garbage", "the artefact is rewritten");
+}
+
+/// An engine with a precompiled cache, and the directory holding its key.
+fn cached_engine() -> (tempfile::TempDir, Engine, tempfile::TempDir) {
+    let (dir, key) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let config = EngineConfig {
+        precompiled_dir: Some(dir.path().into()),
+        precompiled_key: Some(key.path().join("key")),
+        ..EngineConfig::default()
+    };
+    (dir, Engine::new(&config).unwrap(), key)
+}
+
+/// Whoever can write the cache directory cannot make the host run other native code: an
+/// artefact is used only with this host's tag for exactly these component bytes, and only from
+/// a file no one else may write.
+#[test]
+fn a_swapped_or_exposed_precompiled_artefact_is_refused_and_recompiled() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, engine, _key) = cached_engine();
+    let hostile = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
+    let replicaset = std::fs::read(common::guest("wasmcm_replicaset.wasm")).unwrap();
+    let h = engine.load("hostile", &hostile, Limits::default()).unwrap();
+    let r = engine.load("replicaset", &replicaset, Limits::default()).unwrap();
+    let artefact = |digest: &str| {
+        let mut files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        files.into_iter().find(|p| p.file_name().unwrap().to_str().unwrap().starts_with(digest)).unwrap()
+    };
+    let meta = std::fs::metadata(artefact(h.digest())).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "created private");
+    let again = engine.load("hostile", &hostile, Limits::default()).unwrap();
+    assert!(again.compiled().cached, "an intact artefact is reused");
+
+    // The replicaset's (valid, this engine's) artefact under the hostile plugin's name.
+    std::fs::copy(artefact(r.digest()), artefact(h.digest())).unwrap();
+    let swapped = engine.load("hostile", &hostile, Limits::default()).unwrap();
+    assert_eq!(swapped.info().name, "hostile", "the swapped artefact never ran");
+    assert!(!swapped.compiled().cached, "it was recompiled");
+    assert!(engine.load("hostile", &hostile, Limits::default()).unwrap().compiled().cached, "and stored again");
+
+    // An intact artefact others may write is not trusted either.
+    std::fs::set_permissions(artefact(h.digest()), std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert!(!engine.load("hostile", &hostile, Limits::default()).unwrap().compiled().cached);
 }
