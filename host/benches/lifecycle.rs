@@ -288,7 +288,7 @@ async fn hot_swap() -> f64 {
 
     let engine = engine_with_cache(&cache);
     let paths = vec![plugin_dir.clone()];
-    let (versions, failures) = wasmcm::load_all(&engine, &paths, NAMESPACE, Some(&client)).await;
+    let (versions, failures) = wasmcm::load_all(&engine, &paths, &wasmcm::Trust::of(NAMESPACE), Some(&client)).await;
     assert!(failures.is_empty() && versions.len() == 1, "load: {failures:?}");
     let metrics = Arc::new(Metrics::default());
     let host_config = HostConfig { client_rate: ClientRate { qps, burst: qps as u32 }, ..HostConfig::default() };
@@ -297,7 +297,7 @@ async fn hot_swap() -> f64 {
     let reloader = wasmcm::Reloader {
         engine: engine.clone(),
         client: Some(client.clone()),
-        namespace: NAMESPACE.into(),
+        trust: wasmcm::Trust::of(NAMESPACE),
         paths,
         controllers: host.controllers().to_vec(),
     }
@@ -461,7 +461,7 @@ async fn child(copies: usize) {
     let engine = engine_with_cache(&cache);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let base = rss_kib();
-    let (versions, failures) = wasmcm::load_all(&engine, &[dir], NAMESPACE, Some(&client)).await;
+    let (versions, failures) = wasmcm::load_all(&engine, &[dir], &wasmcm::Trust::of(NAMESPACE), Some(&client)).await;
     assert!(failures.is_empty() && versions.len() == copies, "load: {failures:?}");
     assert!(versions.iter().all(|v| v.plugin.compiled().cached), "every copy from the precompiled cache");
     let host = Host::start(client, versions, HostConfig::default(), Arc::new(Metrics::default())).await.expect("host");

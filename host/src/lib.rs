@@ -22,7 +22,7 @@ pub mod simulate;
 mod writes;
 
 pub use engine::{CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin};
-pub use lifecycle::loader::{Version, configmap_bytes, load_all};
+pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
 pub use lifecycle::reload::{RELOAD_SETTLE, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};

@@ -116,6 +116,12 @@ struct RunArgs {
     /// Refuse to start if any manifest or plugin fails to load (otherwise the others start).
     #[arg(long, env = "WASMCM_STRICT")]
     strict: bool,
+    /// Refuse file and ConfigMap plugins whose manifest entry pins no sha256.
+    #[arg(long, env = "WASMCM_REQUIRE_PINS")]
+    require_pins: bool,
+    /// Namespaces besides the host's own that plugin ConfigMaps may be read from.
+    #[arg(long, env = "WASMCM_PLUGIN_CONFIGMAP_NAMESPACES", value_delimiter = ',')]
+    plugin_configmap_namespaces: Vec<String>,
     /// Workers per plugin, unless its manifest says.
     #[arg(long, env = "WASMCM_WORKERS", default_value_t = 5)]
     workers: usize,
@@ -471,7 +477,12 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         };
         let client = kube::Client::try_from(config)?;
         let namespace = own_namespace();
-        let (versions, failures) = wasmcm::load_all(engine, &args.plugins, &namespace, Some(&client)).await;
+        let trust = wasmcm::Trust {
+            namespace,
+            configmap_namespaces: args.plugin_configmap_namespaces.clone(),
+            require_pins: args.require_pins,
+        };
+        let (versions, failures) = wasmcm::load_all(engine, &args.plugins, &trust, Some(&client)).await;
         for f in &failures {
             tracing::error!("not loaded: {f}");
         }
@@ -517,7 +528,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         let reloader = wasmcm::Reloader {
             engine: engine.clone(),
             client: Some(client),
-            namespace,
+            trust,
             paths: args.plugins.clone(),
             controllers: host.controllers().to_vec(),
         }

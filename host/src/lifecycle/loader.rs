@@ -65,17 +65,58 @@ pub(crate) struct LoadFailure {
     pub message: String,
 }
 
-/// The component bytes of `spec`. ConfigMap sources need a client.
-pub(crate) async fn read(spec: &PluginSpec, client: Option<&kube::Client>) -> Result<Vec<u8>, LoadFailure> {
+/// Largest plugin file read: no controller component comes near (the built-ins are < 1 MiB).
+pub(crate) const MAX_PLUGIN_FILE_BYTES: u64 = 64 << 20;
+
+/// Where plugins may come from, checked before their bytes are read.
+#[derive(Clone, Debug, Default)]
+pub struct Trust {
+    /// The host's namespace: ConfigMap sources that name none are read from it, and those
+    /// that name another are refused unless listed in `configmap_namespaces`.
+    pub namespace: String,
+    pub configmap_namespaces: Vec<String>,
+    /// Refuse a file or ConfigMap plugin whose manifest entry pins no sha256 (built-ins are
+    /// part of the binary).
+    pub require_pins: bool,
+}
+
+impl Trust {
+    /// Pins optional, ConfigMaps from `namespace` only.
+    pub fn of(namespace: &str) -> Trust {
+        Trust { namespace: namespace.into(), ..Trust::default() }
+    }
+
+    fn check(&self, spec: &PluginSpec) -> Result<(), String> {
+        if self.require_pins && spec.sha256.is_none() && !matches!(spec.source, Source::Builtin(_)) {
+            return Err(format!("{}: --require-pins: the manifest entry pins no sha256", spec.source));
+        }
+        if let Source::ConfigMap { namespace, .. } = &spec.source
+            && *namespace != self.namespace
+            && !self.configmap_namespaces.contains(namespace)
+        {
+            return Err(format!(
+                "{}: plugins are read from ConfigMaps in the host's namespace {:?} only (--plugin-configmap-namespaces allows others)",
+                spec.source, self.namespace
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The component bytes of `spec`, if `trust` lets them be read. ConfigMap sources need a client.
+pub(crate) async fn read(
+    spec: &PluginSpec,
+    trust: &Trust,
+    client: Option<&kube::Client>,
+) -> Result<Vec<u8>, LoadFailure> {
     let fail = |message: String| LoadFailure { plugin: spec.name.clone(), message };
+    trust.check(spec).map_err(fail)?;
     match &spec.source {
         Source::Builtin(name) => crate::engine::builtin::get(name).map(<[u8]>::to_vec).ok_or_else(|| {
             let known = crate::engine::builtin::names().collect::<Vec<_>>().join(", ");
             fail(format!("no built-in plugin {name:?} (built-ins: {known})"))
         }),
-        Source::File(path) => {
-            tokio::fs::read(path).await.map_err(|e| fail(format!("{}: cannot read: {e}", path.display())))
-        }
+        Source::File(path) => read_capped(path).await.map_err(|e| fail(format!("{}: {e}", path.display()))),
         Source::ConfigMap { namespace, name, key } => {
             let Some(client) = client else {
                 return Err(fail(format!("{}: ConfigMap sources need a cluster", spec.source)));
@@ -86,6 +127,18 @@ pub(crate) async fn read(spec: &PluginSpec, client: Option<&kube::Client>) -> Re
             configmap_bytes(&cm, key).map_err(|e| fail(format!("{}: {e}", spec.source)))
         }
     }
+}
+
+/// A file's bytes, refusing anything larger than a plugin can be (`/dev/zero` included).
+async fn read_capped(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use tokio::io::AsyncReadExt;
+    let file = tokio::fs::File::open(path).await.map_err(|e| format!("cannot read: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PLUGIN_FILE_BYTES + 1).read_to_end(&mut bytes).await.map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_PLUGIN_FILE_BYTES {
+        return Err(format!("more than {} MiB; not a controller plugin", MAX_PLUGIN_FILE_BYTES >> 20));
+    }
+    Ok(bytes)
 }
 
 /// A plugin from a ConfigMap's `binaryData` (or, for a text-safe component, `data`).
@@ -125,9 +178,10 @@ pub(crate) fn compile(engine: &Engine, spec: &PluginSpec, bytes: &[u8]) -> Resul
 pub(crate) async fn load(
     engine: &Engine,
     spec: &PluginSpec,
+    trust: &Trust,
     client: Option<&kube::Client>,
 ) -> Result<Version, LoadFailure> {
-    let bytes = read(spec, client).await?;
+    let bytes = read(spec, trust, client).await?;
     let (engine, owned) = (engine.clone(), spec.clone());
     tokio::task::spawn_blocking(move || compile(&engine, &owned, &bytes))
         .await
@@ -139,14 +193,14 @@ pub(crate) async fn load(
 pub async fn load_all(
     engine: &Engine,
     paths: &[std::path::PathBuf],
-    namespace: &str,
+    trust: &Trust,
     client: Option<&kube::Client>,
 ) -> (Vec<Version>, Vec<String>) {
-    let (specs, manifest_errors) = crate::lifecycle::manifest::resolve_plugins(paths, namespace);
+    let (specs, manifest_errors) = crate::lifecycle::manifest::resolve_plugins(paths, &trust.namespace);
     let mut failures: Vec<String> = manifest_errors.iter().map(|e| e.to_string()).collect();
     let mut versions = Vec::new();
     for spec in specs.iter().filter(|s| s.enabled) {
-        match load(engine, spec, client).await {
+        match load(engine, spec, trust, client).await {
             Ok(v) => {
                 let c = v.plugin.compiled();
                 tracing::info!(

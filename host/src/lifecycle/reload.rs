@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::engine::Engine;
+use crate::lifecycle::loader::Trust;
 use crate::lifecycle::manifest::{self, PluginSpec, Source};
 use crate::runtime::controller::PluginController;
 use crate::writes::kube::KubeApi;
@@ -28,8 +29,8 @@ pub const RELOAD_SETTLE: Duration = Duration::from_millis(20);
 pub struct Reloader {
     pub engine: Engine,
     pub client: Option<kube::Client>,
-    /// The host's namespace, for ConfigMap sources that name none.
-    pub namespace: String,
+    /// Where plugins may come from (and the host's namespace).
+    pub trust: Trust,
     /// The `--plugins` paths, re-read on every change.
     pub paths: Vec<PathBuf>,
     pub controllers: Vec<Arc<PluginController<KubeApi>>>,
@@ -46,7 +47,7 @@ impl Reloader {
                 let _ = file_tx.send(());
             }
         })?;
-        let (specs, _) = manifest::resolve_plugins(&self.paths, &self.namespace);
+        let (specs, _) = manifest::resolve_plugins(&self.paths, &self.trust.namespace);
         for dir in watched_dirs(&self.paths, &specs) {
             watcher
                 .watch(&dir, notify::RecursiveMode::NonRecursive)
@@ -75,7 +76,7 @@ impl Reloader {
 
     /// Re-reads the manifests and offers every plugin whose bytes or entry changed.
     pub async fn reload(&self) {
-        let (specs, errors) = manifest::resolve_plugins(&self.paths, &self.namespace);
+        let (specs, errors) = manifest::resolve_plugins(&self.paths, &self.trust.namespace);
         for e in errors {
             tracing::error!("not reloaded: {e}");
         }
@@ -90,7 +91,7 @@ impl Reloader {
                 tracing::warn!(plugin = %spec.name, "disabled in the manifests: it stops with the next restart");
                 continue;
             }
-            let bytes = match crate::lifecycle::loader::read(&spec, self.client.as_ref()).await {
+            let bytes = match crate::lifecycle::loader::read(&spec, &self.trust, self.client.as_ref()).await {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!("not reloaded: {e}");

@@ -392,7 +392,7 @@ async fn load_plugin_manifest(objects: &[Value], what: &str) -> (Vec<(String, bo
     }
     let resolved = specs.iter().map(|s| (s.name.clone(), s.enabled)).collect();
 
-    let (versions, failures) = wasmcm::load_all(common::engine(), &paths, "wasmcm", None).await;
+    let (versions, failures) = wasmcm::load_all(common::engine(), &paths, &wasmcm::Trust::of("wasmcm"), None).await;
     assert!(failures.is_empty(), "{what}: {failures:?}");
     (resolved, versions.iter().map(|v| v.plugin.info().name.clone()).collect())
 }
@@ -454,8 +454,13 @@ async fn a_plugin_shipped_in_the_chart_loads_from_its_configmap_as_the_service_a
     let manifest = find(&rendered, "ConfigMap", "wasmcm-plugins")["data"]["plugins.yaml"].as_str().unwrap();
     std::fs::write(plugins.path().join("plugins.yaml"), manifest).unwrap();
     let client = common::token_client(&cluster, "wasmcm", "wasmcm").await;
-    let (versions, failures) =
-        wasmcm::load_all(common::engine(), &[plugins.path().to_path_buf()], "wasmcm", Some(&client)).await;
+    let (versions, failures) = wasmcm::load_all(
+        common::engine(),
+        &[plugins.path().to_path_buf()],
+        &wasmcm::Trust::of("wasmcm"),
+        Some(&client),
+    )
+    .await;
     assert!(failures.is_empty(), "{failures:?}");
     let names: Vec<&str> = versions.iter().map(|v| v.name()).collect();
     assert_eq!(names, ["replicaset", "deployment", "rollback", "stamp"]);

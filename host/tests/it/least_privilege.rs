@@ -51,7 +51,8 @@ async fn service_account(cluster: &Cluster, admin: &Client, role: Option<Cluster
 /// The host with the built-in plugins (as `wasmcm run` loads them) on `client`, electing itself
 /// through the Lease wasmcm/wasmcm.
 async fn host(client: Client, controller: ControllerConfig) -> (Host, Arc<Metrics>) {
-    let (versions, failures) = wasmcm::load_all(common::engine(), &[], "wasmcm", Some(&client)).await;
+    let (versions, failures) =
+        wasmcm::load_all(common::engine(), &[], &wasmcm::Trust::of("wasmcm"), Some(&client)).await;
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(versions.len(), 3, "the three built-ins");
     let config =

@@ -69,7 +69,7 @@ impl Fixture {
 
         let engine = common::engine().clone();
         let paths = vec![dir.path().to_path_buf()];
-        let (versions, failures) = wasmcm::load_all(&engine, &paths, "wasmcm", Some(&client)).await;
+        let (versions, failures) = wasmcm::load_all(&engine, &paths, &wasmcm::Trust::of("wasmcm"), Some(&client)).await;
         assert!(failures.is_empty(), "{failures:?}");
         let names: Vec<_> = versions.iter().map(|v| v.name().to_string()).collect();
         assert_eq!(names, ["stamp"], "the built-ins are disabled");
@@ -80,7 +80,7 @@ impl Fixture {
         let reloader = Reloader {
             engine,
             client: Some(client.clone()),
-            namespace: "wasmcm".into(),
+            trust: wasmcm::Trust::of("wasmcm"),
             paths,
             controllers: host.controllers().to_vec(),
         }

@@ -100,7 +100,8 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
     write(d, "i-traps.yaml", manifest("traps", "{source: {file: traps.wasm}}"));
     write(d, "j-future.yaml", manifest("future", "{source: {file: future.wasm}}"));
 
-    let (versions, failures) = wasmcm::load_all(common::engine(), &[d.to_path_buf()], "default", None).await;
+    let (versions, failures) =
+        wasmcm::load_all(common::engine(), &[d.to_path_buf()], &wasmcm::Trust::of("default"), None).await;
 
     assert_eq!(names(&versions), ["deployment", "replicaset", "rollback", "stamp"], "failures: {failures:#?}");
     let good = versions.iter().find(|v| v.name() == "stamp").unwrap();
@@ -285,7 +286,8 @@ async fn capabilities_narrow_and_settings_reach_the_plugin() {
         "readonly.yaml",
         manifest("readonly", &format!("{{source: {{file: {stamp}}}, capabilities: {{writes: []}}}}")),
     );
-    let (versions, failures) = wasmcm::load_all(common::engine(), &[dir.path().to_path_buf()], "default", None).await;
+    let (versions, failures) =
+        wasmcm::load_all(common::engine(), &[dir.path().to_path_buf()], &wasmcm::Trust::of("default"), None).await;
     assert!(failures.is_empty(), "{failures:#?}");
     let readonly = versions.iter().find(|v| v.name() == "readonly").unwrap();
     assert!(readonly.plugin.info().writes.is_empty(), "writes: [] leaves no kind writable");
@@ -362,13 +364,14 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let paths = vec![dir.path().to_path_buf()];
 
     // Without a client the ConfigMap cannot be read, and the failure says so.
-    let (_, failures) = wasmcm::load_all(common::engine(), &paths, "default", None).await;
+    let (_, failures) = wasmcm::load_all(common::engine(), &paths, &wasmcm::Trust::of("default"), None).await;
     assert!(
         failures.iter().any(|f| f.contains("plugin stamp") && f.contains("ConfigMap default/plugins key stamp.wasm")),
         "{failures:#?}"
     );
 
-    let (versions, failures) = wasmcm::load_all(common::engine(), &paths, "default", Some(&client)).await;
+    let (versions, failures) =
+        wasmcm::load_all(common::engine(), &paths, &wasmcm::Trust::of("default"), Some(&client)).await;
     assert!(failures.is_empty(), "{failures:#?}");
     let stamp = take(versions, "stamp");
     assert_eq!(stamp.plugin.digest(), common::sha256(&v1));
@@ -379,7 +382,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let reloader = wasmcm::Reloader {
         engine: common::engine().clone(),
         client: Some(client.clone()),
-        namespace: "default".into(),
+        trust: wasmcm::Trust::of("default"),
         paths,
         controllers: host.controllers().to_vec(),
     }
@@ -426,7 +429,7 @@ async fn a_warm_restart_reuses_compiled_plugins() {
     };
 
     let cold = engine();
-    let (versions, failures) = wasmcm::load_all(&cold, &[], "default", None).await;
+    let (versions, failures) = wasmcm::load_all(&cold, &[], &wasmcm::Trust::of("default"), None).await;
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(versions.iter().map(Version::name).collect::<Vec<_>>(), BUILTINS);
     for v in &versions {
@@ -436,7 +439,7 @@ async fn a_warm_restart_reuses_compiled_plugins() {
     drop((versions, cold));
 
     let warm = engine();
-    let (versions, failures) = wasmcm::load_all(&warm, &[], "default", None).await;
+    let (versions, failures) = wasmcm::load_all(&warm, &[], &wasmcm::Trust::of("default"), None).await;
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(versions.iter().map(Version::name).collect::<Vec<_>>(), BUILTINS);
     for v in &versions {
@@ -528,4 +531,48 @@ fn plugins_inspect_prints_digest_imports_and_size() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("unknown plugin \"no-such-plugin\""), "{stderr}");
+}
+
+/// Where a plugin may come from is checked before its bytes are read: under `require_pins` an
+/// unpinned file is refused (a pinned one and the built-ins load), a ConfigMap in another
+/// namespace is refused unless allowed, and a file is read only up to what a plugin can be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpinned_foreign_or_endless_plugin_sources_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stamp = stamp_path();
+    let stamp = stamp.display();
+    let pin = common::sha256(&stamp_bytes());
+    write(d, "a.yaml", manifest("pinned", &format!("{{source: {{file: {stamp}}}, sha256: {pin}}}")));
+    write(d, "b.yaml", manifest("unpinned", &format!("{{source: {{file: {stamp}}}}}")));
+    write(
+        d,
+        "c.yaml",
+        manifest(
+            "foreign",
+            &format!("{{source: {{configMap: {{namespace: kube-system, name: p, key: p.wasm}}}}, sha256: {pin}}}"),
+        ),
+    );
+    write(d, "d.yaml", manifest("endless", &format!("{{source: {{file: /dev/zero}}, sha256: {pin}}}")));
+    let trust = wasmcm::Trust { require_pins: true, ..wasmcm::Trust::of("wasmcm") };
+
+    let (versions, failures) = wasmcm::load_all(common::engine(), &[d.to_path_buf()], &trust, None).await;
+
+    assert_eq!(names(&versions), ["deployment", "pinned", "replicaset", "rollback"], "{failures:#?}");
+    let failure = |name: &str| failure_of(&failures, name);
+    assert!(failure("unpinned").ends_with("--require-pins: the manifest entry pins no sha256"), "{failures:#?}");
+    assert!(
+        failure("foreign").contains("plugins are read from ConfigMaps in the host's namespace \"wasmcm\" only"),
+        "{failures:#?}"
+    );
+    assert!(failure("endless").ends_with("/dev/zero: more than 64 MiB; not a controller plugin"), "{failures:#?}");
+
+    // Allowed explicitly, the foreign namespace gets as far as needing a cluster.
+    let trust = wasmcm::Trust { configmap_namespaces: vec!["kube-system".into()], ..trust };
+    let (_, failures) = wasmcm::load_all(common::engine(), &[d.to_path_buf()], &trust, None).await;
+    assert!(failure_of(&failures, "foreign").contains("ConfigMap sources need a cluster"), "{failures:#?}");
+}
+
+fn failure_of<'a>(failures: &'a [String], name: &str) -> &'a str {
+    failures.iter().find(|f| f.starts_with(&format!("plugin {name}:"))).map_or("", String::as_str)
 }
