@@ -79,6 +79,10 @@ struct AdminArgs {
     /// The host's metrics/admin address (its --metrics-bind-address).
     #[arg(long, env = "WASMCM_ADMIN_ADDRESS", default_value = "127.0.0.1:8080")]
     address: std::net::SocketAddr,
+    /// The host's admin token, for promote and abandon [default: $XDG_CONFIG_HOME/wasmcm/admin-token
+    /// or ~/.config/wasmcm/admin-token].
+    #[arg(long, env = "WASMCM_ADMIN_TOKEN_FILE")]
+    admin_token_file: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -137,6 +141,11 @@ struct RunArgs {
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, env = "WASMCM_METRICS_BIND_ADDRESS", default_value = "127.0.0.1:8080")]
     metrics_bind_address: std::net::SocketAddr,
+    /// The bearer token plugin promote/abandon need, created (0600) if absent; `wasmcm plugins`
+    /// reads the same file [default: $XDG_CONFIG_HOME/wasmcm/admin-token or
+    /// ~/.config/wasmcm/admin-token].
+    #[arg(long, env = "WASMCM_ADMIN_TOKEN_FILE")]
+    admin_token_file: Option<PathBuf>,
     /// Elect a leader through a Lease so that only one replica reconciles.
     #[arg(long, env = "WASMCM_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     leader_elect: bool,
@@ -302,37 +311,35 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Plugins(PluginsCommand::List(admin)) => {
-            admin_call(admin.address, hyper::Method::GET, "/plugins", |body| {
-                let statuses: Vec<serde_json::Value> = serde_json::from_str(body)?;
-                println!("{:<14} {:<10} {:<9} {:<14} COUNTERS", "NAME", "VERSION", "STATE", "DIGEST");
-                for s in &statuses {
-                    for v in s["versions"].as_array().into_iter().flatten() {
-                        let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
-                        let counters: Vec<String> = ["reconciles", "failures", "agreements", "mismatches"]
-                            .iter()
-                            .filter_map(|k| v[*k].as_u64().map(|n| format!("{k}={n}")))
-                            .chain(v["reason"].as_str().map(String::from))
-                            .collect();
-                        let digest = text("digest");
-                        println!(
-                            "{:<14} {:<10} {:<9} {:<14} {}",
-                            s["name"].as_str().unwrap_or(""),
-                            text("version"),
-                            text("state"),
-                            &digest[..digest.len().min(12)],
-                            counters.join(" ")
-                        );
-                    }
+        Command::Plugins(PluginsCommand::List(admin)) => admin_call(&admin, hyper::Method::GET, "/plugins", |body| {
+            let statuses: Vec<serde_json::Value> = serde_json::from_str(body)?;
+            println!("{:<14} {:<10} {:<9} {:<14} COUNTERS", "NAME", "VERSION", "STATE", "DIGEST");
+            for s in &statuses {
+                for v in s["versions"].as_array().into_iter().flatten() {
+                    let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
+                    let counters: Vec<String> = ["reconciles", "failures", "agreements", "mismatches"]
+                        .iter()
+                        .filter_map(|k| v[*k].as_u64().map(|n| format!("{k}={n}")))
+                        .chain(v["reason"].as_str().map(String::from))
+                        .collect();
+                    let digest = text("digest");
+                    println!(
+                        "{:<14} {:<10} {:<9} {:<14} {}",
+                        s["name"].as_str().unwrap_or(""),
+                        text("version"),
+                        text("state"),
+                        &digest[..digest.len().min(12)],
+                        counters.join(" ")
+                    );
                 }
-                Ok(())
-            })
-        }
+            }
+            Ok(())
+        }),
         Command::Plugins(PluginsCommand::Promote { name, admin }) => {
-            admin_call(admin.address, hyper::Method::POST, &format!("/plugins/{name}/promote"), print_body)
+            admin_call(&admin, hyper::Method::POST, &format!("/plugins/{name}/promote"), print_body)
         }
         Command::Plugins(PluginsCommand::Abandon { name, admin }) => {
-            admin_call(admin.address, hyper::Method::POST, &format!("/plugins/{name}/abandon"), print_body)
+            admin_call(&admin, hyper::Method::POST, &format!("/plugins/{name}/abandon"), print_body)
         }
     }
 }
@@ -344,13 +351,21 @@ fn print_body(body: &str) -> anyhow::Result<()> {
 
 /// One call to a running host's admin endpoint; a non-2xx answer is an error carrying its body.
 fn admin_call(
-    address: std::net::SocketAddr,
+    admin: &AdminArgs,
     method: hyper::Method,
     path: &str,
     show: impl FnOnce(&str) -> anyhow::Result<()>,
 ) -> anyhow::Result<ExitCode> {
+    let address = admin.address;
+    let token_file = admin.admin_token_file.clone().or_else(default_admin_token_file);
+    // Reads need none; a change says why it has none.
+    let token = match (&token_file, method == hyper::Method::GET) {
+        (Some(f), true) => wasmcm::admin_token(f, false).ok(),
+        (Some(f), false) => Some(wasmcm::admin_token(f, false)?),
+        (None, _) => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (status, body) = runtime.block_on(wasmcm::admin_request(address, method, path))?;
+    let (status, body) = runtime.block_on(wasmcm::admin_request(address, method, path, token.as_deref()))?;
     if !(200..300).contains(&status) {
         anyhow::bail!("{address}{path}: {status}: {}", body.trim());
     }
@@ -371,6 +386,13 @@ fn load_plugin(engine: &Engine, spec: &str, limits: Limits) -> anyhow::Result<Pl
             builtin::names().collect::<Vec<_>>().join(", ")
         ),
     }
+}
+
+fn default_admin_token_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("wasmcm").join("admin-token"))
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
@@ -518,7 +540,17 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         let metrics = std::sync::Arc::new(wasmcm::Metrics::default());
         let (ready, ready_rx) = tokio::sync::watch::channel(false);
         let (plugins, plugins_rx) = tokio::sync::watch::channel(Vec::new());
-        let admin = wasmcm::Admin { metrics: metrics.clone(), ready: ready_rx, plugins: plugins_rx };
+        let token = match args.admin_token_file.clone().or_else(default_admin_token_file) {
+            Some(file) => match wasmcm::admin_token(&file, true) {
+                Ok(t) => Some(t.into()),
+                Err(e) => {
+                    tracing::warn!("plugin promote/abandon over HTTP are off: {e:#}");
+                    None
+                }
+            },
+            None => None,
+        };
+        let admin = wasmcm::Admin { metrics: metrics.clone(), ready: ready_rx, plugins: plugins_rx, token };
         let bound = wasmcm::serve_admin(args.metrics_bind_address, admin)
             .await
             .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;

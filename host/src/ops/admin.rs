@@ -3,19 +3,26 @@
 //!
 //! - `GET /plugins`: every plugin's versions (live, shadow, previous, failed) with counters;
 //! - `POST /plugins/<name>/promote` and `/abandon`: end a shadow period by hand. Changing what
-//!   runs is accepted from loopback only (in a pod: `kubectl port-forward` or `exec`), never
-//!   from the network the metrics port is exposed on.
+//!   runs needs `Authorization: Bearer <token>` with the host's admin token (where it came from
+//!   is the caller's business: a file only its user reads, a Secret), never the peer's address:
+//!   a sidecar or a hostNetwork pod reaches loopback too. A request a browser sends on a page's
+//!   behalf (it carries `Origin`) is refused, so a port-forward cannot be driven by CSRF.
+//!
+//! Connections are capped and timed out (headers in 10 s, a connection at most 60 s) so idle
+//! or slow clients cannot take the probes' port, and accept errors (out of file descriptors)
+//! back off instead of spinning.
 //!
 //! It reads what the rollouts and metrics report and changes nothing but shadow periods.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::sync::watch;
 
 use crate::lifecycle::rollout::Rollout;
@@ -27,13 +34,23 @@ pub struct Admin {
     pub metrics: Arc<Metrics>,
     pub ready: watch::Receiver<bool>,
     pub plugins: watch::Receiver<Vec<Arc<Rollout>>>,
+    /// The bearer token plugin changes need; `None` refuses every change.
+    pub token: Option<Arc<str>>,
 }
+
+/// Connections served at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 512;
+/// A client must have sent a request's headers within this.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// No connection lives longer (scrapes and probes take milliseconds).
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
 type Reply = (StatusCode, &'static str, String);
 
 impl Admin {
-    fn handle(&self, method: &Method, path: &str, peer: SocketAddr) -> Reply {
+    fn handle(&self, req: &Request<hyper::body::Incoming>) -> Reply {
         const TEXT: &str = "text/plain";
+        let (method, path) = (req.method(), req.uri().path());
         match (method, path) {
             (&Method::GET, "/metrics") => {
                 (StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", self.metrics.encode())
@@ -47,8 +64,8 @@ impl Admin {
                 (StatusCode::OK, "application/json", body)
             }
             (&Method::POST, p) if p.starts_with("/plugins/") => {
-                if !peer.ip().is_loopback() {
-                    return (StatusCode::FORBIDDEN, TEXT, "plugin changes are accepted from loopback only\n".into());
+                if let Err(reply) = self.authorize(req) {
+                    return reply;
                 }
                 let Some((name, action)) = p["/plugins/".len()..].split_once('/') else {
                     return (StatusCode::NOT_FOUND, TEXT, "POST /plugins/<name>/promote or /abandon\n".into());
@@ -69,48 +86,122 @@ impl Admin {
             _ => (StatusCode::NOT_FOUND, TEXT, "not found\n".into()),
         }
     }
+
+    /// A change needs the admin token, from a client that is not a browser acting for a page.
+    fn authorize(&self, req: &Request<hyper::body::Incoming>) -> Result<(), Reply> {
+        const TEXT: &str = "text/plain";
+        if req.headers().contains_key(hyper::header::ORIGIN) {
+            return Err((StatusCode::FORBIDDEN, TEXT, "cross-origin requests may not change plugins\n".into()));
+        }
+        let Some(token) = &self.token else {
+            return Err((
+                StatusCode::FORBIDDEN,
+                TEXT,
+                "plugin changes are off: the host has no admin token (--admin-token-file)\n".into(),
+            ));
+        };
+        let presented = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let matches = presented.is_some_and(|p| {
+            // Constant time in the token's content.
+            p.len() == token.len() && p.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        });
+        if !matches {
+            return Err((StatusCode::UNAUTHORIZED, TEXT, "a valid admin bearer token is required\n".into()));
+        }
+        Ok(())
+    }
 }
 
 /// Listens on `addr` and serves until the runtime stops; returns the bound address.
 pub async fn serve_admin(addr: SocketAddr, admin: Admin) -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
+        let mut backoff = Duration::from_millis(5);
         loop {
-            let Ok((stream, peer)) = listener.accept().await else { continue };
+            let Ok(slot) = slots.clone().acquire_owned().await else { return };
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, mostly: retrying at once would spin.
+                    tracing::warn!("admin endpoint: accept failed, retrying in {backoff:?}: {e}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            backoff = Duration::from_millis(5);
             let admin = admin.clone();
             tokio::spawn(async move {
+                let _slot = slot;
                 let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (code, content_type, body) = admin.handle(req.method(), req.uri().path(), peer);
+                    let (code, content_type, body) = admin.handle(&req);
                     let mut r = Response::new(Full::new(Bytes::from(body)));
                     *r.status_mut() = code;
                     r.headers_mut()
                         .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
                     async move { Ok::<_, Infallible>(r) }
                 });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+                let conn = builder.serve_connection(TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(CONNECTION_LIFETIME, conn).await;
             });
         }
     });
     Ok(bound)
 }
 
-/// One request to a running host's endpoint: (status, body).
-pub async fn admin_request(addr: SocketAddr, method: Method, path: &str) -> anyhow::Result<(u16, String)> {
+/// One request to a running host's endpoint, with the admin token if given: (status, body).
+pub async fn admin_request(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+) -> anyhow::Result<(u16, String)> {
     let stream = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach a wasmcm host at {addr}: {e}"))?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(hyper::header::HOST, addr.to_string())
-        .body(http_body_util::Empty::<Bytes>::new())?;
-    let resp = sender.send_request(req).await?;
+    let mut req = Request::builder().method(method).uri(path).header(hyper::header::HOST, addr.to_string());
+    if let Some(token) = token {
+        req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let resp = sender.send_request(req.body(http_body_util::Empty::<Bytes>::new())?).await?;
     let status = resp.status().as_u16();
     let body = resp.into_body().collect().await?.to_bytes();
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// The admin token in `path`, created (random, mode 0600) when there is none yet: the host and
+/// `wasmcm plugins` on the same machine or pod share it through the file.
+pub fn admin_token(path: &std::path::Path, create: bool) -> anyhow::Result<String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
+        Ok(_) => anyhow::bail!("{} is empty", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {}
+        Err(e) => anyhow::bail!("cannot read the admin token {}: {e}", path.display()),
+    }
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw).map_err(|e| anyhow::anyhow!("no randomness for a token: {e}"))?;
+    let token = hex::encode(raw);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot create the admin token {}: {e}", path.display()))?;
+    f.write_all(token.as_bytes())?;
+    Ok(token)
 }

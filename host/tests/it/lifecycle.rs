@@ -433,6 +433,16 @@ async fn cli(args: &[&str]) -> (bool, String, String) {
     .unwrap()
 }
 
+/// Writes `request` on a new connection and returns what comes back.
+async fn raw_http(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.unwrap();
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_admin_endpoint_lists_and_promotes() {
     const N: usize = 5;
@@ -440,7 +450,10 @@ async fn the_admin_endpoint_lists_and_promotes() {
     let rollouts: Vec<Arc<Rollout>> = f.host.controllers().iter().map(|c| c.rollout().clone()).collect();
     let (_ready, ready) = tokio::sync::watch::channel(true);
     let (_plugins, plugins) = tokio::sync::watch::channel(rollouts);
-    let admin = wasmcm::Admin { metrics: f.metrics.clone(), ready, plugins };
+    let token_dir = tempfile::tempdir().unwrap();
+    let token_file = token_dir.path().join("admin-token");
+    let token = wasmcm::admin_token(&token_file, true).unwrap();
+    let admin = wasmcm::Admin { metrics: f.metrics.clone(), ready, plugins, token: Some(token.clone().into()) };
     let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
     f.wait_stamped(N, "v1", 2).await;
 
@@ -449,7 +462,7 @@ async fn the_admin_endpoint_lists_and_promotes() {
     f.install(&v2);
     let (v1_digest, v2_digest) = (common::sha256(&f.original), common::sha256(&v2));
     let stamp = common::eventually("GET /plugins to show the shadow disagreeing", || async {
-        let (code, body) = wasmcm::admin_request(addr, http::Method::GET, "/plugins").await.ok()?;
+        let (code, body) = wasmcm::admin_request(addr, http::Method::GET, "/plugins", None).await.ok()?;
         assert_eq!(code, 200, "{body}");
         let plugins: Vec<Value> = serde_json::from_str(&body).unwrap();
         let stamp = plugins.into_iter().find(|p| p["name"] == "stamp")?;
@@ -490,14 +503,41 @@ async fn the_admin_endpoint_lists_and_promotes() {
         assert!(line.contains(counter), "{line}");
     }
 
-    let (ok, out, stderr) = cli(&["plugins", "promote", "stamp", "--address", &address]).await;
+    // Changes need the token, from no browser page; idle connections do not take the port.
+    let promote = "/plugins/stamp/promote";
+    let (code, body) = wasmcm::admin_request(addr, http::Method::POST, promote, None).await.unwrap();
+    assert_eq!(code, 401, "{body}");
+    let (code, body) = wasmcm::admin_request(addr, http::Method::POST, promote, Some("guess")).await.unwrap();
+    assert_eq!(code, 401, "{body}");
+    let forged = format!(
+        "POST {promote} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    assert!(raw_http(addr, &forged).await.starts_with("HTTP/1.1 403"), "a cross-origin change is refused");
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    let health = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        wasmcm::admin_request(addr, http::Method::GET, "/healthz", None),
+    )
+    .await;
+    assert!(matches!(health, Ok(Ok((200, _)))), "/healthz beside 300 idle connections: {health:?}");
+    drop(idle);
+    assert_eq!(f.live_version(), "1.0.0", "nothing was promoted without the token");
+
+    let token_arg = token_file.to_str().unwrap();
+    let (ok, out, stderr) =
+        cli(&["plugins", "promote", "stamp", "--address", &address, "--admin-token-file", token_arg]).await;
     assert!(ok, "{stderr}");
     assert!(out.contains("promoted 2.0.0"), "{out}");
     assert_eq!(f.live_version(), "2.0.0");
     assert_eq!(f.swaps(), 1.0);
     f.wait_stamped(N, "v2", 0).await;
 
-    let (ok, _, stderr) = cli(&["plugins", "promote", "stamp", "--address", &address]).await;
+    let (ok, _, stderr) =
+        cli(&["plugins", "promote", "stamp", "--address", &address, "--admin-token-file", token_arg]).await;
     assert!(!ok, "nothing left to promote");
     assert!(stderr.contains("no shadow candidate"), "{stderr}");
     assert_eq!(f.live_version(), "2.0.0");
