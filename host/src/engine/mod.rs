@@ -167,6 +167,8 @@ struct CallState {
     memory_exceeded: Option<usize>,
     violation: Option<String>,
     panic: Option<String>,
+    /// Log lines and bytes this call has written.
+    logged: (usize, usize),
 }
 
 impl ResourceLimiter for CallState {
@@ -283,6 +285,10 @@ const _: () = assert!(
 /// the events an error ends up in) with one call.
 const MAX_LOG_LINE: usize = 4096;
 
+/// Log output one call may write; past it, lines are dropped (after one warning).
+const MAX_LOG_LINES_PER_CALL: usize = 100;
+const MAX_LOG_BYTES_PER_CALL: usize = 64 << 10;
+
 fn clip(mut message: String) -> String {
     if message.len() > MAX_LOG_LINE {
         let mut end = MAX_LOG_LINE;
@@ -299,6 +305,23 @@ impl wit_log::Host for CallState {
     fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
         let message = clip(message);
         let (plugin, key) = (&*self.plugin, &self.key);
+        // A panic message is kept whatever came before it: it is what the trap reports.
+        let panicked = level == wit_log::Level::Error && message.starts_with("panicked");
+        let (lines, bytes) = self.logged;
+        self.logged = (lines + 1, bytes + message.len());
+        if !panicked && (lines >= MAX_LOG_LINES_PER_CALL || bytes + message.len() > MAX_LOG_BYTES_PER_CALL) {
+            if lines == MAX_LOG_LINES_PER_CALL || bytes <= MAX_LOG_BYTES_PER_CALL {
+                tracing::warn!(
+                    plugin,
+                    key,
+                    "this call logged more than {MAX_LOG_LINES_PER_CALL} lines or {} KiB; the rest are dropped",
+                    MAX_LOG_BYTES_PER_CALL >> 10
+                );
+                // Counted past both caps, so the warning is given once.
+                self.logged = (usize::MAX / 2, usize::MAX / 2);
+            }
+            return Ok(());
+        }
         match level {
             wit_log::Level::Trace => tracing::trace!(plugin, key, "{message}"),
             wit_log::Level::Debug => tracing::debug!(plugin, key, "{message}"),
@@ -306,7 +329,7 @@ impl wit_log::Host for CallState {
             wit_log::Level::Warn => tracing::warn!(plugin, key, "{message}"),
             wit_log::Level::Error => tracing::error!(plugin, key, "{message}"),
         }
-        if level == wit_log::Level::Error && message.starts_with("panicked") {
+        if panicked {
             self.panic = Some(message);
         }
         Ok(())
@@ -474,14 +497,32 @@ fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(
     if let Some(why) = wasmcm_core::validation::dns1123_label(&info.name).first() {
         return bad(format!("name {:?} must be a DNS label: {why}", info.name));
     }
+    if info.version.len() > MAX_DESCRIBE_TEXT {
+        return bad(format!("version is {} bytes; at most {MAX_DESCRIBE_TEXT}", info.version.len()));
+    }
+    for (what, n) in [("owns", info.owns.len()), ("watches", info.watches.len()), ("writes", info.writes.len())] {
+        if n > MAX_DESCRIBE_KINDS {
+            return bad(format!("{what} lists {n} kinds; at most {MAX_DESCRIBE_KINDS}"));
+        }
+    }
     let all_kinds = std::iter::once(&info.primary).chain(&info.owns).chain(info.watched_kinds()).chain(&info.writes);
     for kind in all_kinds {
         if kind.kind.is_empty() || kind.api_version.is_empty() {
             return bad(format!("kind {kind} needs both apiVersion and kind"));
         }
+        if kind.kind.len() + kind.api_version.len() > MAX_DESCRIBE_TEXT {
+            let shown: String = kind.to_string().chars().take(64).collect();
+            return bad(format!("kind {shown}… is longer than {MAX_DESCRIBE_TEXT} bytes"));
+        }
     }
     Ok(())
 }
+
+/// Kinds a plugin may list in each of `owns`, `watches` and `writes`: a controller needs a
+/// handful, and every refusal and informer scales with them.
+const MAX_DESCRIBE_KINDS: usize = 64;
+/// Longest version, or apiVersion and kind together, in `describe()`.
+const MAX_DESCRIBE_TEXT: usize = 256;
 
 /// What a plugin may read: its primary, owned and watched kinds.
 fn readable(info: &wasmcm_guest::PluginInfo) -> Arc<HashSet<Kind>> {
@@ -622,6 +663,7 @@ impl Plugin {
             memory_exceeded: None,
             violation: None,
             panic: None,
+            logged: (0, 0),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s);

@@ -171,3 +171,15 @@ fn a_swapped_or_exposed_precompiled_artefact_is_refused_and_recompiled() {
     std::fs::set_permissions(artefact(h.digest()), std::fs::Permissions::from_mode(0o666)).unwrap();
     assert!(!engine.load("hostile", &hostile, Limits::default()).unwrap().compiled().cached);
 }
+
+/// `describe()` is bounded like any plugin output: a declaration of 100,000 kinds is refused
+/// at load, with the count.
+#[test]
+fn an_oversized_declaration_is_refused_at_load() {
+    let stamp = std::fs::read(common::guest("wasmcm_stamp.wasm")).unwrap();
+    let wide = wasmcm_stamp::variant(&stamp, "v1", "writes-100000").unwrap();
+    let err = common::engine().load("wide", &wide, Limits::default()).err().expect("refused");
+    assert!(err.to_string().ends_with("writes lists 100001 kinds; at most 64"), "{err}");
+    let fine = wasmcm_stamp::variant(&stamp, "v1", "writes-10").unwrap();
+    assert_eq!(common::engine().load("fine", &fine, Limits::default()).unwrap().info().writes.len(), 11);
+}

@@ -293,3 +293,27 @@ fn no_call_sees_what_an_earlier_call_left_in_memory() {
         assert_eq!(report(&o), "calls=1 stale=0", "call {attempt}");
     }
 }
+
+/// One call's log output is capped: 10,000 lines become 100, and one line saying the rest
+/// were dropped.
+#[test]
+fn a_call_logs_at_most_its_share() {
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    tracing::subscriber::with_default(subscriber, || call("chatty").unwrap());
+    let logs = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(logs.lines().filter(|l| l.contains("chatty line")).count(), 100, "{logs}");
+    assert_eq!(logs.lines().filter(|l| l.contains("the rest are dropped")).count(), 1, "{logs}");
+}

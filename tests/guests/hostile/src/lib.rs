@@ -125,6 +125,12 @@ impl Controller for Hostile {
                 let cm = String::from_utf8(cm).map_err(|e| Error::permanent(e.to_string()))?;
                 Ok(Outcome { batches: vec![vec![Intent::Create(cm)]], requeue_after_ms: None })
             }
+            "chatty" => {
+                for i in 0..10_000 {
+                    log(Level::Info, &format!("chatty line {i}"));
+                }
+                Ok(outcome_with("chatted".into()))
+            }
             "huge-log" => {
                 log(Level::Info, &"x".repeat(HUGE_LOG));
                 Ok(outcome_with("logged".into()))

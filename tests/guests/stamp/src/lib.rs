@@ -51,13 +51,17 @@ impl Controller for Stamp {
             panic!("version {version} traps in describe()");
         }
         let contract = version.strip_prefix("contract-").unwrap_or(CONTRACT_VERSION).to_string();
+        // `writes-N`: N more kinds it may write, a declaration as large as a release cares to make.
+        let more = version.strip_prefix("writes-").and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+        let mut writes = vec![Kind::new("v1", "ConfigMap")];
+        writes.extend((0..more).map(|i| Kind::new("example.com/v1", &format!("Kind{i}"))));
         PluginInfo {
             name: "stamp".into(),
             version,
             primary: Kind::new("v1", "ConfigMap"),
             owns: vec![],
             watches: vec![],
-            writes: vec![Kind::new("v1", "ConfigMap")],
+            writes,
             contract,
         }
     }
