@@ -117,7 +117,8 @@ struct RunArgs {
     /// swapped in while the host runs.
     #[arg(long, env = "WASMCM_PLUGINS", value_delimiter = ',')]
     plugins: Vec<PathBuf>,
-    /// Refuse to start if any manifest or plugin fails to load (otherwise the others start).
+    /// Refuse to start if any manifest or plugin fails to load (otherwise the others start), and
+    /// refuse a new version declaring wider rights (otherwise it is held until promoted by hand).
     #[arg(long, env = "WASMCM_STRICT")]
     strict: bool,
     /// Refuse file and ConfigMap plugins whose manifest entry pins no sha256.
@@ -526,6 +527,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             controller: ControllerConfig {
                 workers: args.workers,
                 resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
+                strict: args.strict,
                 host: wasmcm::HostIdentity {
                     namespace: pod_namespace(),
                     lease: args.leader_elect.then(|| {

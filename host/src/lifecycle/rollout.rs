@@ -24,6 +24,8 @@ pub struct Rollout {
     name: String,
     state: Mutex<State>,
     metrics: Arc<Metrics>,
+    /// Refuse, instead of holding, a version that declares wider rights.
+    strict: bool,
 }
 
 struct State {
@@ -53,6 +55,9 @@ struct Shadow {
     started: Instant,
     agreements: u64,
     mismatches: u64,
+    /// Why it waits for an operator's promote whatever its comparisons say (it declares more
+    /// rights than the live version).
+    held: Option<String>,
 }
 
 /// What offering a version did.
@@ -62,6 +67,9 @@ pub enum Offered {
     Unchanged,
     Promoted,
     Shadowing,
+    /// It declares rights the live version does not have: it runs in shadow until promoted by
+    /// hand.
+    Held,
 }
 
 /// A newly promoted version that failed too often and was replaced by the one before it.
@@ -125,7 +133,12 @@ impl Rollout {
             shadow: None,
             bad: HashMap::new(),
         };
-        Rollout { name, state: Mutex::new(state), metrics }
+        Rollout { name, state: Mutex::new(state), metrics, strict: false }
+    }
+
+    /// Under `--strict`, a new version declaring wider rights is refused rather than held.
+    pub fn strict(self, strict: bool) -> Self {
+        Rollout { strict, ..self }
     }
 
     pub fn name(&self) -> &str {
@@ -179,6 +192,23 @@ impl Rollout {
         if !changes.is_empty() {
             tracing::info!(plugin = %self.name, "{} changes capabilities: {}", describe(&candidate), changes.join("; "));
         }
+        let wider: Vec<&String> = changes.iter().filter(|c| c.contains(" +")).collect();
+        if !wider.is_empty() {
+            let rights = wider.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+            if self.strict {
+                return Err(format!("{} declares wider rights ({rights}); --strict refuses it", describe(&candidate)));
+            }
+            let why = format!("declares wider rights ({rights}): promote or abandon it by hand");
+            tracing::warn!(plugin = %self.name, "{} held in shadow beside {}: {why}", describe(&candidate), describe(&s.live));
+            s.shadow = Some(Shadow {
+                candidate: Arc::new(candidate),
+                started: Instant::now(),
+                agreements: 0,
+                mismatches: 0,
+                held: Some(why),
+            });
+            return Ok(Offered::Held);
+        }
         match candidate.spec.rollout {
             RolloutStrategy::Immediate => {
                 self.promote_locked(&mut s, Arc::new(candidate));
@@ -191,6 +221,7 @@ impl Rollout {
                     started: Instant::now(),
                     agreements: 0,
                     mismatches: 0,
+                    held: None,
                 });
                 Ok(Offered::Shadowing)
             }
@@ -300,7 +331,7 @@ impl Rollout {
                 sh.agreements += 1;
                 let enough = agreements.is_some_and(|n| sh.agreements >= n)
                     || duration.is_some_and(|d: Duration| sh.started.elapsed() >= d);
-                if enough && sh.mismatches == 0 {
+                if enough && sh.mismatches == 0 && sh.held.is_none() {
                     let candidate = candidate.clone();
                     self.promote_locked(&mut s, candidate);
                     return Some(ShadowEnd::Promoted);
@@ -332,7 +363,8 @@ impl Rollout {
             versions.push(VersionStatus {
                 agreements: Some(sh.agreements),
                 mismatches: Some(sh.mismatches),
-                ..entry(&sh.candidate, "shadow")
+                reason: sh.held.clone(),
+                ..entry(&sh.candidate, if sh.held.is_some() { "held" } else { "shadow" })
             });
         }
         if let Some(p) = &s.previous {

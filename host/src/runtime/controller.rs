@@ -39,6 +39,8 @@ pub struct ControllerConfig {
     pub resync: Option<std::time::Duration>,
     /// What no plugin may borrow: the host's namespace and Lease.
     pub host: HostIdentity,
+    /// Refuse a new version declaring wider rights instead of holding it for an operator.
+    pub strict: bool,
 }
 
 impl Default for ControllerConfig {
@@ -49,6 +51,7 @@ impl Default for ControllerConfig {
             rate: RateLimit::default(),
             resync: None,
             host: HostIdentity::default(),
+            strict: false,
         }
     }
 }
@@ -99,7 +102,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let name = version.name().to_string();
         let config = ControllerConfig { workers: version.spec.workers.unwrap_or(config.workers), ..config };
         let queue = Arc::new(WorkQueue::new(config.rate.clone()).with_metrics(metrics.clone(), &name));
-        let rollout = Arc::new(Rollout::new(version, metrics.clone()));
+        let rollout = Arc::new(Rollout::new(version, metrics.clone()).strict(config.strict));
         {
             let (queue, cache, m, rollout) = (queue.clone(), cache.clone(), metrics.clone(), rollout.clone());
             // The info series of versions no longer loaded are removed, not left at 1.

@@ -543,3 +543,37 @@ async fn the_admin_endpoint_lists_and_promotes() {
     assert_eq!(f.live_version(), "2.0.0");
     f.stop().await;
 }
+
+/// A new version that declares rights the live one lacks is not promoted on its own, even with
+/// the Immediate strategy: it runs in shadow, shown as held with why, until an operator
+/// promotes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_version_declaring_wider_rights_is_held_until_promoted_by_hand() {
+    const N: usize = 3;
+    let f = Fixture::start(&[], N).await;
+    f.wait_stamped(N, "v1", 1).await;
+    let original = f.live_version();
+    f.install(&f.release("v1", "writes-1"));
+    let held = common::eventually("the wider version to be held", || async {
+        let status = f.rollout().status();
+        status.versions.into_iter().find(|v| v.state == "held")
+    })
+    .await;
+    assert_eq!(held.version, "writes-1");
+    let reason = held.reason.unwrap_or_default();
+    assert!(reason.contains("writes +example.com/v1/Kind0"), "{reason}");
+
+    // It runs beside the live version, whose writes alone are performed.
+    create_configmap(&f.configmaps(), "cm-new", true).await;
+    f.wait_stamped(N + 1, "v1", 1).await;
+    common::eventually("the held version to be compared", || async {
+        (f.comparisons("writes-1", "agreement") >= 1.0).then_some(())
+    })
+    .await;
+    assert_eq!(f.live_version(), original, "never promoted on its own");
+    assert_eq!(f.swaps(), 0.0);
+
+    assert!(f.rollout().promote().unwrap().contains("promoted writes-1"));
+    assert_eq!(f.live_version(), "writes-1");
+    f.stop().await;
+}
