@@ -61,11 +61,12 @@ impl Host {
             }
         };
         api = api.gated_by(leading.clone());
-        let api = Arc::new(api);
         let mut controllers = Vec::new();
         for version in plugins {
             let name = version.name().to_string();
-            let c = PluginController::new(version, &informers, api.clone(), config.controller.clone(), metrics.clone())
+            // Each plugin writes through a client of its own, with its own budget.
+            let api = Arc::new(api.share());
+            let c = PluginController::new(version, &informers, api, config.controller.clone(), metrics.clone())
                 .await
                 .map_err(|e| anyhow::anyhow!("plugin {name}: {e:#}"))?;
             tracing::info!(plugin = %name, "caches synced; reconciling");

@@ -27,10 +27,15 @@ impl Default for ClientRate {
     }
 }
 
+/// Writes one plugin may have in flight at once.
+const MAX_IN_FLIGHT: usize = 32;
+
 pub struct KubeApi {
     client: kube::Client,
     discovery: Discovery,
+    rate: ClientRate,
     bucket: TokenBucket,
+    in_flight: tokio::sync::Semaphore,
     /// Who records the events (`source.component`, `reportingInstance`).
     component: String,
     instance: String,
@@ -52,9 +57,28 @@ impl KubeApi {
             client,
             discovery,
             bucket: TokenBucket::new(rate.qps, rate.burst),
+            in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
+            rate,
             component: "wasmcm".into(),
             instance: instance.into(),
             leading: None,
+        }
+    }
+
+    /// The same client with a write budget of its own (`--kube-api-qps`/`--kube-api-burst`, and
+    /// at most `MAX_IN_FLIGHT` writes at once): one per plugin, as kube-controller-manager gives
+    /// each controller its own client and rate limiter, so that one plugin's flood of writes
+    /// delays only itself.
+    pub fn share(&self) -> KubeApi {
+        KubeApi {
+            client: self.client.clone(),
+            discovery: self.discovery.clone(),
+            bucket: TokenBucket::new(self.rate.qps, self.rate.burst),
+            in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
+            rate: self.rate.clone(),
+            component: self.component.clone(),
+            instance: self.instance.clone(),
+            leading: self.leading.clone(),
         }
     }
 
@@ -71,24 +95,37 @@ impl KubeApi {
         }
     }
 
-    async fn api(&self, kind: &Kind, namespace: &str) -> Result<Api<DynamicObject>, ApiError> {
+    /// The API for `kind`, once this client's budget allows a call; the permit is held for
+    /// the call.
+    async fn api(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+    ) -> Result<(Api<DynamicObject>, tokio::sync::SemaphorePermit<'_>), ApiError> {
         self.check_leading()?;
         let resource = self.discovery.resolve(kind).await.map_err(|why| ApiError::new(404, "NotFound", why))?;
+        let permit = self.in_flight.acquire().await.map_err(|_| ApiError::internal("the writer is closed"))?;
         self.bucket.wait().await;
-        Ok(if resource.namespaced {
+        // Waiting may have outlasted the lease.
+        self.check_leading()?;
+        let api = if resource.namespaced {
             Api::namespaced_with(self.client.clone(), namespace, &resource.api)
         } else {
             Api::all_with(self.client.clone(), &resource.api)
-        })
+        };
+        Ok((api, permit))
     }
 
-    async fn target(&self, object: &Value) -> Result<(Api<DynamicObject>, DynamicObject), ApiError> {
+    async fn target(
+        &self,
+        object: &Value,
+    ) -> Result<(Api<DynamicObject>, DynamicObject, tokio::sync::SemaphorePermit<'_>), ApiError> {
         let kind = Kind::of_object(object);
         let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
-        let api = self.api(&kind, ns).await?;
         let dynamic: DynamicObject =
             serde_json::from_value(object.clone()).map_err(|e| ApiError::bad_request(format!("object: {e}")))?;
-        Ok((api, dynamic))
+        let (api, permit) = self.api(&kind, ns).await?;
+        Ok((api, dynamic, permit))
     }
 }
 
@@ -102,17 +139,17 @@ fn to_value(o: DynamicObject) -> Result<Value, ApiError> {
 
 impl WriteApi for KubeApi {
     async fn create(&self, object: Value) -> Result<Value, ApiError> {
-        let (api, o) = self.target(&object).await?;
+        let (api, o, _permit) = self.target(&object).await?;
         to_value(api.create(&PostParams::default(), &o).await.map_err(api_error)?)
     }
 
     async fn update(&self, object: Value) -> Result<Value, ApiError> {
-        let (api, o) = self.target(&object).await?;
+        let (api, o, _permit) = self.target(&object).await?;
         to_value(api.replace(&name_of(&o), &PostParams::default(), &o).await.map_err(api_error)?)
     }
 
     async fn update_status(&self, object: Value) -> Result<Value, ApiError> {
-        let (api, o) = self.target(&object).await?;
+        let (api, o, _permit) = self.target(&object).await?;
         to_value(api.replace_status(&name_of(&o), &PostParams::default(), &o).await.map_err(api_error)?)
     }
 
@@ -124,7 +161,7 @@ impl WriteApi for KubeApi {
     fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
         let (target, uid) = (target.clone(), uid.map(String::from));
         async move {
-            let api = self.api(&target.kind, &target.namespace).await?;
+            let (api, _permit) = self.api(&target.kind, &target.namespace).await?;
             let params = DeleteParams {
                 preconditions: uid.map(|uid| Preconditions { uid: Some(uid), resource_version: None }),
                 ..DeleteParams::default()

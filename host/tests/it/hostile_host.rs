@@ -168,3 +168,44 @@ async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scop
     assert_eq!(refused.len(), 2, "{refused:#?}");
     host.shutdown().await;
 }
+
+/// Each plugin writes on a budget of its own: 10,000 writes queued by one outcome (500 s at the
+/// default 20 qps) leave the ReplicaSet plugin's writes as prompt as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_of_writes_delays_only_the_plugin_that_asked() {
+    let (_cluster, client) = common::cluster().await;
+    let metrics = Arc::new(Metrics::default());
+    let plugins = vec![Version::of(common::replicaset()), Version::of(common::hostile())];
+    let host = Host::start(client.clone(), plugins, HostConfig::default(), metrics.clone()).await.unwrap();
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let flood: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "flood"}})).unwrap();
+    cms.create(&PostParams::default(), &flood).await.unwrap();
+    let flooded = || async {
+        let all = cms.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
+        all.iter().filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.starts_with("flood-"))).count()
+    };
+    // Past the burst: the flood's writes are being paced.
+    common::eventually("the flood to be under way", || async { (flooded().await >= 40).then_some(()) }).await;
+
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &common::web(3, "nginx:1.27")).await.unwrap();
+    let started = std::time::Instant::now();
+    let converged = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            if let Ok(rs) = rss.get("web").await
+                && rs.status.is_some_and(|s| s.ready_replicas == Some(3))
+            {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let so_far = flooded().await;
+    assert!(converged.is_ok(), "the ReplicaSet waited behind the flood ({so_far} flood writes so far)");
+    eprintln!("ReplicaSet ready {:?} after its creation, beside a flood at {so_far} writes", started.elapsed());
+    assert!(so_far < 5_000, "the flood itself is paced at the client rate");
+    // Dropped, not shut down: a shutdown waits for the flood's outcome to be written.
+    drop(host);
+}

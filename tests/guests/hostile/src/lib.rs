@@ -125,6 +125,18 @@ impl Controller for Hostile {
                 let cm = String::from_utf8(cm).map_err(|e| Error::permanent(e.to_string()))?;
                 Ok(Outcome { batches: vec![vec![Intent::Create(cm)]], requeue_after_ms: None })
             }
+            // As many writes as the host accepts in one outcome: ConfigMaps flood-0 …
+            "flood" => {
+                let creates = (0..10_000)
+                    .map(|i| {
+                        Intent::Create(format!(
+                            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"flood-{i}","namespace":"{}"}}}}"#,
+                            request.namespace
+                        ))
+                    })
+                    .collect();
+                Ok(Outcome { batches: vec![creates], requeue_after_ms: None })
+            }
             "chatty" => {
                 for i in 0..10_000 {
                     log(Level::Info, &format!("chatty line {i}"));
