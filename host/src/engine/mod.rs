@@ -112,6 +112,9 @@ pub enum TrapReason {
     Capability,
     /// The call returned more than the host accepts from one outcome.
     Outcome,
+    /// The call read more than the host hands out to one call, or asked with an oversized
+    /// selector.
+    Reads,
     Other,
 }
 
@@ -125,6 +128,7 @@ impl fmt::Display for TrapReason {
             TrapReason::Panic => "panic",
             TrapReason::Capability => "capability",
             TrapReason::Outcome => "outcome too large",
+            TrapReason::Reads => "reads too large",
             TrapReason::Other => "trap",
         })
     }
@@ -166,6 +170,10 @@ struct CallState {
     memory_limit: usize,
     memory_exceeded: Option<usize>,
     violation: Option<String>,
+    /// Why a read was refused: too many objects or bytes, or an oversized selector.
+    read_limit: Option<String>,
+    /// Bytes of objects handed to this call so far.
+    read_bytes: usize,
     panic: Option<String>,
     /// Log lines and bytes this call has written.
     logged: (usize, usize),
@@ -214,14 +222,64 @@ impl CallState {
         self.violation = Some(msg.clone());
         Err(CapabilityViolation(msg).into())
     }
+
+    /// Hands `objects` to the guest if they fit what one list and one call may read.
+    fn hand_out(&mut self, what: &str, objects: Vec<String>) -> wasmtime::Result<Vec<String>> {
+        let bytes: usize = objects.iter().map(String::len).sum();
+        self.read_bytes = self.read_bytes.saturating_add(bytes);
+        let refused = if objects.len() > MAX_LIST_OBJECTS {
+            Some(format!("{what} matched more than {MAX_LIST_OBJECTS} objects"))
+        } else if bytes > MAX_LIST_BYTES {
+            Some(format!("{what} matched more than {} of objects", mib(MAX_LIST_BYTES)))
+        } else if self.read_bytes > MAX_CALL_READ_BYTES {
+            Some(format!("the call read more than {} of objects", mib(MAX_CALL_READ_BYTES)))
+        } else {
+            None
+        };
+        match refused {
+            Some(why) => {
+                self.read_limit = Some(why.clone());
+                Err(CapabilityViolation(why).into())
+            }
+            None => Ok(objects),
+        }
+    }
+
+    /// Refuses a selector whose matching would cost more than any controller needs.
+    fn check_selector(&mut self, selector: &Selector) -> wasmtime::Result<()> {
+        let requirements = selector.match_labels.len() + selector.match_expressions.len();
+        let values = selector.match_expressions.iter().map(|r| r.values.len()).max().unwrap_or(0);
+        let why = if requirements > MAX_SELECTOR_REQUIREMENTS {
+            format!("a selector of {requirements} requirements; at most {MAX_SELECTOR_REQUIREMENTS}")
+        } else if values > MAX_SELECTOR_VALUES {
+            format!("a selector requirement of {values} values; at most {MAX_SELECTOR_VALUES}")
+        } else {
+            return Ok(());
+        };
+        self.read_limit = Some(why.clone());
+        Err(CapabilityViolation(why).into())
+    }
 }
+
+/// Objects one `list` may return: a namespace of thousands of pods fits, a cluster-wide list
+/// of a large cluster does not (`list-controlled` costs what the owner controls).
+pub(crate) const MAX_LIST_OBJECTS: usize = 20_000;
+/// Bytes of objects one `list` may return.
+pub(crate) const MAX_LIST_BYTES: usize = 64 << 20;
+/// Bytes of objects one call may read over all its `get`s and `list`s.
+const MAX_CALL_READ_BYTES: usize = 128 << 20;
+/// A selector's requirements, and values of one requirement: matching costs their product per
+/// object, and every object of a namespace may be matched.
+const MAX_SELECTOR_REQUIREMENTS: usize = 64;
+const MAX_SELECTOR_VALUES: usize = 256;
 
 impl wit_types::Host for CallState {}
 
 impl wit_cache::Host for CallState {
     fn get(&mut self, kind: wit_types::Kind, namespace: String, name: String) -> wasmtime::Result<Option<String>> {
         let kind = self.check_readable(&kind)?;
-        Ok(self.cache.get(&kind, &namespace, &name))
+        let object = self.cache.get(&kind, &namespace, &name);
+        Ok(self.hand_out("get", object.into_iter().collect())?.pop())
     }
 
     fn list(
@@ -248,7 +306,9 @@ impl wit_cache::Host for CallState {
                 })
                 .collect(),
         };
-        Ok(self.cache.list(&kind, &namespace, &selector))
+        self.check_selector(&selector)?;
+        let objects = self.cache.list(&kind, &namespace, &selector);
+        self.hand_out(&format!("list of {kind}"), objects)
     }
 
     fn list_controlled(
@@ -259,7 +319,8 @@ impl wit_cache::Host for CallState {
         orphans: bool,
     ) -> wasmtime::Result<Vec<String>> {
         let kind = self.check_readable(&kind)?;
-        Ok(self.cache.list_controlled(&kind, &namespace, &owner_uid, orphans))
+        let objects = self.cache.list_controlled(&kind, &namespace, &owner_uid, orphans);
+        self.hand_out(&format!("list-controlled of {kind}"), objects)
     }
 }
 
@@ -662,6 +723,8 @@ impl Plugin {
             memory_limit: self.limits.memory_bytes,
             memory_exceeded: None,
             violation: None,
+            read_limit: None,
+            read_bytes: 0,
             panic: None,
             logged: (0, 0),
         };
@@ -687,7 +750,9 @@ impl Plugin {
     }
 
     fn classify(&self, state: &CallState, err: wasmtime::Error) -> CallError {
-        let (reason, detail) = if let Some(v) = &state.violation {
+        let (reason, detail) = if let Some(why) = &state.read_limit {
+            (TrapReason::Reads, why.clone())
+        } else if let Some(v) = &state.violation {
             (TrapReason::Capability, v.clone())
         } else if let Some(wanted) = state.memory_exceeded {
             (

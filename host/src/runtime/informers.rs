@@ -313,29 +313,23 @@ impl Informer {
 
     /// The objects of `namespace` (all namespaces if empty) matching `selector`, by
     /// (namespace, name).
+    ///
+    /// The lock is held only to take the candidates (the label index's, or the namespace's);
+    /// the selector is matched after, so a costly selector never holds up the informer.
     pub fn list(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Object>> {
-        let Ok(store) = self.store.read() else { return Vec::new() };
-        let objects = &store.objects;
-        let matching = |o: &&Arc<Object>| selector.matches(&o.labels);
-        if namespace.is_empty() {
-            return objects.values().filter(matching).cloned().collect();
-        }
-        if let Some(names) = store.labelled(namespace, selector) {
-            return names
-                .iter()
-                .filter_map(|name| objects.get(&(namespace.to_string(), name.clone())))
-                .filter(matching)
-                .cloned()
-                .collect();
-        }
-        let from = (namespace.to_owned(), String::new());
-        objects
-            .range(from..)
-            .map(|(_, o)| o)
-            .take_while(|o| o.namespace == namespace)
-            .filter(matching)
-            .cloned()
-            .collect()
+        let candidates: Vec<Arc<Object>> = {
+            let Ok(store) = self.store.read() else { return Vec::new() };
+            let objects = &store.objects;
+            if namespace.is_empty() {
+                objects.values().cloned().collect()
+            } else if let Some(names) = store.labelled(namespace, selector) {
+                names.iter().filter_map(|name| objects.get(&(namespace.to_string(), name.clone()))).cloned().collect()
+            } else {
+                let from = (namespace.to_owned(), String::new());
+                objects.range(from..).map(|(_, o)| o).take_while(|o| o.namespace == namespace).cloned().collect()
+            }
+        };
+        candidates.into_iter().filter(|o| selector.matches(&o.labels)).collect()
     }
 
     fn apply(&self, served: Served) {
@@ -479,22 +473,32 @@ impl PluginCache {
     }
 }
 
+/// The JSON of `objects`, copied only as far as one list may go: past the engine's caps the
+/// copy stops (one object over), and the engine refuses the read.
+fn copied(objects: Vec<Arc<Object>>) -> Vec<String> {
+    use crate::engine::{MAX_LIST_BYTES, MAX_LIST_OBJECTS};
+    let mut bytes = 0usize;
+    let mut out = Vec::with_capacity(objects.len().min(MAX_LIST_OBJECTS + 1));
+    for o in objects {
+        if out.len() > MAX_LIST_OBJECTS || bytes > MAX_LIST_BYTES {
+            break;
+        }
+        bytes += o.json.len();
+        out.push(o.json.clone());
+    }
+    out
+}
+
 impl Cache for PluginCache {
     fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String> {
         self.informer(kind)?.get(namespace, name).map(|o| o.json.clone())
     }
 
     fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
-        match self.informer(kind) {
-            Some(i) => i.list(namespace, selector).into_iter().map(|o| o.json.clone()).collect(),
-            None => Vec::new(),
-        }
+        self.informer(kind).map(|i| copied(i.list(namespace, selector))).unwrap_or_default()
     }
 
     fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String> {
-        match self.informer(kind) {
-            Some(i) => i.list_controlled(namespace, owner_uid, orphans).into_iter().map(|o| o.json.clone()).collect(),
-            None => Vec::new(),
-        }
+        self.informer(kind).map(|i| copied(i.list_controlled(namespace, owner_uid, orphans))).unwrap_or_default()
     }
 }

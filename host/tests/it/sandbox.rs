@@ -317,3 +317,32 @@ fn a_call_logs_at_most_its_share() {
     assert_eq!(logs.lines().filter(|l| l.contains("chatty line")).count(), 100, "{logs}");
     assert_eq!(logs.lines().filter(|l| l.contains("the rest are dropped")).count(), 1, "{logs}");
 }
+
+/// Reads are bounded like outcomes: a selector too costly to match and a list past the cap
+/// each end the call with the reason, before the host copies or matches what was asked.
+#[test]
+fn oversized_reads_and_selectors_end_the_call_with_the_reason() {
+    let (reason, msg) = trap("huge-selector");
+    assert_eq!(reason, TrapReason::Reads);
+    assert!(msg.contains("a selector requirement of 100000 values; at most 256"), "{msg}");
+
+    let configmaps = |n: usize| {
+        let mut cache = MemoryCache::new();
+        for i in 0..n {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": format!("cm-{i}"), "namespace": "default"}});
+            cache.insert(&cm).unwrap();
+        }
+        Arc::new(cache)
+    };
+    let req = Request::new("default", "read-everything", now());
+    match common::hostile().reconcile(&req, configmaps(20_001)) {
+        Err(e @ CallError::Trap { reason: TrapReason::Reads, .. }) => {
+            assert!(e.to_string().contains("list of v1/ConfigMap matched more than 20000 objects"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // One fewer is served.
+    let o = common::hostile().reconcile(&req, configmaps(20_000)).unwrap();
+    assert_eq!(report(&o), "read 20000");
+}

@@ -137,6 +137,25 @@ impl Controller for Hostile {
                     .collect();
                 Ok(Outcome { batches: vec![creates], requeue_after_ms: None })
             }
+            // A selector whose matching costs 100,000 comparisons per object.
+            "huge-selector" => {
+                let values = (0..100_000).map(|i| format!("v{i}")).collect();
+                let selector = Selector {
+                    match_labels: vec![],
+                    match_expressions: vec![wasmcm_guest::Requirement {
+                        key: "k".into(),
+                        operator: wasmcm_guest::Operator::In,
+                        values,
+                    }],
+                };
+                let found = cache.list(&Kind::new("v1", "ConfigMap"), &request.namespace, &selector);
+                Ok(outcome_with(format!("matched {}", found.len())))
+            }
+            // Every ConfigMap of the cluster.
+            "read-everything" => {
+                let all = cache.list(&Kind::new("v1", "ConfigMap"), "", &Selector::everything());
+                Ok(outcome_with(format!("read {}", all.len())))
+            }
             "chatty" => {
                 for i in 0..10_000 {
                     log(Level::Info, &format!("chatty line {i}"));
