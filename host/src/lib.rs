@@ -21,7 +21,9 @@ mod runtime;
 pub mod simulate;
 mod writes;
 
-pub use engine::{CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin};
+pub use engine::{
+    CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
+};
 pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
 pub use lifecycle::reload::{RELOAD_SETTLE, Reloader};

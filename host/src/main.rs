@@ -21,6 +21,11 @@ struct Cli {
     #[arg(long, global = true, env = "WASMCM_PRECOMPILED_KEY")]
     precompiled_key: Option<PathBuf>,
 
+    /// Linear memory all plugin calls may hold at once, e.g. 512Mi [default: half the
+    /// container's memory limit; without one, each call is bounded by its plugin's limit only].
+    #[arg(long, global = true, env = "WASMCM_PLUGIN_MEMORY_BUDGET")]
+    plugin_memory_budget: Option<String>,
+
     /// Compile plugins on every start instead of keeping them.
     #[arg(long, global = true)]
     no_cache: bool,
@@ -498,7 +503,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 (Some(cluster), config)
             }
         };
-        let client = kube::Client::try_from(config)?;
+        let client = kube::Client::try_from(config.clone())?;
         let namespace = own_namespace();
         let trust = wasmcm::Trust {
             namespace,
@@ -538,6 +543,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
             leader,
+            kube_config: Some(config),
         };
         let metrics = std::sync::Arc::new(wasmcm::Metrics::default());
         let (ready, ready_rx) = tokio::sync::watch::channel(false);

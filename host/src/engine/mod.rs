@@ -6,6 +6,7 @@
 //! the outcome goes back to it unexecuted (see `writes`). [`builtin`] holds the components
 //! shipped inside the binary.
 
+mod budget;
 pub mod builtin;
 mod precompiled;
 
@@ -19,6 +20,8 @@ use wasmcm_guest::{CONTRACT_VERSION, Cache, Kind, MemoryCache, Operator, Require
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap};
 
+pub(crate) use budget::MemoryBudget;
+pub use budget::container_memory_budget;
 pub(crate) use precompiled::Precompiled;
 
 mod bindings {
@@ -61,6 +64,8 @@ pub struct EngineConfig {
     pub precompiled_dir: Option<std::path::PathBuf>,
     /// The key that authenticates them, outside that directory; `<dir>.key` by default.
     pub precompiled_key: Option<std::path::PathBuf>,
+    /// Linear memory all calls may hold at once; `None` bounds each call only.
+    pub memory_budget: Option<usize>,
 }
 
 impl Default for EngineConfig {
@@ -70,6 +75,7 @@ impl Default for EngineConfig {
             max_memory_bytes: 1 << 30,
             precompiled_dir: None,
             precompiled_key: None,
+            memory_budget: None,
         }
     }
 }
@@ -169,6 +175,11 @@ struct CallState {
     key: String,
     memory_limit: usize,
     memory_exceeded: Option<usize>,
+    /// Shared by every call; `reserved` is this call's part of it.
+    budget: Arc<MemoryBudget>,
+    reserved: usize,
+    /// The growth the budget refused.
+    budget_exceeded: Option<usize>,
     violation: Option<String>,
     /// Why a read was refused: too many objects or bytes, or an oversized selector.
     read_limit: Option<String>,
@@ -180,7 +191,7 @@ struct CallState {
 }
 
 impl ResourceLimiter for CallState {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory_limit {
             self.memory_exceeded = Some(desired);
             // Trap rather than let `memory.grow` return -1: allocators abort on it anyway,
@@ -191,6 +202,16 @@ impl ResourceLimiter for CallState {
                 mib(desired)
             ));
         }
+        let more = desired.saturating_sub(current);
+        if !self.budget.try_take(more) {
+            self.budget_exceeded = Some(desired);
+            return Err(wasmtime::format_err!(
+                "the host's memory budget for plugin calls ({}) is held by other calls (growing to {})",
+                mib(self.budget.total()),
+                mib(desired)
+            ));
+        }
+        self.reserved += more;
         Ok(true)
     }
 
@@ -210,6 +231,12 @@ fn result_copy_refused(err: &wasmtime::Error) -> bool {
 
 fn mib(bytes: usize) -> String {
     format!("{} MiB", bytes >> 20)
+}
+
+impl Drop for CallState {
+    fn drop(&mut self) {
+        self.budget.give_back(self.reserved);
+    }
 }
 
 impl CallState {
@@ -404,6 +431,7 @@ pub struct Engine {
     linker: Arc<Linker<CallState>>,
     precompiled: Option<Arc<Precompiled>>,
     max_memory_bytes: usize,
+    budget: Arc<MemoryBudget>,
 }
 
 impl Engine {
@@ -461,7 +489,8 @@ impl Engine {
             }
             None => None,
         };
-        Ok(Engine { engine, linker: Arc::new(linker), precompiled, max_memory_bytes: config.max_memory_bytes })
+        let budget = Arc::new(MemoryBudget::new(config.memory_budget.unwrap_or(usize::MAX)));
+        Ok(Engine { engine, linker: Arc::new(linker), precompiled, max_memory_bytes: config.max_memory_bytes, budget })
     }
 
     /// Loads a plugin from a file.
@@ -513,6 +542,7 @@ impl Engine {
             limits,
             compiled,
             imports,
+            budget: self.budget.clone(),
         };
         let info = plugin
             .call(Arc::new(MemoryCache::new()), "describe()", |p, store| {
@@ -624,6 +654,7 @@ pub struct Plugin {
     limits: Limits,
     compiled: Compiled,
     imports: Vec<String>,
+    budget: Arc<MemoryBudget>,
 }
 
 impl Plugin {
@@ -722,6 +753,9 @@ impl Plugin {
             key: key.to_string(),
             memory_limit: self.limits.memory_bytes,
             memory_exceeded: None,
+            budget: self.budget.clone(),
+            reserved: 0,
+            budget_exceeded: None,
             violation: None,
             read_limit: None,
             read_bytes: 0,
@@ -737,7 +771,7 @@ impl Plugin {
 
         let instance = self.pre.instantiate(&mut store).map_err(|e| {
             let state = store.data();
-            match state.memory_exceeded {
+            match state.memory_exceeded.or(state.budget_exceeded) {
                 Some(_) => self.trap(state, TrapReason::Memory, format!("{e:#}")),
                 None => CallError::Instantiate {
                     plugin: self.info.name.clone(),
@@ -754,6 +788,15 @@ impl Plugin {
             (TrapReason::Reads, why.clone())
         } else if let Some(v) = &state.violation {
             (TrapReason::Capability, v.clone())
+        } else if let Some(wanted) = state.budget_exceeded {
+            (
+                TrapReason::Memory,
+                format!(
+                    "the host's memory budget for plugin calls ({}) is held by other calls (growing to {})",
+                    mib(state.budget.total()),
+                    mib(wanted)
+                ),
+            )
         } else if let Some(wanted) = state.memory_exceeded {
             (
                 TrapReason::Memory,

@@ -34,6 +34,7 @@ impl Version {
             reads: None,
             writes: None,
             scope: Default::default(),
+            service_account: None,
             settings: "{}".into(),
             rollout: Default::default(),
             revert: Default::default(),

@@ -14,6 +14,8 @@
 //!   enabled: true
 //!   limits: {memory: 256Mi, deadline: 2s, workers: 5}
 //!   capabilities: {reads: [apps/v1/ReplicaSet, v1/Pod], writes: [v1/Pod]}   # narrows describe()
+//!   serviceAccount: my-plugin         # its writes impersonate this ServiceAccount (of the
+//!                                     # host's namespace, or namespace/name)
 //!   scope:                            # default: every namespace but the host's own
 //!     namespaces: [team-a, team-b]    # and/or
 //!     namespaceSelector: {matchLabels: {tenant: a}}
@@ -70,6 +72,9 @@ pub struct PluginSpec {
     pub writes: Option<Vec<Kind>>,
     /// Where it may act.
     pub scope: Scope,
+    /// The ServiceAccount its writes impersonate, (namespace, name); namespace `None` is the
+    /// host's.
+    pub service_account: Option<(Option<String>, String)>,
     /// JSON object text.
     pub settings: String,
     pub rollout: RolloutStrategy,
@@ -171,6 +176,7 @@ struct RawSpec {
     capabilities: RawCapabilities,
     #[serde(default)]
     scope: RawScope,
+    service_account: Option<String>,
     settings: Option<serde_json::Value>,
     rollout: Option<RawRollout>,
     revert: Option<RawRevert>,
@@ -336,6 +342,22 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         .transpose()
     };
     let scope = to_scope(raw.scope)?;
+    let service_account = raw
+        .service_account
+        .map(|sa| {
+            let (namespace, name) = match sa.split_once('/') {
+                Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
+                None => (None, sa.clone()),
+            };
+            let bad = namespace.iter().chain([&name]).find_map(|part| {
+                wasmcm_core::validation::dns1123_subdomain(part).first().map(|why| format!("{part:?}: {why}"))
+            });
+            match bad {
+                Some(why) => Err(format!("spec.serviceAccount {sa:?} is not [namespace/]name: {why}")),
+                None => Ok((namespace, name)),
+            }
+        })
+        .transpose()?;
     let settings = match raw.settings {
         None => "{}".to_string(),
         Some(v @ serde_json::Value::Object(_)) => v.to_string(),
@@ -378,6 +400,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         reads: kinds("reads", raw.capabilities.reads)?,
         writes: kinds("writes", raw.capabilities.writes)?,
         scope,
+        service_account,
         settings,
         rollout,
         revert,

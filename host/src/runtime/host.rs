@@ -21,6 +21,9 @@ pub struct HostConfig {
     pub client_rate: ClientRate,
     /// `None` runs without leader election (a single replica).
     pub leader: Option<LeaderConfig>,
+    /// The client configuration behind `client`, from which a plugin with a `serviceAccount`
+    /// gets a client impersonating it.
+    pub kube_config: Option<kube::Config>,
 }
 
 pub struct Host {
@@ -50,7 +53,7 @@ impl Host {
         };
         let mut api = KubeApi::new(client.clone(), discovery, config.client_rate.clone(), &instance);
         let (stop, stop_rx) = watch::channel(false);
-        let (leading, always, elector) = match config.leader {
+        let (leading, always, elector) = match config.leader.clone() {
             Some(lc) => {
                 let e = Elector::new(client, lc);
                 (e.leading(), None, Some(e.run(stop_rx)))
@@ -64,8 +67,21 @@ impl Host {
         let mut controllers = Vec::new();
         for version in plugins {
             let name = version.name().to_string();
-            // Each plugin writes through a client of its own, with its own budget.
-            let api = Arc::new(api.share());
+            // Each plugin writes through a client of its own, with its own budget, as its own
+            // ServiceAccount when its manifest names one.
+            let api = match &version.spec.service_account {
+                None => Arc::new(api.share()),
+                Some((namespace, account)) => {
+                    let user = impersonated(&config, namespace.as_deref(), account)
+                        .map_err(|e| anyhow::anyhow!("plugin {name}: spec.serviceAccount: {e}"))?;
+                    let mut kube_config = config.kube_config.clone().ok_or_else(|| {
+                        anyhow::anyhow!("plugin {name}: spec.serviceAccount needs the host's client configuration")
+                    })?;
+                    tracing::info!(plugin = %name, "writes as {user}");
+                    kube_config.auth_info.impersonate = Some(user);
+                    Arc::new(api.share_as(kube::Client::try_from(kube_config)?))
+                }
+            };
             let c = PluginController::new(version, &informers, api, config.controller.clone(), metrics.clone())
                 .await
                 .map_err(|e| anyhow::anyhow!("plugin {name}: {e:#}"))?;
@@ -127,6 +143,14 @@ impl Host {
         self._always.take();
         self.tasks.shutdown().await;
     }
+}
+
+/// The user a plugin's ServiceAccount is, in `namespace` or else the host's.
+fn impersonated(config: &HostConfig, namespace: Option<&str>, account: &str) -> anyhow::Result<String> {
+    let namespace = namespace.or(config.controller.host.namespace.as_deref()).ok_or_else(|| {
+        anyhow::anyhow!("{account:?} names no namespace, and the host runs in none: write namespace/{account}")
+    })?;
+    Ok(format!("system:serviceaccount:{namespace}:{account}"))
 }
 
 /// Dropped without `shutdown`, a host stops like a crashed process: the lease is not released

@@ -70,8 +70,14 @@ impl KubeApi {
     /// each controller its own client and rate limiter, so that one plugin's flood of writes
     /// delays only itself.
     pub fn share(&self) -> KubeApi {
+        self.share_as(self.client.clone())
+    }
+
+    /// [`share`](Self::share), writing through `client` (one that impersonates the plugin's
+    /// ServiceAccount, so the cluster's RBAC bounds the plugin on its own).
+    pub fn share_as(&self, client: kube::Client) -> KubeApi {
         KubeApi {
-            client: self.client.clone(),
+            client,
             discovery: self.discovery.clone(),
             bucket: TokenBucket::new(self.rate.qps, self.rate.burst),
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),

@@ -183,3 +183,59 @@ fn an_oversized_declaration_is_refused_at_load() {
     let fine = wasmcm_stamp::variant(&stamp, "v1", "writes-10").unwrap();
     assert_eq!(common::engine().load("fine", &fine, Limits::default()).unwrap().info().writes.len(), 11);
 }
+
+/// A cache whose `get` holds each caller until `n` have arrived, or a second passed (within
+/// the calls' 2 s deadline), so that calls overlap.
+struct Rendezvous {
+    n: usize,
+    arrived: std::sync::Mutex<usize>,
+    all: std::sync::Condvar,
+}
+
+impl wasmcm_guest::Cache for Rendezvous {
+    fn get(&self, _: &Kind, _: &str, _: &str) -> Option<String> {
+        let mut arrived = self.arrived.lock().unwrap();
+        *arrived += 1;
+        self.all.notify_all();
+        let _ = self.all.wait_timeout_while(arrived, std::time::Duration::from_secs(1), |a| *a < self.n).unwrap();
+        None
+    }
+    fn list(&self, _: &Kind, _: &str, _: &wasmcm_guest::Selector) -> Vec<String> {
+        Vec::new()
+    }
+    fn list_controlled(&self, _: &Kind, _: &str, _: &str, _: bool) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The host's memory budget bounds all calls together: two calls of 40 MiB each, within
+/// their plugin's 64 MiB, do not fit an 80 MiB budget at once; the second is refused with the
+/// reason, and once the first is over the budget is whole again.
+#[test]
+fn concurrent_calls_share_the_hosts_memory_budget() {
+    let engine = Engine::new(&EngineConfig { memory_budget: Some(80 << 20), ..EngineConfig::default() }).unwrap();
+    let bytes = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
+    let limits = Limits { memory_bytes: 64 << 20, ..Limits::default() };
+    let plugin = Arc::new(engine.load("hostile", &bytes, limits).unwrap());
+    let cache = Arc::new(Rendezvous { n: 2, arrived: Default::default(), all: Default::default() });
+    let request = wasmcm_guest::Request::new("default", "grab", wasmcm_replicaset::fixtures::now());
+    let calls: Vec<_> = (0..2)
+        .map(|_| {
+            let (plugin, cache, request) = (plugin.clone(), cache.clone(), request.clone());
+            std::thread::spawn(move || plugin.reconcile(&request, cache))
+        })
+        .collect();
+    let results: Vec<_> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "{results:?}");
+    let refused = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+    assert!(matches!(refused, wasmcm::CallError::Trap { reason: wasmcm::TrapReason::Memory, .. }), "{refused}");
+    assert!(
+        refused.to_string().contains("the host's memory budget for plugin calls (80 MiB) is held by other calls"),
+        "{refused}"
+    );
+
+    let alone = Arc::new(Rendezvous { n: 1, arrived: Default::default(), all: Default::default() });
+    for _ in 0..3 {
+        plugin.reconcile(&request, alone.clone()).expect("the budget was given back");
+    }
+}

@@ -273,3 +273,97 @@ async fn without_event_create_everything_converges_but_no_event_is_recorded() {
     assert!(events.is_empty(), "{events:?}");
     host.shutdown().await;
 }
+
+/// With `serviceAccount` in its manifest entry, a plugin's writes impersonate that account, so
+/// the cluster's RBAC bounds each plugin on its own. The host here may read, impersonate two
+/// accounts, and create ConfigMaps and Events itself, but not pods: the ReplicaSet plugin,
+/// as an account that may manage pods, converges; the hostile plugin, as one that may do
+/// nothing, gets the API server's 403 for the ConfigMap the host itself could have created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_plugin_writes_as_its_own_service_account() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+    let (cluster, admin) = common::cluster().await;
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "wasmcm"}})).unwrap();
+    let _ = Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &namespace).await;
+    for sa in ["wasmcm", "rs-writer", "weak"] {
+        let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": sa}})).unwrap();
+        Api::<ServiceAccount>::namespaced(admin.clone(), "wasmcm")
+            .create(&PostParams::default(), &account)
+            .await
+            .unwrap();
+    }
+    let roles = [
+        (
+            "host",
+            "wasmcm",
+            json!([
+                {"apiGroups": ["", "apps"], "resources": ["pods", "replicasets", "configmaps"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [""], "resources": ["configmaps", "events"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"], "resourceNames": ["rs-writer", "weak"]},
+            ]),
+        ),
+        (
+            "rs-writer",
+            "rs-writer",
+            json!([
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete"]},
+                {"apiGroups": ["apps"], "resources": ["replicasets/status"], "verbs": ["update"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+            ]),
+        ),
+    ];
+    for (role, account, rules) in roles {
+        let r: ClusterRole = serde_json::from_value(json!({"metadata": {"name": role}, "rules": rules})).unwrap();
+        Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &r).await.unwrap();
+        let b: ClusterRoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "namespace": "wasmcm", "name": account}],
+        }))
+        .unwrap();
+        Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &b).await.unwrap();
+    }
+    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(cluster.kubeconfig_for_token(&token).unwrap()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    let client = Client::try_from(config.clone()).unwrap();
+
+    let as_account = |plugin: Arc<wasmcm::Plugin>, account: &str| {
+        let mut v = wasmcm::Version::of(plugin);
+        v.spec.service_account = Some((None, account.to_string()));
+        v
+    };
+    let versions = vec![as_account(common::replicaset(), "rs-writer"), as_account(common::hostile(), "weak")];
+    let mut controller = impatient();
+    controller.host.namespace = Some("wasmcm".into());
+    let config = HostConfig { controller, kube_config: Some(config), ..Default::default() };
+    let metrics = Arc::new(Metrics::default());
+    let host = Host::start(client, versions, config, metrics.clone()).await.unwrap();
+
+    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
+    rss.create(&PostParams::default(), &common::web(3, "nginx:1.27")).await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
+    let plain: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "plain"}})).unwrap();
+    cms.create(&PostParams::default(), &plain).await.unwrap();
+
+    common::eventually("the ReplicaSet to converge through rs-writer's rights", || async {
+        let s = rss.get("web").await.ok()?.status?;
+        (s.ready_replicas == Some(3)).then_some(())
+    })
+    .await;
+    common::eventually("the hostile plugin's write to be refused", || async {
+        let failed = common::sample(
+            &metrics.encode(),
+            "wasmcm_reconciles_total",
+            &["plugin=\"hostile\"", "outcome=\"write_failed\""],
+        );
+        failed.filter(|n| *n >= 1.0)
+    })
+    .await;
+    assert!(cms.get_opt("report").await.unwrap().is_none(), "weak may create no ConfigMap, whatever the host may");
+    let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(admin.clone(), "default");
+    let created_by_host = pods.list(&ListParams::default()).await.unwrap().items.len();
+    assert_eq!(created_by_host, 3);
+    host.shutdown().await;
+}

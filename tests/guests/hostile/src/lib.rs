@@ -156,6 +156,13 @@ impl Controller for Hostile {
                 let all = cache.list(&Kind::new("v1", "ConfigMap"), "", &Selector::everything());
                 Ok(outcome_with(format!("read {}", all.len())))
             }
+            // 40 MiB held across a read, where a test's cache makes calls meet.
+            "grab" => {
+                let v = vec![1u8; 40 << 20];
+                let touched: u64 = v.iter().step_by(4096).map(|b| u64::from(*b)).sum();
+                let _ = cache.get(&Kind::new("v1", "ConfigMap"), &request.namespace, "rendezvous");
+                Ok(outcome_with(format!("touched {touched} pages")))
+            }
             "chatty" => {
                 for i in 0..10_000 {
                     log(Level::Info, &format!("chatty line {i}"));
