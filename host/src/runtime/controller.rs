@@ -20,7 +20,7 @@ use crate::ops::metrics::{
     BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, TrapLabels, VersionLabels,
 };
 use crate::runtime::expectations::Expectations;
-use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache};
+use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache, ScopedCache};
 use crate::runtime::queue::{RateLimit, WorkQueue};
 use crate::writes::scope::{HostIdentity, Tenancy};
 use crate::writes::writer::{self, Refusal, WriteApi};
@@ -423,7 +423,15 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         request: Request,
     ) -> &'static str {
         let info = live.plugin.info();
-        let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> = self.cache.clone();
+        // Objects outside the live version's scope do not exist for either version.
+        let (scope, host, namespaces) =
+            (live.spec.scope.clone(), self.config.host.clone(), self.namespaces.get().cloned());
+        let admits = move |ns: &str| {
+            let labels = |n: &str| namespaces.as_ref().and_then(|i| i.get("", n)).map(|o| o.labels.clone());
+            Tenancy { scope: &scope, host: &host, namespace_labels: &labels }.admits(ns).is_ok()
+        };
+        let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> =
+            Arc::new(ScopedCache { cache: self.cache.clone(), admits });
         let plugin = live.plugin.clone();
         let shadow_plugin = shadow.as_ref().map(|s| (s.plugin.clone(), s.spec.settings.clone()));
         let result = tokio::task::spawn_blocking(move || {

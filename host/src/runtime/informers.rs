@@ -502,3 +502,40 @@ impl Cache for PluginCache {
         self.informer(kind).map(|i| copied(i.list_controlled(namespace, owner_uid, orphans))).unwrap_or_default()
     }
 }
+
+/// A plugin's view of its cache within the namespaces its scope admits: objects elsewhere do
+/// not exist for it.
+pub(crate) struct ScopedCache<F> {
+    pub(crate) cache: Arc<PluginCache>,
+    /// Whether the plugin may see objects of a namespace ("" for cluster-scoped objects).
+    pub(crate) admits: F,
+}
+
+impl<F: Fn(&str) -> bool + Send + Sync> Cache for ScopedCache<F> {
+    fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String> {
+        let o = self.cache.informer(kind)?.get(namespace, name)?;
+        (self.admits)(&o.namespace).then(|| o.json.clone())
+    }
+
+    fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
+        if !namespace.is_empty() && !(self.admits)(namespace) {
+            return Vec::new();
+        }
+        let Some(informer) = self.cache.informer(kind) else { return Vec::new() };
+        let mut objects = informer.list(namespace, selector);
+        if namespace.is_empty() {
+            objects.retain(|o| (self.admits)(&o.namespace));
+        }
+        copied(objects)
+    }
+
+    fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String> {
+        if !(self.admits)(namespace) {
+            return Vec::new();
+        }
+        let Some(informer) = self.cache.informer(kind) else { return Vec::new() };
+        let mut objects = informer.list_controlled(namespace, owner_uid, orphans);
+        objects.retain(|o| (self.admits)(&o.namespace));
+        copied(objects)
+    }
+}

@@ -100,8 +100,9 @@ async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
     host.shutdown().await;
 }
 
-/// A plugin acts as a tenant: not in the host's namespace, never on the host's Lease, never
-/// on cluster-scoped objects its manifest does not grant, whatever kinds it declared.
+/// A plugin acts as a tenant: not in the host's namespace (nor sees into it), never on the
+/// host's Lease, never on cluster-scoped objects its manifest does not grant, whatever kinds
+/// it declared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scope() {
     let (_cluster, client) = common::cluster().await;
@@ -121,7 +122,12 @@ async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scop
 
     // (namespace, key): the host's namespace, where the host's ServiceAccount lives; the
     // Lease's; and a cluster-scoped delete from an ordinary namespace.
-    for (ns, name) in [("wasmcm", "borrow-identity"), ("kube-system", "take-lease"), ("default", "cluster-delete")] {
+    for (ns, name) in [
+        ("wasmcm", "borrow-identity"),
+        ("kube-system", "take-lease"),
+        ("default", "cluster-delete"),
+        ("default", "peek-host"),
+    ] {
         let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
         let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
         cms.create(&PostParams::default(), &cm).await.unwrap();
@@ -154,6 +160,14 @@ async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scop
         (s.ready_replicas == Some(2)).then_some(())
     })
     .await;
+
+    // Nor does it see into the host's namespace.
+    let report = common::eventually("peek-host's report", || async {
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        cms.get_opt("report").await.ok()??.data?.remove("report")
+    })
+    .await;
+    assert_eq!(report, "get false, listed 0");
 
     let text = metrics.encode();
     assert!(common::sample(&text, "wasmcm_intents_refused_total", &["plugin=\"hostile\""]).unwrap_or(0.0) >= 2.0);

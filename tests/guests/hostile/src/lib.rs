@@ -163,6 +163,13 @@ impl Controller for Hostile {
                 let _ = cache.get(&Kind::new("v1", "ConfigMap"), &request.namespace, "rendezvous");
                 Ok(outcome_with(format!("touched {touched} pages")))
             }
+            // Whether the host's namespace shows through the cache.
+            "peek-host" => {
+                let found = cache.get(&Kind::new("v1", "ConfigMap"), "wasmcm", "borrow-identity").is_some();
+                let listed = cache.list(&Kind::new("v1", "ConfigMap"), "", &Selector::everything());
+                let from_host = listed.iter().filter(|o| o.contains("\"namespace\":\"wasmcm\"")).count();
+                Ok(outcome_with(format!("get {found}, listed {from_host}")))
+            }
             "chatty" => {
                 for i in 0..10_000 {
                     log(Level::Info, &format!("chatty line {i}"));
