@@ -186,8 +186,9 @@ struct CallState {
     /// Bytes of objects handed to this call so far.
     read_bytes: usize,
     panic: Option<String>,
-    /// Log lines and bytes this call has written.
-    logged: (usize, usize),
+    /// Log lines and bytes this call has written, and whether it has been told the rest are
+    /// dropped.
+    logged: (usize, usize, bool),
 }
 
 impl ResourceLimiter for CallState {
@@ -395,21 +396,21 @@ impl wit_log::Host for CallState {
         let (plugin, key) = (&*self.plugin, &self.key);
         // A panic message is kept whatever came before it: it is what the trap reports.
         let panicked = level == wit_log::Level::Error && message.starts_with("panicked");
-        let (lines, bytes) = self.logged;
-        self.logged = (lines + 1, bytes + message.len());
-        if !panicked && (lines >= MAX_LOG_LINES_PER_CALL || bytes + message.len() > MAX_LOG_BYTES_PER_CALL) {
-            if lines == MAX_LOG_LINES_PER_CALL || bytes <= MAX_LOG_BYTES_PER_CALL {
+        let (lines, bytes, dropping) = self.logged;
+        let over = lines >= MAX_LOG_LINES_PER_CALL || bytes + message.len() > MAX_LOG_BYTES_PER_CALL;
+        if over && !panicked {
+            if !dropping {
                 tracing::warn!(
                     plugin,
                     key,
                     "this call logged more than {MAX_LOG_LINES_PER_CALL} lines or {} KiB; the rest are dropped",
                     MAX_LOG_BYTES_PER_CALL >> 10
                 );
-                // Counted past both caps, so the warning is given once.
-                self.logged = (usize::MAX / 2, usize::MAX / 2);
             }
+            self.logged.2 = true;
             return Ok(());
         }
+        self.logged = (lines + 1, bytes + message.len(), dropping);
         match level {
             wit_log::Level::Trace => tracing::trace!(plugin, key, "{message}"),
             wit_log::Level::Debug => tracing::debug!(plugin, key, "{message}"),
@@ -760,7 +761,7 @@ impl Plugin {
             read_limit: None,
             read_bytes: 0,
             panic: None,
-            logged: (0, 0),
+            logged: (0, 0, false),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s);
