@@ -394,18 +394,20 @@ fn load_plugin(engine: &Engine, spec: &str, limits: Limits) -> anyhow::Result<Pl
     }
 }
 
-fn default_admin_token_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
+/// `$<xdg>/wasmcm`, else `~/<home_dir>/wasmcm`.
+fn xdg_dir(xdg: &str, home_dir: &str) -> Option<PathBuf> {
+    let base = std::env::var_os(xdg)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("wasmcm").join("admin-token"))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_dir)))?;
+    Some(base.join("wasmcm"))
+}
+
+fn default_admin_token_file() -> Option<PathBuf> {
+    Some(xdg_dir("XDG_CONFIG_HOME", ".config")?.join("admin-token"))
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("wasmcm"))
+    xdg_dir("XDG_CACHE_HOME", ".cache")
 }
 
 fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {

@@ -192,40 +192,33 @@ impl Rollout {
         if !changes.is_empty() {
             tracing::info!(plugin = %self.name, "{} changes capabilities: {}", describe(&candidate), changes.join("; "));
         }
-        let wider: Vec<&String> = changes.iter().filter(|c| c.contains(" +")).collect();
-        if !wider.is_empty() {
-            let rights = wider.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
-            if self.strict {
-                return Err(format!("{} declares wider rights ({rights}); --strict refuses it", describe(&candidate)));
-            }
-            let why = format!("declares wider rights ({rights}): promote or abandon it by hand");
-            tracing::warn!(plugin = %self.name, "{} held in shadow beside {}: {why}", describe(&candidate), describe(&s.live));
-            s.shadow = Some(Shadow {
-                candidate: Arc::new(candidate),
-                started: Instant::now(),
-                agreements: 0,
-                mismatches: 0,
-                held: Some(why),
-            });
-            return Ok(Offered::Held);
+        let wider: Vec<&str> = changes.iter().map(String::as_str).filter(|c| c.contains(" +")).collect();
+        let held = if wider.is_empty() {
+            None
+        } else if self.strict {
+            let rights = wider.join(", ");
+            return Err(format!("{} declares wider rights ({rights}); --strict refuses it", describe(&candidate)));
+        } else {
+            Some(format!("declares wider rights ({}): promote or abandon it by hand", wider.join(", ")))
+        };
+        if held.is_none() && candidate.spec.rollout == RolloutStrategy::Immediate {
+            self.promote_locked(&mut s, Arc::new(candidate));
+            return Ok(Offered::Promoted);
         }
-        match candidate.spec.rollout {
-            RolloutStrategy::Immediate => {
-                self.promote_locked(&mut s, Arc::new(candidate));
-                Ok(Offered::Promoted)
+        let (what, live) = (describe(&candidate), describe(&s.live));
+        let offered = match &held {
+            Some(why) => {
+                tracing::warn!(plugin = %self.name, "{what} held in shadow beside {live}: {why}");
+                Offered::Held
             }
-            RolloutStrategy::Shadow { .. } => {
-                tracing::info!(plugin = %self.name, "{} runs in shadow beside {}", describe(&candidate), describe(&s.live));
-                s.shadow = Some(Shadow {
-                    candidate: Arc::new(candidate),
-                    started: Instant::now(),
-                    agreements: 0,
-                    mismatches: 0,
-                    held: None,
-                });
-                Ok(Offered::Shadowing)
+            None => {
+                tracing::info!(plugin = %self.name, "{what} runs in shadow beside {live}");
+                Offered::Shadowing
             }
-        }
+        };
+        let started = Instant::now();
+        s.shadow = Some(Shadow { candidate: Arc::new(candidate), started, agreements: 0, mismatches: 0, held });
+        Ok(offered)
     }
 
     fn promote_locked(&self, s: &mut State, candidate: Arc<Version>) {

@@ -71,6 +71,8 @@ pub struct PluginController<A> {
     failures: Mutex<HashMap<String, String>>,
     /// Namespaces and their labels, once a version's scope selects namespaces by label.
     namespaces: std::sync::OnceLock<Arc<Informer>>,
+    /// `config.host`, shared with each call's cache view.
+    host: Arc<HostIdentity>,
     /// When each refusal cause was last reported.
     reported: Mutex<BTreeMap<String, std::time::Instant>>,
     config: ControllerConfig,
@@ -148,6 +150,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             expectations: Expectations::default(),
             failures: Mutex::new(HashMap::new()),
             namespaces,
+            host: Arc::new(config.host.clone()),
             reported: Mutex::default(),
             routes: Mutex::new(None),
             api,
@@ -191,7 +194,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     }
 
     fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
-        self.namespaces.get().and_then(|i| i.get("", namespace)).map(|o| o.labels.clone())
+        labels_of(self.namespaces.get().map(|i| &**i), namespace)
     }
 
     /// Logs a refused intent and tells the object's watchers, once per cause and interval:
@@ -373,7 +376,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let info = live.plugin.info();
         let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         let labels = |ns: &str| self.namespace_labels(ns);
-        let tenancy = Tenancy { scope: &live.spec.scope, host: &self.config.host, namespace_labels: &labels };
+        let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
         if let Err(why) = tenancy.admits(namespace) {
             tracing::debug!(plugin = %info.name, key, "not reconciled: {why}");
             self.queue.forget(&key.to_string());
@@ -424,11 +427,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     ) -> &'static str {
         let info = live.plugin.info();
         // Objects outside the live version's scope do not exist for either version.
-        let (scope, host, namespaces) =
-            (live.spec.scope.clone(), self.config.host.clone(), self.namespaces.get().cloned());
+        let (version, host, namespaces) = (live.clone(), self.host.clone(), self.namespaces.get().cloned());
         let admits = move |ns: &str| {
-            let labels = |n: &str| namespaces.as_ref().and_then(|i| i.get("", n)).map(|o| o.labels.clone());
-            Tenancy { scope: &scope, host: &host, namespace_labels: &labels }.admits(ns).is_ok()
+            let labels = |n: &str| labels_of(namespaces.as_deref(), n);
+            Tenancy { scope: &version.spec.scope, host: &host, namespace_labels: &labels }.admits(ns).is_ok()
         };
         let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> =
             Arc::new(ScopedCache { cache: self.cache.clone(), admits });
@@ -469,7 +471,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             Ok(outcome) => {
                 let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
                 let labels = |ns: &str| self.namespace_labels(ns);
-                let tenancy = Tenancy { scope: &live.spec.scope, host: &self.config.host, namespace_labels: &labels };
+                let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
                 let context = writer::Context {
                     expectations: Some(&self.expectations),
                     primary_uid: uid.as_deref(),
@@ -583,6 +585,11 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
         self.queue.add_rate_limited(key);
     }
+}
+
+/// A namespace's labels, from the Namespace informer when one runs.
+fn labels_of(namespaces: Option<&Informer>, namespace: &str) -> Option<BTreeMap<String, String>> {
+    namespaces.and_then(|i| i.get("", namespace)).map(|o| o.labels.clone())
 }
 
 /// The Namespace informer a scope's `namespaceSelector` reads labels from, synced.
