@@ -265,9 +265,25 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         return run_cluster(args);
     }
     let precompiled_dir = if cli.no_cache { None } else { cli.cache_dir.or_else(default_cache_dir) };
+    let memory_budget = match &cli.plugin_memory_budget {
+        Some(q) => Some(
+            wasmcm_core::quantity::nanos(q)
+                .map(|n| n / 1_000_000_000)
+                .and_then(|b| usize::try_from(b).ok())
+                .filter(|b| *b >= 1 << 20)
+                .with_context(|| format!("--plugin-memory-budget {q:?}: a quantity of at least 1Mi, e.g. 512Mi"))?,
+        ),
+        None => wasmcm::container_memory_budget(),
+    };
+    match memory_budget {
+        _ if !matches!(command, Command::Run(_)) => {}
+        Some(b) => tracing::info!("plugin calls share a memory budget of {} MiB", b >> 20),
+        None => tracing::info!("no container memory limit: each plugin call is bounded by its plugin's limit only"),
+    }
     let engine = Engine::new(&EngineConfig {
         precompiled_dir,
         precompiled_key: cli.precompiled_key,
+        memory_budget,
         ..EngineConfig::default()
     })?;
     match command {

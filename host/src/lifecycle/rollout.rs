@@ -122,6 +122,15 @@ fn describe(v: &Version) -> String {
     format!("{} (sha256 {})", v.plugin.info().version, short(v.plugin.digest()))
 }
 
+/// A manifest's `serviceAccount`, as an operator wrote it.
+fn account(service_account: &Option<(Option<String>, String)>) -> String {
+    match service_account {
+        None => "the host's own identity".into(),
+        Some((Some(namespace), name)) => format!("ServiceAccount {namespace}/{name}"),
+        Some((None, name)) => format!("ServiceAccount {name}"),
+    }
+}
+
 impl Rollout {
     pub fn new(live: Version, metrics: Arc<Metrics>) -> Self {
         let name = live.name().to_string();
@@ -186,6 +195,15 @@ impl Rollout {
                 describe(&candidate),
                 new.primary,
                 old.primary
+            ));
+        }
+        // The controller's write client was made for the running version's identity.
+        if candidate.spec.service_account != s.live.spec.service_account {
+            return Err(format!(
+                "{} writes as {}, the running version as {}: a plugin's identity changes only with a restart",
+                describe(&candidate),
+                account(&candidate.spec.service_account),
+                account(&s.live.spec.service_account)
             ));
         }
         let changes = capability_changes(old, new);

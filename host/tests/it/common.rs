@@ -130,16 +130,70 @@ pub fn manifest(file: &str) -> PathBuf {
 }
 
 /// The RBAC objects of deploy/manifests, in order: the namespace, the ServiceAccount
-/// wasmcm/wasmcm, the ClusterRole and its binding, the Role for leases and ConfigMaps and its
-/// binding.
-pub const RBAC_MANIFESTS: [&str; 6] = [
+/// wasmcm/wasmcm, the host's ClusterRole (reads) and its binding, the Role for leases,
+/// ConfigMaps and impersonating the plugins, and its binding, and each built-in plugin's
+/// ServiceAccount, ClusterRole and binding.
+pub const RBAC_MANIFESTS: [&str; 7] = [
     "00-namespace.yaml",
     "01-serviceaccount.yaml",
     "02-clusterrole.yaml",
     "03-clusterrolebinding.yaml",
     "04-role.yaml",
     "05-rolebinding.yaml",
+    "06-plugin-identities.yaml",
 ];
+
+/// The plugin manifest of deploy/manifests' ConfigMap wasmcm-plugins, written out as the pod's
+/// volume mount /etc/wasmcm/plugins.
+pub fn plugins_dir() -> tempfile::TempDir {
+    let text = std::fs::read_to_string(manifest("07-configmap-plugins.yaml")).unwrap();
+    let config_map: k8s_openapi::api::core::v1::ConfigMap = serde_saphyr::from_str(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (file, content) in config_map.data.expect("the plugin manifest") {
+        std::fs::write(dir.path().join(file), content).unwrap();
+    }
+    dir
+}
+
+/// `version` with its manifest entry as deploy/manifests' ConfigMap gives it (its
+/// `serviceAccount` and scope), so that it writes as that plugin's own ServiceAccount.
+pub fn as_deployed(version: wasmcm::Version) -> wasmcm::Version {
+    let dir = plugins_dir();
+    let (specs, errors) = wasmcm::resolve_plugins(&[dir.path().to_path_buf()], "wasmcm");
+    assert!(errors.is_empty(), "{errors:?}");
+    let name = version.name().to_string();
+    let spec = specs.into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("{name} in the ConfigMap"));
+    wasmcm::Version { spec, ..version }
+}
+
+/// A host as deploy/manifests run it: a client of the ServiceAccount wasmcm/wasmcm (whose
+/// ClusterRole only reads), and a configuration with which each plugin given
+/// [`as_deployed`] writes by impersonating its own ServiceAccount.
+pub struct Deployed {
+    pub client: kube::Client,
+    pub config: wasmcm::HostConfig,
+}
+
+/// The identities of deploy/manifests: its RBAC objects applied (with the real kubectl) and a
+/// host running as them. End-to-end tests run their hosts so, and so prove the ClusterRoles
+/// sufficient.
+pub async fn service_account(cluster: &wasmcm_apiserver::Cluster) -> Deployed {
+    kubectl_apply(&cluster.kubeconfig, &RBAC_MANIFESTS);
+    as_host(cluster).await
+}
+
+/// A host acting as the ServiceAccount wasmcm/wasmcm in namespace wasmcm, whatever RBAC is in
+/// place.
+pub async fn as_host(cluster: &wasmcm_apiserver::Cluster) -> Deployed {
+    let token = cluster.service_account_token("wasmcm", "wasmcm").expect("a token");
+    let path = cluster.kubeconfig_for_token(&token).expect("a kubeconfig");
+    let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("the kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("a config");
+    let client = kube::Client::try_from(config.clone()).expect("a client");
+    let mut host = wasmcm::HostConfig { kube_config: Some(config), ..Default::default() };
+    host.controller.host = wasmcm::HostIdentity { namespace: Some("wasmcm".into()), ..Default::default() };
+    Deployed { client, config: host }
+}
 
 /// `kubectl apply -f` of each of `files` (of deploy/manifests) with `kubeconfig`, off the async
 /// workers (the cluster serves on them; needs a multi-thread runtime). Fails the test on error.
@@ -158,12 +212,4 @@ pub fn kubectl_apply(kubeconfig: &std::path::Path, files: &[&str]) {
             String::from_utf8_lossy(&out.stderr)
         );
     })
-}
-
-/// The identity wasmcm runs as in a cluster: deploy/manifests' RBAC objects applied, and a
-/// client of their ServiceAccount wasmcm/wasmcm. End-to-end tests run their hosts with it, so
-/// they prove the ClusterRole sufficient.
-pub async fn service_account(cluster: &wasmcm_apiserver::Cluster) -> kube::Client {
-    kubectl_apply(&cluster.kubeconfig, &RBAC_MANIFESTS);
-    token_client(cluster, "wasmcm", "wasmcm").await
 }

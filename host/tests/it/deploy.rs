@@ -14,14 +14,23 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use wasmcm::Source;
 
-/// The ten objects of deploy/manifests, as kubectl names them in its output.
-const MANIFEST_OBJECTS: [&str; 10] = [
+/// The objects of deploy/manifests, as kubectl names them in its output.
+const MANIFEST_OBJECTS: [&str; 19] = [
     "namespace/wasmcm",
     "serviceaccount/wasmcm",
     "clusterrole.rbac.authorization.k8s.io/wasmcm",
     "clusterrolebinding.rbac.authorization.k8s.io/wasmcm",
     "role.rbac.authorization.k8s.io/wasmcm",
     "rolebinding.rbac.authorization.k8s.io/wasmcm",
+    "serviceaccount/wasmcm-replicaset",
+    "clusterrole.rbac.authorization.k8s.io/wasmcm-replicaset",
+    "clusterrolebinding.rbac.authorization.k8s.io/wasmcm-replicaset",
+    "serviceaccount/wasmcm-deployment",
+    "clusterrole.rbac.authorization.k8s.io/wasmcm-deployment",
+    "clusterrolebinding.rbac.authorization.k8s.io/wasmcm-deployment",
+    "serviceaccount/wasmcm-rollback",
+    "clusterrole.rbac.authorization.k8s.io/wasmcm-rollback",
+    "clusterrolebinding.rbac.authorization.k8s.io/wasmcm-rollback",
     "configmap/wasmcm-plugins",
     "deployment.apps/wasmcm",
     "service/wasmcm-metrics",
@@ -311,11 +320,12 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
     assert_known_fields(&rendered);
 
     // The "must agree" check: the RBAC rules, exactly.
-    for kind in ["ClusterRole", "Role"] {
-        let chart_rules = &find(&rendered, kind, "wasmcm")["rules"];
-        let manifest_rules = &find(&manifests, kind, "wasmcm")["rules"];
-        assert!(chart_rules.as_array().is_some_and(|r| !r.is_empty()), "{kind} rules: {chart_rules}");
-        assert_eq!(chart_rules, manifest_rules, "the chart's {kind} rules differ from deploy/manifests'");
+    let roles = ["wasmcm", "wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback"].map(|n| ("ClusterRole", n));
+    for (kind, name) in [("Role", "wasmcm")].into_iter().chain(roles) {
+        let chart_rules = &find(&rendered, kind, name)["rules"];
+        let manifest_rules = &find(&manifests, kind, name)["rules"];
+        assert!(chart_rules.as_array().is_some_and(|r| !r.is_empty()), "{kind} {name} rules: {chart_rules}");
+        assert_eq!(chart_rules, manifest_rules, "the chart's {kind} {name} rules differ from deploy/manifests'");
     }
     // And everything else: the same objects, less the Namespace, plus Helm's labels.
     let expected: Vec<&Value> = manifests.iter().filter(|o| o["kind"] != "Namespace").collect();
@@ -358,6 +368,28 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
     assert_eq!(
         plugins_enabled(&plugin_list(&rendered)),
         [on("replicaset", true), on("deployment", true), on("rollback", true)]
+    );
+    // A built-in turned off gets no identity, and the host may not impersonate one for it.
+    let accounts = |objects: &[Value]| -> Vec<String> {
+        let mut found: Vec<String> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ServiceAccount")
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(accounts(&overridden), ["wasmcm", "wasmcm-deployment", "wasmcm-replicaset"]);
+    assert!(!names(&overridden).contains(&"ClusterRole/wasmcm-rollback".to_string()));
+    let impersonable = |objects: &[Value]| -> Value {
+        let rules = find(objects, "Role", "wasmcm")["rules"].as_array().unwrap().clone();
+        let rule = rules.into_iter().find(|r| r["verbs"] == serde_json::json!(["impersonate"]));
+        rule.expect("an impersonate rule")["resourceNames"].clone()
+    };
+    assert_eq!(impersonable(&overridden), serde_json::json!(["wasmcm-replicaset", "wasmcm-deployment"]));
+    assert_eq!(
+        impersonable(&rendered),
+        serde_json::json!(["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback"])
     );
     let applied = kubectl(&kc, &["apply", "-n", "wasmcm", "-f", "-"], Some(&overridden_text));
     assert!(applied.contains("deployment.apps/wasmcm configured"), "{applied}");

@@ -22,8 +22,8 @@ use kube::Client;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
+use wasmcm::Host;
 use wasmcm::Version;
-use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
 /// How long any one expectation may take to come true.
@@ -74,9 +74,10 @@ impl Env {
             let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
             // The host runs as deploy/manifests' ServiceAccount: every scenario here also proves
             // the ClusterRole sufficient.
-            let identity = common::service_account(&cluster).await;
+            let deployed = common::service_account(&cluster).await;
+            let plugins = plugins().into_iter().map(common::as_deployed).collect();
             let host =
-                Host::start(identity, plugins(), HostConfig::default(), metrics.clone()).await.expect("host starts");
+                Host::start(deployed.client, plugins, deployed.config, metrics.clone()).await.expect("host starts");
             (cluster, client, host)
         });
         Env {

@@ -16,18 +16,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-/// The data of the manifests' ConfigMap wasmcm-plugins written out as the pod's volume mount
-/// /etc/wasmcm/plugins.
-fn plugins_dir() -> tempfile::TempDir {
-    let text = std::fs::read_to_string(common::manifest("06-configmap-plugins.yaml")).unwrap();
-    let config_map: k8s_openapi::api::core::v1::ConfigMap = serde_saphyr::from_str(&text).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    for (file, content) in config_map.data.expect("the plugin manifest") {
-        std::fs::write(dir.path().join(file), content).unwrap();
-    }
-    dir
-}
-
 /// A host process named `identity` (its POD_NAME) on the cluster of `kubeconfig`, configured
 /// as the manifests' Deployment configures it (but for quicker lease timing).
 fn host(kubeconfig: &std::path::Path, plugins: &std::path::Path, identity: &str) -> Child {
@@ -75,7 +63,7 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
     common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
     let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
     let kubeconfig = cluster.kubeconfig_for_token(&token).unwrap();
-    let plugins = plugins_dir();
+    let plugins = common::plugins_dir();
     let leases: Api<Lease> = Api::namespaced(client.clone(), "wasmcm");
     let holder = || async {
         leases.get_opt("wasmcm").await.ok().flatten().and_then(|l| l.spec?.holder_identity).unwrap_or_default()

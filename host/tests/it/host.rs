@@ -26,14 +26,9 @@ async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
     let (cluster, client, engine) = cluster_and_engine().await;
     let plugin = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap();
     let metrics = Arc::new(Metrics::default());
-    let host = Host::start(
-        common::service_account(&cluster).await,
-        vec![Version::of(Arc::new(plugin))],
-        HostConfig::default(),
-        metrics.clone(),
-    )
-    .await
-    .unwrap();
+    let deployed = common::service_account(&cluster).await;
+    let plugins = vec![common::as_deployed(Version::of(Arc::new(plugin)))];
+    let host = Host::start(deployed.client, plugins, deployed.config, metrics.clone()).await.unwrap();
     (cluster, client, host, metrics)
 }
 
@@ -218,12 +213,11 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
             engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), Limits::default()).unwrap(),
         );
         let metrics = Arc::new(Metrics::default());
-        let mut config = HostConfig::default();
+        let deployed = common::service_account(&cluster).await;
+        let mut config = deployed.config;
         config.controller.resync = resync;
-        let host =
-            Host::start(common::service_account(&cluster).await, vec![Version::of(plugin)], config, metrics.clone())
-                .await
-                .unwrap();
+        let plugins = vec![common::as_deployed(Version::of(plugin))];
+        let host = Host::start(deployed.client, plugins, config, metrics.clone()).await.unwrap();
         let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
         let mut rs = replica_set("quiet", 0);
         rs.spec.replicas = Some(0);

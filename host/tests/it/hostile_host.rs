@@ -223,3 +223,93 @@ async fn a_flood_of_writes_delays_only_the_plugin_that_asked() {
     // Dropped, not shut down: a shutdown waits for the flood's outcome to be written.
     drop(host);
 }
+
+/// Time for the ReplicaSet `name` (3 replicas) from its creation to 3 ready pods; fails after
+/// 60 s.
+async fn converges(client: &kube::Client, name: &str) -> std::time::Duration {
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let mut rs: ReplicaSet = common::web(3, "nginx:1.27");
+    rs.metadata.name = Some(name.into());
+    let started = std::time::Instant::now();
+    rss.create(&PostParams::default(), &rs).await.unwrap();
+    let converged = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            if let Ok(rs) = rss.get(name).await
+                && rs.status.is_some_and(|s| s.ready_replicas == Some(3))
+            {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(converged.is_ok(), "ReplicaSet {name} did not converge within 60 s");
+    started.elapsed()
+}
+
+/// Reads are bounded and interruptible: with 20,001 ConfigMaps cached, a plugin listing all
+/// of them or matching a 100,000-value selector fails that reconcile with the reason (over
+/// and over, as it retries), while the ReplicaSet plugin beside it converges as it did before
+/// the cache was full: nothing it needs waits behind those reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn huge_reads_fail_alone_and_leave_the_other_plugins_reconciles_prompt() {
+    use futures_util::StreamExt;
+    let (_cluster, client) = common::cluster().await;
+    let metrics = Arc::new(Metrics::default());
+    let plugins = vec![Version::of(common::replicaset()), Version::of(common::hostile_roomy())];
+    let mut config = HostConfig::default();
+    config.controller.max_retries = MAX_RETRIES;
+    let host = Host::start(client.clone(), plugins, config, metrics.clone()).await.unwrap();
+    let before = converges(&client, "before").await;
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let created = futures_util::stream::iter(0..20_001)
+        .map(|i| {
+            let cms = cms.clone();
+            async move {
+                let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("bulk-{i}")}})).unwrap();
+                cms.create(&PostParams::default(), &cm).await.is_ok()
+            }
+        })
+        .buffer_unordered(32)
+        .filter(|ok| std::future::ready(*ok))
+        .count()
+        .await;
+    assert_eq!(created, 20_001);
+    common::eventually("the hostile plugin's cache to hold them", || async {
+        let text = metrics.encode();
+        (common::metric(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\""]) >= 20_001.0).then_some(())
+    })
+    .await;
+
+    for key in ["read-everything", "huge-selector"] {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": key}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    // While they fail and retry (about 5 s of backoff each), another ReplicaSet.
+    let after = converges(&client, "after").await;
+    common::eventually("both huge reads to fail, with the reason, and be retried", || async {
+        let text = metrics.encode();
+        let labels = ["plugin=\"hostile\"", "reason=\"reads too large\""];
+        (common::metric(&text, "wasmcm_plugin_traps_total", &labels) >= 2.0 * f64::from(MAX_RETRIES)).then_some(())
+    })
+    .await;
+    eprintln!(
+        "ReplicaSet ready {before:?} after creation on an empty cache, {after:?} beside 20,001 objects and huge reads"
+    );
+
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    for (key, why) in [
+        ("read-everything", "list of v1/ConfigMap matched more than 20000 objects"),
+        ("huge-selector", "a selector requirement of 100000 values; at most 256"),
+    ] {
+        let fields = format!("reason=ReconcileFailed,involvedObject.name={key}");
+        let event = common::eventually(&format!("{key}'s failure event"), || async {
+            events.list(&ListParams::default().fields(&fields)).await.ok()?.items.into_iter().next()
+        })
+        .await;
+        let message = event.message.unwrap_or_default();
+        assert!(message.contains(why), "{key}: {message}");
+    }
+    host.shutdown().await;
+}

@@ -299,8 +299,8 @@ impl Running {
         std::fs::read_to_string(format!("/proc/{}/{file}", state["pid"])).unwrap()
     }
 
-    /// The memory limit of the container's cgroup (v1 or v2).
-    fn memory_limit(&self) -> u64 {
+    /// A file of the container's memory cgroup: `v1` under cgroup v1, `v2` under v2.
+    fn memory_cgroup(&self, v1: &str, v2: &str) -> String {
         let cgroups = self.proc("cgroup");
         let file = cgroups
             .lines()
@@ -308,14 +308,26 @@ impl Running {
                 let (_, rest) = l.split_once(':')?;
                 let (controllers, path) = rest.split_once(':')?;
                 match controllers {
-                    "memory" => Some(format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")),
-                    "" if !cgroups.contains(":memory:") => Some(format!("/sys/fs/cgroup{path}/memory.max")),
+                    "memory" => Some(format!("/sys/fs/cgroup/memory{path}/{v1}")),
+                    "" if !cgroups.contains(":memory:") => Some(format!("/sys/fs/cgroup{path}/{v2}")),
                     _ => None,
                 }
             })
             .unwrap_or_else(|| panic!("no memory cgroup: {cgroups}"));
-        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
-        text.trim().parse().unwrap_or_else(|_| panic!("{file}: {text}"))
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"))
+    }
+
+    /// The memory limit of the container's cgroup.
+    fn memory_limit(&self) -> u64 {
+        let text = self.memory_cgroup("memory.limit_in_bytes", "memory.max");
+        text.trim().parse().unwrap_or_else(|_| panic!("memory limit: {text}"))
+    }
+
+    /// How often the kernel's OOM killer killed a process of the container's cgroup.
+    fn oom_kills(&self) -> u64 {
+        let text = self.memory_cgroup("memory.oom_control", "memory.events");
+        let line = text.lines().find_map(|l| l.strip_prefix("oom_kill ")).unwrap_or_else(|| panic!("oom_kill: {text}"));
+        line.trim().parse().unwrap()
     }
 
     /// SIGTERM, as the kubelet stops a container; its exit status within `grace`.
@@ -356,6 +368,17 @@ async fn probe(port: u16, path: &str) -> Option<u16> {
     let mut response = String::new();
     stream.read_to_string(&mut response).await.ok()?;
     response.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The body of `GET path` on 127.0.0.1:`port`.
+async fn fetch(port: u16, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    Some(response.split_once("\r\n\r\n")?.1.to_string())
 }
 
 fn free_port() -> u16 {
@@ -542,10 +565,82 @@ async fn the_image_runs_as_the_manifests_pod() {
     drop(container);
 
     // The container restarts in the same pod: the emptyDir kept the compiled plugins.
-    let container = start(2);
+    let mut container = start(2);
     common::eventually("the restarted container to lead again", || async {
         (lease_holder(&admin).await.as_deref() == Some(POD)).then_some(())
     })
     .await;
     assert_eq!(container.loads_cached(), [true; 3], "{}", container.log());
+
+    // A hostile plugin beside the built-ins, added as README says (a pinned ConfigMap source, an
+    // entry in wasmcm-plugins, a restart): five workers, each filling 240 MiB of its 256 MiB and
+    // holding it a while, over and over. Together they would need 1200 MiB, more than the 1 GiB
+    // container has (without the budget the kernel kills it); the host's memory budget (half
+    // the cgroup's limit) refuses the calls that do not fit, so the container is never
+    // OOM-killed and the built-ins keep converging.
+    let status = container.terminate(grace).await;
+    assert!(status.success(), "{status}:\n{}", container.log());
+    drop(container);
+    let hostile = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), "wasmcm");
+    let source: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "hostile"},
+        "binaryData": {"hostile.wasm": k8s_openapi::ByteString(hostile.clone())},
+    }))
+    .unwrap();
+    cms.create(&PostParams::default(), &source).await.unwrap();
+    let mut plugins = cms.get("wasmcm-plugins").await.unwrap();
+    let list = plugins.data.as_mut().unwrap().get_mut("plugins.yaml").unwrap();
+    let mut parsed: Value = serde_saphyr::from_str(list).unwrap();
+    parsed["items"].as_array_mut().unwrap().push(json!({
+        "metadata": {"name": "hostile"},
+        "spec": {
+            "source": {"configMap": {"name": "hostile", "key": "hostile.wasm"}},
+            "sha256": common::sha256(&hostile),
+            "limits": {"memory": "256Mi", "deadline": "10s", "workers": 5},
+        },
+    }));
+    *list = serde_json::to_string_pretty(&parsed).unwrap();
+    cms.replace("wasmcm-plugins", &PostParams::default(), &plugins).await.unwrap();
+    // What it reads needs a rule on the host's ClusterRole (the chart's rbac.extraClusterRules).
+    let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
+    let mut role = roles.get("wasmcm").await.unwrap();
+    let rule = json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]});
+    role.rules.get_or_insert_default().push(serde_json::from_value(rule).unwrap());
+    roles.replace("wasmcm", &PostParams::default(), &role).await.unwrap();
+    let keys: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
+    for n in 1..=5 {
+        let key: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("fill-{n}")}})).unwrap();
+        keys.create(&PostParams::default(), &key).await.unwrap();
+    }
+    std::fs::copy(&pristine, bundle.join("config.json")).unwrap();
+    kubelet.configure(&bundle, &pod).await;
+    let container = start(3);
+    println!("container 3 log: {}", container.log.display());
+    let metrics = || async { fetch(metrics_port, "/metrics").await.unwrap_or_default() };
+    let hostile_calls = |text: &str, outcome: &str| {
+        common::metric(text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", &format!("outcome=\"{outcome}\"")])
+    };
+    common::eventually("the hostile plugin's calls to fill memory, and some to be refused", || async {
+        let text = metrics().await;
+        (hostile_calls(&text, "success") >= 20.0 && hostile_calls(&text, "trap") >= 5.0).then_some(())
+    })
+    .await;
+    // Meanwhile the built-ins scale the Deployment.
+    let scale = json!({"spec": {"replicas": 5}});
+    Api::<Deployment>::namespaced(admin.clone(), "default")
+        .patch("web", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&scale))
+        .await
+        .unwrap();
+    let rollout = ok(kubectl, &["--kubeconfig", &kubeconfig, "rollout", "status", "deployment/web", "--timeout=120s"]);
+    assert!(rollout.contains("successfully rolled out"), "{rollout}");
+    common::eventually("more hostile calls, still filling", || async {
+        let text = metrics().await;
+        (hostile_calls(&text, "success") >= 60.0).then_some(())
+    })
+    .await;
+    assert_eq!(probe(metrics_port, &liveness).await, Some(200), "{}", container.log());
+    assert_eq!(container.oom_kills(), 0, "the container stayed within its limit:\n{}", container.log());
+    let log = container.log();
+    assert!(log.contains("memory budget for plugin calls (512 MiB) is held by other calls"), "{log}");
 }

@@ -3,8 +3,9 @@
 //! directory (token, ca.crt, namespace; `WASMCM_SERVICEACCOUNT_DIR` points at a temporary one
 //! instead of /var/run/secrets/kubernetes.io/serviceaccount) holding a token of the
 //! ServiceAccount wasmcm/wasmcm, bound by the manifests' own RBAC objects (applied with the real
-//! kubectl). It elects itself through the Lease wasmcm/wasmcm and runs a Deployment to
-//! completion: the manifests' permissions suffice and the process acts as the ServiceAccount.
+//! kubectl), and the plugin manifest of their ConfigMap as the pod mounts it. It elects itself
+//! through the Lease wasmcm/wasmcm and runs a Deployment to completion: the manifests'
+//! permissions suffice, the process reads as its ServiceAccount and each plugin writes as its own.
 
 use crate::common;
 
@@ -36,6 +37,7 @@ async fn runs_a_deployment_with_the_manifests_service_account_and_in_cluster_cre
     std::fs::write(dir.path().join("token"), &token).unwrap();
     std::fs::write(dir.path().join("ca.crt"), cluster.ca_pem.as_deref().expect("a TLS cluster")).unwrap();
     std::fs::write(dir.path().join("namespace"), "wasmcm").unwrap();
+    let plugins = common::plugins_dir();
     let log = dir.path().join("wasmcm.log");
     println!("host log: {}", log.display());
 
@@ -44,6 +46,8 @@ async fn runs_a_deployment_with_the_manifests_service_account_and_in_cluster_cre
             .arg("--cache-dir")
             .arg(common::precompiled_dir())
             .arg("run")
+            .arg("--plugins")
+            .arg(plugins.path())
             .args(["--leader-elect-resource-namespace", "wasmcm", "--metrics-bind-address", "127.0.0.1:0"])
             .env_remove("KUBECONFIG")
             .env_remove("WASMCM_KUBECONFIG")

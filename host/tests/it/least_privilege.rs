@@ -1,14 +1,16 @@
-//! The ClusterRole of deploy/manifests (02-clusterrole.yaml, the chart's default rules) is
-//! least privilege both ways, against the embedded cluster's RBAC:
+//! The RBAC of deploy/manifests is least privilege both ways, against the embedded cluster's
+//! RBAC. The host's ClusterRole (02-clusterrole.yaml) only reads; each built-in plugin writes as
+//! its own ServiceAccount (06-plugin-identities.yaml), which the host's Role (04-role.yaml) lets
+//! it impersonate, as the plugin ConfigMap (07-configmap-plugins.yaml) says:
 //!   - sufficient: a host acting as the ServiceAccount wasmcm/wasmcm (its token, the manifests'
-//!     RBAC objects applied with the real kubectl, leader election through the Role of
-//!     04-role.yaml) runs the three built-in plugins through a whole Deployment rollout: create,
-//!     new image, scale, rollback annotation;
-//!   - necessary (for the rules checked here): the same ClusterRole minus one rule makes a
-//!     scenario fail visibly with 403 Forbidden: without `replicasets/status` update a
-//!     ReplicaSet's status never converges; without pods `create` no pod is created; without
-//!     events `create` everything still converges but no event is recorded (the writer treats
-//!     events as best effort).
+//!     RBAC objects applied with the real kubectl, leader election through the Role) runs the
+//!     three built-in plugins of the ConfigMap through a whole Deployment rollout: create, new
+//!     image, scale, rollback annotation; and the host itself may write nothing;
+//!   - necessary (for the rules checked here): the replicaset plugin's ClusterRole minus one rule
+//!     makes a scenario fail visibly with the API server's 403 Forbidden for that plugin's
+//!     account: without `replicasets/status` update a ReplicaSet's status never converges;
+//!     without pods `create` no pod is created; without events `create` everything still
+//!     converges but no event is recorded (the writer treats events as best effort).
 
 use crate::common;
 
@@ -27,36 +29,42 @@ use wasmcm::Metrics;
 use wasmcm::{Host, HostConfig};
 use wasmcm_apiserver::Cluster;
 
-/// The manifests' ClusterRole.
-fn cluster_role() -> ClusterRole {
-    let text = std::fs::read_to_string(common::manifest("02-clusterrole.yaml")).unwrap();
-    serde_saphyr::from_str(&text).expect("02-clusterrole.yaml is a ClusterRole")
+/// The ClusterRole of the built-in plugin `plugin` in deploy/manifests.
+fn plugin_role(plugin: &str) -> ClusterRole {
+    let text = std::fs::read_to_string(common::manifest("06-plugin-identities.yaml")).unwrap();
+    let objects: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).expect("06-plugin-identities.yaml");
+    let name = format!("wasmcm-{plugin}");
+    let role = objects.into_iter().find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == name.as_str());
+    serde_json::from_value(role.unwrap_or_else(|| panic!("no ClusterRole {name}"))).unwrap()
 }
 
-/// The manifests' RBAC objects with `role` as the ClusterRole `wasmcm` (`None`: as it is), and
-/// a client presenting a token of the ServiceAccount wasmcm/wasmcm.
-async fn service_account(cluster: &Cluster, admin: &Client, role: Option<ClusterRole>) -> Client {
-    match role {
-        None => common::service_account(cluster).await,
-        Some(role) => {
-            let others: Vec<&str> =
-                common::RBAC_MANIFESTS.iter().copied().filter(|f| *f != "02-clusterrole.yaml").collect();
-            common::kubectl_apply(&cluster.kubeconfig, &others);
-            Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.unwrap();
-            common::token_client(cluster, "wasmcm", "wasmcm").await
-        }
+/// The manifests' RBAC objects, with `role` replacing the ClusterRole of its name (`None`: as
+/// they are), and a host acting as the ServiceAccount wasmcm/wasmcm.
+async fn service_account(cluster: &Cluster, admin: &Client, role: Option<ClusterRole>) -> common::Deployed {
+    let deployed = common::service_account(cluster).await;
+    if let Some(mut role) = role {
+        let roles = Api::<ClusterRole>::all(admin.clone());
+        let name = role.metadata.name.clone().unwrap();
+        role.metadata.resource_version = roles.get(&name).await.unwrap().metadata.resource_version;
+        roles.replace(&name, &PostParams::default(), &role).await.unwrap();
     }
+    deployed
 }
 
-/// The host with the built-in plugins (as `wasmcm run` loads them) on `client`, electing itself
-/// through the Lease wasmcm/wasmcm.
-async fn host(client: Client, controller: ControllerConfig) -> (Host, Arc<Metrics>) {
+/// The host with the built-in plugins as the manifests' ConfigMap has them (each writing as its
+/// own ServiceAccount), electing itself through the Lease wasmcm/wasmcm.
+async fn host(deployed: common::Deployed, controller: ControllerConfig) -> (Host, Arc<Metrics>) {
+    let dir = common::plugins_dir();
+    let paths = [dir.path().to_path_buf()];
+    let client = deployed.client;
     let (versions, failures) =
-        wasmcm::load_all(common::engine(), &[], &wasmcm::Trust::of("wasmcm"), Some(&client)).await;
+        wasmcm::load_all(common::engine(), &paths, &wasmcm::Trust::of("wasmcm"), Some(&client)).await;
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(versions.len(), 3, "the three built-ins");
-    let config =
-        HostConfig { controller, leader: Some(LeaderConfig::new("wasmcm", "wasmcm", "x")), ..Default::default() };
+    assert!(versions.iter().all(|v| v.spec.service_account.is_some()), "each with its own account");
+    let mut config = deployed.config;
+    config.controller = ControllerConfig { host: config.controller.host.clone(), ..controller };
+    config.leader = Some(LeaderConfig::new("wasmcm", "wasmcm", "x"));
     let metrics = Arc::new(Metrics::default());
     let host = Host::start(client, versions, config, metrics.clone()).await.unwrap();
     (host, metrics)
@@ -122,8 +130,9 @@ async fn rolled_out(admin: &Client, replicas: i32, want: &str) -> Vec<ReplicaSet
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_manifests_cluster_role_suffices_for_a_whole_deployment_rollout() {
     let (cluster, admin) = common::cluster().await;
-    let client = service_account(&cluster, &admin, None).await;
-    let (host, metrics) = host(client, ControllerConfig::default()).await;
+    let deployed = service_account(&cluster, &admin, None).await;
+    let own = deployed.client.clone();
+    let (host, metrics) = host(deployed, ControllerConfig::default()).await;
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), "default");
 
     deployments.create(&PostParams::default(), &common::web::<Deployment>(4, "web:1")).await.unwrap();
@@ -169,12 +178,21 @@ async fn the_manifests_cluster_role_suffices_for_a_whole_deployment_rollout() {
             "{plugin} reconciled:\n{text}"
         );
     }
+    // All of it was written as the plugins' accounts: the host's own may write nothing.
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(
+        json!({"metadata": {"name": "as-host"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    )
+    .unwrap();
+    let refused = Api::namespaced(own.clone(), "default").create(&PostParams::default(), &pod).await;
+    assert!(matches!(refused, Err(kube::Error::Api(ref e)) if e.code == 403), "{refused:?}");
+    let refused = Api::<Deployment>::namespaced(own, "default").delete("web", &Default::default()).await;
+    assert!(matches!(refused, Err(kube::Error::Api(ref e)) if e.code == 403), "{refused:?}");
     host.shutdown().await;
 }
 
-/// The manifests' ClusterRole with `edit` applied to its rules.
+/// The replicaset plugin's ClusterRole with `edit` applied to its rules.
 fn without(edit: impl FnOnce(&mut Vec<k8s_openapi::api::rbac::v1::PolicyRule>)) -> ClusterRole {
-    let mut role = cluster_role();
+    let mut role = plugin_role("replicaset");
     edit(role.rules.as_mut().expect("rules"));
     role
 }
@@ -183,15 +201,21 @@ fn is_rule(rule: &k8s_openapi::api::rbac::v1::PolicyRule, group: &str, resource:
     rule.api_groups.iter().flatten().any(|g| g == group) && rule.resources.iter().flatten().any(|r| r == resource)
 }
 
-/// Waits for a `reason` event about the ReplicaSet web whose message says 403 Forbidden.
+/// Waits for a `reason` event about the ReplicaSet web whose message says 403 Forbidden for the
+/// replicaset plugin's ServiceAccount.
 async fn forbidden_event(admin: &Client, reason: &str) -> String {
     common::eventually(&format!("a {reason} event saying forbidden"), || async {
         wasmcm_events(admin).await.into_iter().find_map(|e| {
             let message = e.message.unwrap_or_default();
             let about_web = e.involved_object.kind.as_deref() == Some("ReplicaSet")
                 && e.involved_object.name.as_deref() == Some("web");
-            (e.reason.as_deref() == Some(reason) && about_web && message.to_lowercase().contains("forbidden"))
-                .then_some(message)
+            // Refused to the plugin's own account, not to the host's.
+            let as_plugin = message.contains("system:serviceaccount:wasmcm:wasmcm-replicaset");
+            (e.reason.as_deref() == Some(reason)
+                && about_web
+                && as_plugin
+                && message.to_lowercase().contains("forbidden"))
+            .then_some(message)
         })
     })
     .await
@@ -206,14 +230,14 @@ async fn write_failed(metrics: &Metrics, plugin: &str) {
     .await;
 }
 
-/// The embedded cluster; a host acting as the ServiceAccount whose ClusterRole is the manifests'
-/// with `edit` applied to its rules; and the ReplicaSet web (2 pods) created.
+/// The embedded cluster; a host whose replicaset plugin acts as a ServiceAccount whose ClusterRole
+/// is the manifests' with `edit` applied to its rules; and the ReplicaSet web (2 pods) created.
 async fn start_without(
     edit: impl FnOnce(&mut Vec<k8s_openapi::api::rbac::v1::PolicyRule>),
 ) -> (Cluster, Client, Host, Arc<Metrics>, Api<ReplicaSet>) {
     let (cluster, admin) = common::cluster().await;
-    let client = service_account(&cluster, &admin, Some(without(edit))).await;
-    let (host, metrics) = host(client, impatient()).await;
+    let deployed = service_account(&cluster, &admin, Some(without(edit))).await;
+    let (host, metrics) = host(deployed, impatient()).await;
     let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
     rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
     (cluster, admin, host, metrics, rss)

@@ -577,3 +577,17 @@ async fn a_version_declaring_wider_rights_is_held_until_promoted_by_hand() {
     assert_eq!(f.live_version(), "writes-1");
     f.stop().await;
 }
+
+/// A plugin's write client is made for the identity its manifest names, so a new version (the
+/// same bytes too) that names another `serviceAccount` is refused, not run under the old one.
+#[test]
+fn a_version_with_another_service_account_is_refused_until_a_restart() {
+    let rollout = Rollout::new(wasmcm::Version::of(common::replicaset()), Arc::new(Metrics::default()));
+    let mut other = wasmcm::Version::of(common::replicaset());
+    other.spec.service_account = Some((Some("wasmcm".into()), "someone-else".into()));
+    let refused = rollout.offer(other).expect_err("another identity is refused");
+    assert!(refused.contains("writes as ServiceAccount wasmcm/someone-else"), "{refused}");
+    assert!(refused.contains("the running version as the host's own identity"), "{refused}");
+    assert!(refused.contains("only with a restart"), "{refused}");
+    assert_eq!(rollout.status().versions.len(), 1, "nothing in shadow");
+}

@@ -99,3 +99,19 @@ plugins.builtin: it runs, as in the default manifest). Call with (dict "root" $ 
 {{- end }}
 {{- ternary "true" "false" (ne $on false) }}
 {{- end }}
+
+{{/* The built-ins that run with an identity of their own (templates/plugin-identities.yaml):
+the enabled ones not replaced by an entry of plugins.extra, space-separated. */}}
+{{- define "wasmcm.identities" -}}
+{{- $extraNames := list }}
+{{- range (.Values.plugins.extra | default list) }}
+{{- $extraNames = append $extraNames .metadata.name }}
+{{- end }}
+{{- $names := list }}
+{{- range $name := splitList " " (include "wasmcm.builtins" .) }}
+{{- if and (not (has $name $extraNames)) (eq (include "wasmcm.builtinEnabled" (dict "root" $ "name" $name)) "true") }}
+{{- $names = append $names $name }}
+{{- end }}
+{{- end }}
+{{- join " " $names }}
+{{- end }}

@@ -42,6 +42,22 @@ impl Controller for Hostile {
         if let Some(n) = count("batches-") {
             return Ok(Outcome { batches: vec![Vec::new(); n], requeue_after_ms: None });
         }
+        // `bulk-N`: filler that the cache holds and a test reads; nothing to do.
+        if count("bulk-").is_some() {
+            return Ok(Outcome::default());
+        }
+        // `fill-N`: 240 MiB touched and held a while (read over and over), again and again
+        // (requeued at once, writing nothing), so that a plugin's workers all hold their share
+        // of memory at the same time.
+        if count("fill-").is_some() {
+            let v = vec![1u8; 240 << 20];
+            let mut sum: u64 = 0;
+            for pass in 0..16 {
+                sum = sum.wrapping_add(v.iter().skip(pass).step_by(64).map(|b| u64::from(*b)).sum::<u64>());
+            }
+            std::hint::black_box(sum);
+            return Ok(Outcome { batches: Vec::new(), requeue_after_ms: Some(1) });
+        }
         match request.name.as_str() {
             "loop" => {
                 let mut n: u64 = 0;
