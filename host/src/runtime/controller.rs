@@ -306,7 +306,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 .map(|c| wasmcm_core::key(&obj.namespace, &c.name))
         };
         if info.owns.contains(&change.kind) {
-            if change.deleted {
+            // A deletion is observed once the object is marked (as KCM's updatePod does), not when
+            // it is gone: a pod may linger for its whole grace period, and the controller must not
+            // wait that out before replacing it.
+            if change.deleted || o.deleting {
                 self.expectations.deletion_observed(&writer::deletion_id(&change.kind, &o.namespace, &o.name));
             }
             match owner_key(o) {

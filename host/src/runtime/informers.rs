@@ -33,6 +33,8 @@ pub struct Object {
     pub labels: BTreeMap<String, String>,
     /// The ownerReference with `controller: true`.
     pub controller: Option<ControllerRef>,
+    /// Its deletionTimestamp is set: it is going, though it may linger for its grace period.
+    pub deleting: bool,
     pub json: String,
 }
 
@@ -45,6 +47,7 @@ impl Object {
             name: meta.name.unwrap_or_default(),
             uid: meta.uid.unwrap_or_default(),
             resource_version: meta.resource_version.unwrap_or_default(),
+            deleting: meta.deletion_timestamp.is_some(),
             labels: meta.labels.unwrap_or_default(),
             controller: controller.map(|r| ControllerRef {
                 kind: Kind::new(&r.api_version, &r.kind),

@@ -329,3 +329,49 @@ fn the_run_command_makes_kubectl_created_replica_sets_run() {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+/// A pod deleted gracefully counts as gone at once: its deletion is observed when its
+/// deletionTimestamp is set (as KCM's updatePod does), not when it finally disappears. Scaled
+/// down and up again, the ReplicaSet replaces pods still in a 5-minute grace period instead of
+/// waiting that out (or the expectations' 5-minute TTL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pods_in_their_grace_period_do_not_hold_the_replica_set_back() {
+    use wasmcm_apiserver::{ClusterConfig, KubeletConfig};
+    let kubelet = KubeletConfig {
+        start_delay: Duration::from_millis(50),
+        grace_cap: Duration::from_secs(600),
+        ..KubeletConfig::default()
+    };
+    let cluster = Cluster::start(ClusterConfig { kubelet, ..ClusterConfig::default() }).await.unwrap();
+    let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
+    let metrics = Arc::new(Metrics::default());
+    let plugins = vec![Version::of(common::replicaset())];
+    let host = Host::start(client.clone(), plugins, HostConfig::default(), metrics).await.unwrap();
+
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let mut rs = replica_set("lingering", 3);
+    rs.spec.template.as_mut().unwrap().spec.as_mut().unwrap().termination_grace_period_seconds = Some(300);
+    rss.create(&PostParams::default(), &rs).await.unwrap();
+    let active = |n: usize| {
+        let pods = pods.clone();
+        async move { (active_pods(&pods, "lingering").await.len() == n).then_some(()) }
+    };
+    common::eventually("3 pods", || active(3)).await;
+
+    let scale = |n: i32| json!({"spec": {"replicas": n}});
+    rss.patch("lingering", &PatchParams::default(), &Patch::Merge(scale(1))).await.unwrap();
+    common::eventually("2 pods marked for deletion", || active(1)).await;
+    rss.patch("lingering", &PatchParams::default(), &Patch::Merge(scale(3))).await.unwrap();
+    let replaced = tokio::time::timeout(Duration::from_secs(60), async {
+        while active(3).await.is_none() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let all = pods.list(&ListParams::default().labels("app=lingering")).await.unwrap().items;
+    let terminating = all.iter().filter(|p| p.metadata.deletion_timestamp.is_some()).count();
+    assert!(replaced.is_ok(), "the ReplicaSet waited for its terminating pods ({terminating} of {})", all.len());
+    assert_eq!(terminating, 2, "the deleted pods are still in their grace period");
+    drop(host);
+}
