@@ -13,8 +13,8 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::{FaultConfig, KubeletConfig};
-use crate::{api, auth, faults, gc, kubelet, resources, server, store, tls};
+use crate::{AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
+use crate::{api, audit, auth, faults, gc, kubelet, resources, server, store, tls};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {
@@ -27,6 +27,8 @@ pub(crate) struct State {
     pub server_address: String,
     pub faults: faults::Faults,
     pub sources: Sources,
+    /// Who writes, and who holds the audited Lease meanwhile; `None` records nothing.
+    pub audit: Option<audit::Audit>,
 }
 
 /// Where the server gets the time and the randomness of what it makes up (timestamps, uids,
@@ -47,6 +49,7 @@ impl State {
             server_address: String::new(),
             faults: faults::Faults::default(),
             sources,
+            audit: None,
         }
     }
 
@@ -111,6 +114,9 @@ pub struct ClusterConfig {
     /// the version it replaced): the older ones go when either bound is passed.
     pub history_bytes: usize,
     pub faults: FaultConfig,
+    /// Record every write with who held this Lease (namespace, name) when it arrived:
+    /// [`Cluster::take_audit`].
+    pub audit_lease: Option<(String, String)>,
 }
 
 impl Default for ClusterConfig {
@@ -123,6 +129,7 @@ impl Default for ClusterConfig {
             history: store::DEFAULT_HISTORY,
             history_bytes: store::DEFAULT_HISTORY_BYTES,
             faults: FaultConfig::default(),
+            audit_lease: None,
         }
     }
 }
@@ -168,6 +175,7 @@ impl Cluster {
         let state = Arc::new(State {
             token: token.clone(),
             server_address: addr.to_string(),
+            audit: config.audit_lease.as_ref().map(|(namespace, name)| audit::Audit::new(namespace, name)),
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
                 Sources::System,
@@ -214,7 +222,26 @@ impl Cluster {
 
     /// Forgets the watch history: watchers resuming from before now get 410 Gone.
     pub fn compact(&self) {
+        self.state.faults.compacted();
         self.state.store.compact();
+    }
+
+    /// Serves nothing for `duration`: open watches are closed, and every request that arrives
+    /// meanwhile waits for the stall to end and is answered 504 without being served.
+    pub fn stall(&self, duration: Duration) {
+        self.state.faults.stall(duration);
+        self.state.store.drop_watchers();
+    }
+
+    /// The writes audited since the last call (none unless `ClusterConfig::audit_lease`), in
+    /// the order they were answered.
+    pub fn take_audit(&self) -> Vec<AuditRecord> {
+        self.state.audit.as_ref().map(audit::Audit::take).unwrap_or_default()
+    }
+
+    /// What fault injection has done so far.
+    pub fn fault_counts(&self) -> FaultCounts {
+        self.state.faults.counts()
     }
 
     /// Closes every open watch stream now.
@@ -267,6 +294,7 @@ async fn periodic_faults(state: Arc<State>) {
         }
         if config.compact_interval.is_some_and(|i| now.duration_since(last_compact) >= i) {
             last_compact = now;
+            state.faults.compacted();
             state.store.compact();
         }
     }

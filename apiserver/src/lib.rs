@@ -12,6 +12,7 @@
 #![warn(unreachable_pub)]
 
 mod api;
+mod audit;
 mod auth;
 mod change;
 mod cluster;
@@ -35,8 +36,9 @@ mod tls;
 mod user;
 mod validation;
 
+pub use audit::{AuditRecord, LeaseState};
 pub use cluster::{Cluster, ClusterConfig};
-pub use faults::FaultConfig;
+pub use faults::{FaultConfig, FaultCounts};
 pub use kubelet::KubeletConfig;
 pub use offline::Offline;
 pub use wasmcm_core::ApiError;

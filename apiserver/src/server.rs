@@ -12,7 +12,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, USER_AGENT};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -72,25 +72,46 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<
         Ok(user) => user,
         Err(e) => return Ok(error_response(&e)),
     };
-    // Authorization comes before routing, as upstream's filter chain: a request the user may
-    // not make is refused even where nothing is served.
     let query: HashMap<String, String> =
         req.uri().query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
     let attributes = rbac::Attributes::of_request(req.method().as_str(), &path, &query);
-    let decision = rbac::authorize(&state, &user, &attributes);
+    let audited = state.audit.as_ref().and_then(|audit| {
+        let agent = req.headers().get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+        Some((audit, audit.arrived(&state, &user, agent, &attributes)?))
+    });
+    let response = authorized(&state, &user, &attributes, req).await;
+    if let Some((audit, record)) = audited {
+        audit.answered(record, response.status().as_u16());
+    }
+    Ok(response)
+}
+
+/// A request from an authenticated user: authorized, subject to injected faults, and served.
+async fn authorized(
+    state: &Arc<State>,
+    user: &UserInfo,
+    attributes: &rbac::Attributes,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    if let Some(stalled) = state.faults.stalled().await {
+        return error_response(&stalled);
+    }
+    // Authorization comes before routing, as upstream's filter chain: a request the user may
+    // not make is refused even where nothing is served.
+    let decision = rbac::authorize(state, user, attributes);
     if !decision.allowed {
-        return Ok(error_response(&rbac::forbidden(&user, &attributes, &decision.reason)));
+        return error_response(&rbac::forbidden(user, attributes, &decision.reason));
     }
     if let Some(fault) = state.faults.on_request(req.method()) {
-        return Ok(error_response(&fault));
+        return error_response(&fault);
     }
     if let Some(delay) = state.faults.latency() {
         tokio::time::sleep(delay).await;
     }
-    Ok(match route(&state, &user, req).await {
+    match route(state, user, req).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
-    })
+    }
 }
 
 struct Ctx {

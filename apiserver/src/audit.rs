@@ -1,0 +1,119 @@
+//! The write audit: for every request that would change something, who sent it (the user after
+//! impersonation, and its User-Agent), when it arrived, what it asked for, how it was answered,
+//! and who held a named Lease when it arrived, read from the Lease's own `holderIdentity`,
+//! `renewTime` and `leaseDurationSeconds` — the fields of a kube-apiserver audit event (`user`,
+//! `userAgent`, `verb`, `objectRef`, `responseStatus`, `requestReceivedTimestamp`) plus the one a
+//! leader-election test needs. With it a test proves that no write came from a process that
+//! was not the Lease's valid holder at the time.
+//!
+//! Off unless a Lease is named. It records; it judges nothing and refuses nothing.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::State;
+use crate::change::Key;
+use crate::rbac::Attributes;
+use crate::user::UserInfo;
+
+/// One write, as it arrived.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditRecord {
+    /// When the request arrived (the server's clock).
+    pub received: jiff::Timestamp,
+    /// The user it acted as (the impersonated one, if any).
+    pub user: String,
+    pub user_agent: String,
+    /// create, update, patch, delete, deletecollection.
+    pub verb: String,
+    /// `pods`, `replicasets/status`, ...
+    pub resource: String,
+    pub namespace: String,
+    /// Empty for a create (the name is in the body, or generated).
+    pub name: String,
+    /// The answer's HTTP status.
+    pub code: u16,
+    /// The audited Lease as it stood when the request arrived; `None` if it did not exist.
+    pub lease: Option<LeaseState>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseState {
+    pub holder: String,
+    pub renew_time: Option<jiff::Timestamp>,
+    pub duration_seconds: i64,
+}
+
+impl AuditRecord {
+    /// Who validly held the Lease when this write arrived: its holder, if the holder's last
+    /// renewal had not expired by then.
+    pub fn valid_holder(&self) -> Option<&str> {
+        let lease = self.lease.as_ref()?;
+        let renewed = lease.renew_time?;
+        let expires = renewed.checked_add(jiff::SignedDuration::from_secs(lease.duration_seconds)).ok()?;
+        (!lease.holder.is_empty() && self.received <= expires).then_some(lease.holder.as_str())
+    }
+}
+
+pub(crate) struct Audit {
+    lease: Key,
+    records: Mutex<Vec<AuditRecord>>,
+}
+
+impl Audit {
+    pub(crate) fn new(namespace: &str, name: &str) -> Self {
+        let lease = Key { id: "coordination.k8s.io/leases".into(), namespace: namespace.into(), name: name.into() };
+        Audit { lease, records: Mutex::default() }
+    }
+
+    /// The record of a request arriving now, if it is a write; completed by [`Audit::answered`].
+    pub(crate) fn arrived(
+        &self,
+        state: &State,
+        user: &UserInfo,
+        user_agent: &str,
+        request: &Attributes,
+    ) -> Option<AuditRecord> {
+        if !request.resource_request
+            || !matches!(request.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+        {
+            return None;
+        }
+        let lease = state.store.get(&self.lease).map(|l| {
+            let spec = l.get("spec").cloned().unwrap_or(Value::Null);
+            LeaseState {
+                holder: spec.get("holderIdentity").and_then(Value::as_str).unwrap_or("").into(),
+                renew_time: spec.get("renewTime").and_then(Value::as_str).and_then(|t| t.parse().ok()),
+                duration_seconds: spec.get("leaseDurationSeconds").and_then(Value::as_i64).unwrap_or(0),
+            }
+        });
+        let resource = match request.subresource.as_str() {
+            "" => request.resource.clone(),
+            sub => format!("{}/{sub}", request.resource),
+        };
+        Some(AuditRecord {
+            received: state.now(),
+            user: user.name.clone(),
+            user_agent: user_agent.into(),
+            verb: request.verb.clone(),
+            resource,
+            namespace: request.namespace.clone(),
+            name: request.name.clone(),
+            code: 0,
+            lease,
+        })
+    }
+
+    pub(crate) fn answered(&self, mut record: AuditRecord, code: u16) {
+        record.code = code;
+        if let Ok(mut records) = self.records.lock() {
+            records.push(record);
+        }
+    }
+
+    /// The records so far, in order of their answers, forgotten here.
+    pub(crate) fn take(&self) -> Vec<AuditRecord> {
+        self.records.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default()
+    }
+}
