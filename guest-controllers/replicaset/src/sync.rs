@@ -45,8 +45,9 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
     let replicas = rs.spec.replicas.unwrap_or(1).max(0) as usize;
     let diff = claimed.len() as i64 - replicas as i64;
     let mut template_error = None;
+    let mut managed = Outcome::default();
     if rs.metadata.deletion_timestamp.is_none()
-        && let Err(e) = manage_replicas(req, rs, &rs_raw, &claimed, cache, &mut outcome)
+        && let Err(e) = manage_replicas(req, rs, &rs_raw, &claimed, cache, &mut managed)
     {
         template_error = Some(e.message);
     }
@@ -59,11 +60,22 @@ pub fn sync(req: &Request, cache: &dyn Cache) -> Result<Outcome, Error> {
     let manage_ok = failure.is_none();
     let current_status = rs_raw.get("status").cloned().unwrap_or(Value::Null);
     let mut new_status = status::calculate(rs, &current_status, &claimed, failure, req.now);
+    let mut status_write = Vec::new();
     if status::needs_update(rs, &current_status, &new_status) {
         new_status["observedGeneration"] = rs.metadata.generation.unwrap_or(0).into();
         let mut updated = rs_raw;
         updated["status"] = new_status.clone();
-        outcome.push_batch(vec![Intent::UpdateStatus(updated.to_string())]);
+        status_write.push(Intent::UpdateStatus(updated.to_string()));
+    }
+    // Upstream writes the status after `manageReplicas` whether it failed or not; the host stops
+    // an outcome at its first failing batch. A status reporting a failure therefore goes first:
+    // creates that failed last time may fail again, and ReplicaFailure must not wait for them.
+    if manage_ok {
+        outcome.batches.extend(managed.batches);
+        outcome.push_batch(status_write);
+    } else {
+        outcome.push_batch(status_write);
+        outcome.batches.extend(managed.batches);
     }
 
     // Pods turn available minReadySeconds after they turn ready: look again then.

@@ -219,6 +219,11 @@ fn previous_failure_sets_replica_failure_and_success_clears_it() {
     assert_eq!(conds[0]["message"], "pods \"web-x\" is forbidden: exceeded quota");
     assert_eq!(conds[0]["lastTransitionTime"], now().timestamp().to_string());
     assert_eq!(creates(&o).len(), 2, "creation is still attempted");
+    assert!(
+        matches!(o.batches[0][..], [Intent::UpdateStatus(_)]),
+        "the failure is recorded before creates that may fail again: {:?}",
+        o.batches
+    );
     assert!(o.requeue_after_ms.is_none());
 
     let failing = replica_set(
