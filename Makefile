@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test cluster bench image toolchain
+.PHONY: run test cluster bench soak image toolchain
 
 toolchain:
 	rustup toolchain install
@@ -42,6 +42,14 @@ bench: toolchain
 	cargo bench -p wasmcm-apiserver --bench cluster
 	cargo bench -p wasmcm --bench scale -- $(SCALE_ARGS)
 	cargo bench -p wasmcm --bench lifecycle
+
+# The chaos soak, long (host/benches/chaos.rs): three hosts at KCM's lease timings, 300
+# Deployments under churn, 30 minutes of injected faults unless SOAK_ARGS says otherwise, e.g.
+# `make soak SOAK_ARGS="--minutes 120 --deployments 600"`. `make test` runs it small.
+SOAK_ARGS ?=
+
+soak: toolchain
+	cargo bench -p wasmcm --bench chaos -- $(SOAK_ARGS)
 
 # The image as an OCI layout in target/image/wasmcm, without a Docker engine (deploy/README.md).
 image: toolchain

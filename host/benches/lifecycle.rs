@@ -80,10 +80,13 @@ fn manifest(names: &[String]) -> String {
     text
 }
 
-async fn client_of(cluster: &Cluster) -> Client {
+async fn config_of(cluster: &Cluster) -> Config {
     let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).expect("kubeconfig");
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("config");
-    Client::try_from(config).expect("client")
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("config")
+}
+
+async fn client_of(cluster: &Cluster) -> Client {
+    Client::try_from(config_of(cluster).await).expect("client")
 }
 
 fn engine_with_cache(cache: &Path) -> Engine {
@@ -292,7 +295,7 @@ async fn hot_swap() -> f64 {
     assert!(failures.is_empty() && versions.len() == 1, "load: {failures:?}");
     let metrics = Arc::new(Metrics::default());
     let host_config = HostConfig { client_rate: ClientRate { qps, burst: qps as u32 }, ..HostConfig::default() };
-    let host = Host::start(client.clone(), versions, host_config, metrics.clone()).await.expect("host");
+    let host = Host::start(config_of(&cluster).await, versions, host_config, metrics.clone()).await.expect("host");
     let controller = host.controller("stamp").expect("stamp controller").clone();
     let reloader = wasmcm::Reloader {
         engine: engine.clone(),
@@ -464,7 +467,9 @@ async fn child(copies: usize) {
     let (versions, failures) = wasmcm::load_all(&engine, &[dir], &wasmcm::Trust::of(NAMESPACE), Some(&client)).await;
     assert!(failures.is_empty() && versions.len() == copies, "load: {failures:?}");
     assert!(versions.iter().all(|v| v.plugin.compiled().cached), "every copy from the precompiled cache");
-    let host = Host::start(client, versions, HostConfig::default(), Arc::new(Metrics::default())).await.expect("host");
+    let host = Host::start(config_of(&cluster).await, versions, HostConfig::default(), Arc::new(Metrics::default()))
+        .await
+        .expect("host");
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (rss, file) = (rss_kib(), proc_kib("/proc/self/status", "RssFile"));
     let pss = proc_kib("/proc/self/smaps_rollup", "Pss");

@@ -443,6 +443,7 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
             watch_drop_interval: args.fault_watch_drop_seconds.map(Duration::from_secs),
             compact_interval: args.fault_compact_seconds.map(Duration::from_secs),
             watch_delay: Duration::from_millis(args.fault_watch_delay_ms),
+            ..FaultConfig::default()
         },
         ..ClusterConfig::default()
     };
@@ -561,7 +562,6 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
             leader,
-            kube_config: Some(config),
         };
         let metrics = std::sync::Arc::new(wasmcm::Metrics::default());
         let (ready, ready_rx) = tokio::sync::watch::channel(false);
@@ -581,8 +581,8 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
         println!("metrics: http://{bound}/metrics");
-        let host = Host::start(client.clone(), versions, host_config, metrics).await?;
-        plugins.send_replace(host.controllers().iter().map(|c| c.rollout().clone()).collect());
+        let host = Host::start(config, versions, host_config, metrics).await?;
+        plugins.send_replace(host.controllers().to_vec());
         let reloader = wasmcm::Reloader {
             engine: engine.clone(),
             client: Some(client),
@@ -598,11 +598,15 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             let _ = leading.wait_for(|l| *l).await;
             let _ = leading.wait_for(|l| !*l).await;
         };
-        // Like kube-controller-manager, a host that loses its lease exits: its restart
-        // rejoins as a standby with fresh state.
-        let code = tokio::select! {
-            r = stop_signal() => { r?; ExitCode::SUCCESS }
-            _ = lost => { tracing::error!("leadership lost; exiting"); ExitCode::from(1) }
+        // Like kube-controller-manager, a host that loses its lease exits at once: its fence
+        // already refuses every write, so reconciles in flight have nothing left to finish, and
+        // its restart rejoins as a standby with fresh state.
+        tokio::select! {
+            r = stop_signal() => r?,
+            _ = lost => {
+                tracing::error!("leadership lost; exiting");
+                std::process::exit(1);
+            }
         };
         reloader.abort();
         // Stop taking work, let reconciles in flight finish, release the lease; a reconcile
@@ -614,6 +618,6 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(c) = cluster {
             c.shutdown().await;
         }
-        Ok(code)
+        Ok(ExitCode::SUCCESS)
     })
 }

@@ -1,7 +1,9 @@
 //! Hot swap triggers: watches the `--plugins` manifests and the plugin files they name (their
 //! directories, so atomic renames and kubelet's ConfigMap-volume symlink swaps are seen), and
 //! the ConfigMaps that hold plugins; after a burst of changes has settled, re-reads every
-//! manifest and offers each changed plugin to its controller.
+//! manifest and offers each changed plugin to its controller. Each offer runs on its own: a
+//! version waiting for a new informer to sync (a CRD not installed yet) holds up no other
+//! plugin's swap, and a newer version of the same plugin replaces it.
 //!
 //! It reads files, ConfigMaps and the engine's cache, and nothing else: whether a version is
 //! promoted, shadowed or refused is the controller's rollout's decision.
@@ -67,15 +69,17 @@ impl Reloader {
     }
 
     async fn run(self, mut rx: mpsc::UnboundedReceiver<()>) {
+        let mut offers = Offers::default();
         while rx.recv().await.is_some() {
             // Settle: wait until no change has come for RELOAD_SETTLE.
             while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, rx.recv()).await {}
-            self.reload().await;
+            self.reload(&mut offers).await;
         }
     }
 
     /// Re-reads the manifests and offers every plugin whose bytes or entry changed.
-    pub async fn reload(&self) {
+    async fn reload(&self, offers: &mut Offers) {
+        offers.retain(|_, (_, offer)| !offer.is_finished());
         let (specs, errors) = manifest::resolve_plugins(&self.paths, &self.trust.namespace);
         for e in errors {
             tracing::error!("not reloaded: {e}");
@@ -100,7 +104,8 @@ impl Reloader {
             };
             // Most events concern other files: skip the compile when nothing changed.
             let digest = hex::encode(Sha256::digest(&bytes));
-            if controller.rollout().is_current(&digest, &spec) {
+            let offered = offers.get(&spec.name).is_some_and(|(d, _)| *d == digest);
+            if offered || controller.rollout().is_current(&digest, &spec) {
                 continue;
             }
             let (engine, owned) = (self.engine.clone(), spec.clone());
@@ -118,13 +123,22 @@ impl Reloader {
                 }
             };
             let what = format!("{} (sha256 {})", version.plugin.info().version, &digest[..12]);
-            match controller.offer(version).await {
-                Ok(offered) => tracing::info!(plugin = %spec.name, "{what}: {offered:?}"),
-                Err(e) => tracing::error!(plugin = %spec.name, "{what} refused: {e}"),
+            let (controller, name) = (controller.clone(), spec.name.clone());
+            let offer = tokio::spawn(async move {
+                match controller.offer(version).await {
+                    Ok(offered) => tracing::info!(plugin = %name, "{what}: {offered:?}"),
+                    Err(e) => tracing::error!(plugin = %name, "{what} refused: {e}"),
+                }
+            });
+            if let Some((_, superseded)) = offers.insert(spec.name.clone(), (digest, offer)) {
+                superseded.abort();
             }
         }
     }
 }
+
+/// Offers on their way to a controller, by plugin: the digest offered, and the task.
+type Offers = std::collections::BTreeMap<String, (String, tokio::task::JoinHandle<()>)>;
 
 /// The directories holding the manifests and the plugin files they name.
 fn watched_dirs(paths: &[PathBuf], specs: &[PluginSpec]) -> BTreeSet<PathBuf> {

@@ -1,5 +1,7 @@
-//! The host's HTTP endpoint: `/metrics`, `/healthz`, `/readyz` (ready once every plugin's
-//! caches synced), and the plugin admin API that `wasmcm plugins` talks to:
+//! The host's HTTP endpoint: `/metrics`, `/healthz`, `/readyz` (ready once the host has
+//! started: every plugin's caches synced or known not to; its body says which, as
+//! kube-apiserver's `/readyz?verbose` lists its checks), and the plugin admin API that `wasmcm
+//! plugins` talks to:
 //!
 //! - `GET /plugins`: every plugin's versions (live, shadow, previous, failed) with counters;
 //! - `POST /plugins/<name>/promote` and `/abandon`: end a shadow period by hand. Changing what
@@ -12,7 +14,8 @@
 //! or slow clients cannot take the probes' port, and accept errors (out of file descriptors)
 //! back off instead of spinning.
 //!
-//! It reads what the rollouts and metrics report and changes nothing but shadow periods.
+//! It reads what the controllers, rollouts and metrics report and changes nothing but shadow
+//! periods.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -25,15 +28,16 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::sync::watch;
 
-use crate::lifecycle::rollout::Rollout;
 use crate::ops::metrics::Metrics;
+use crate::runtime::controller::PluginController;
+use crate::writes::kube::KubeApi;
 
 /// What the endpoint serves; `plugins` is filled once the host has started them.
 #[derive(Clone)]
 pub struct Admin {
     pub metrics: Arc<Metrics>,
     pub ready: watch::Receiver<bool>,
-    pub plugins: watch::Receiver<Vec<Arc<Rollout>>>,
+    pub plugins: watch::Receiver<Vec<Arc<PluginController<KubeApi>>>>,
     /// The bearer token plugin changes need; `None` refuses every change.
     pub token: Option<Arc<str>>,
 }
@@ -56,10 +60,9 @@ impl Admin {
                 (StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", self.metrics.encode())
             }
             (&Method::GET, "/healthz" | "/livez") => (StatusCode::OK, TEXT, "ok".into()),
-            (&Method::GET, "/readyz") if *self.ready.borrow() => (StatusCode::OK, TEXT, "ok".into()),
-            (&Method::GET, "/readyz") => (StatusCode::SERVICE_UNAVAILABLE, TEXT, "caches not synced".into()),
+            (&Method::GET, "/readyz") => self.readiness(),
             (&Method::GET, "/plugins") => {
-                let statuses: Vec<_> = self.plugins.borrow().iter().map(|r| r.status()).collect();
+                let statuses: Vec<_> = self.plugins.borrow().iter().map(|c| c.rollout().status()).collect();
                 let body = serde_json::to_string_pretty(&statuses).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
                 (StatusCode::OK, "application/json", body)
             }
@@ -70,7 +73,8 @@ impl Admin {
                 let Some((name, action)) = p["/plugins/".len()..].split_once('/') else {
                     return (StatusCode::NOT_FOUND, TEXT, "POST /plugins/<name>/promote or /abandon\n".into());
                 };
-                let Some(rollout) = self.plugins.borrow().iter().find(|r| r.name() == name).cloned() else {
+                let found = self.plugins.borrow().iter().map(|c| c.rollout()).find(|r| r.name() == name).cloned();
+                let Some(rollout) = found else {
                     return (StatusCode::NOT_FOUND, TEXT, format!("no plugin {name}\n"));
                 };
                 let result = match action {
@@ -85,6 +89,31 @@ impl Admin {
             }
             _ => (StatusCode::NOT_FOUND, TEXT, "not found\n".into()),
         }
+    }
+
+    /// Ready once the host has started; a plugin whose caches have not synced is listed (it
+    /// does not reconcile) without making the host unready, since the others run.
+    fn readiness(&self) -> Reply {
+        const TEXT: &str = "text/plain";
+        if !*self.ready.borrow() {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                TEXT,
+                "[-]started failed: caches not synced yet\nreadyz check failed\n".into(),
+            );
+        }
+        let mut body = String::from("[+]started ok\n");
+        for c in self.plugins.borrow().iter() {
+            match c.cache_status() {
+                Ok(()) => body.push_str(&format!("[+]plugin/{} ok\n", c.rollout().name())),
+                Err(why) => body.push_str(&format!(
+                    "[-]plugin/{} not synced, not reconciling (excluded: the other plugins run): {why}\n",
+                    c.rollout().name()
+                )),
+            }
+        }
+        body.push_str("readyz check passed\n");
+        (StatusCode::OK, TEXT, body)
     }
 
     /// A change needs the admin token, from a client that is not a browser acting for a page.

@@ -157,6 +157,7 @@ pub struct Metrics {
     pub(crate) queue_retries: Family<QueueLabels, Counter>,
     pub(crate) unfinished_work: Family<QueueLabels, Gauge<f64, AtomicU64>>,
     pub(crate) longest_running: Family<QueueLabels, Gauge<f64, AtomicU64>>,
+    pub(crate) keys_in_backoff: Family<QueueLabels, Gauge>,
     pub(crate) reconciles: Family<OutcomeLabels, Counter>,
     pub(crate) reconcile_duration: HistogramFamily<VersionLabels>,
     pub(crate) intents_refused: Family<VersionLabels, Counter>,
@@ -168,6 +169,7 @@ pub struct Metrics {
     pub(crate) plugin_info: Family<InfoLabels, Gauge>,
     pub(crate) plugin_load_seconds: Family<LoadLabels, Gauge<f64, AtomicU64>>,
     pub(crate) leader: Gauge,
+    pub(crate) plugin_synced: Family<PluginLabels, Gauge>,
     pub(crate) informer_objects: Family<KindLabels, Gauge>,
     pub(crate) informer_bytes: Family<BytesLabels, Gauge>,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
@@ -185,6 +187,7 @@ impl Default for Metrics {
             queue_retries: Family::default(),
             unfinished_work: Family::default(),
             longest_running: Family::default(),
+            keys_in_backoff: Family::default(),
             reconciles: Family::default(),
             reconcile_duration: Family::new_with_constructor(latency_histogram),
             intents_refused: Family::default(),
@@ -196,6 +199,7 @@ impl Default for Metrics {
             plugin_info: Family::default(),
             plugin_load_seconds: Family::default(),
             leader: Gauge::default(),
+            plugin_synced: Family::default(),
             informer_objects: Family::default(),
             informer_bytes: Family::default(),
             refreshers: Mutex::new(Vec::new()),
@@ -227,6 +231,11 @@ impl Default for Metrics {
             "workqueue_longest_running_processor_seconds",
             "How many seconds the longest running processor for the work queue has been running",
             m.longest_running.clone(),
+        );
+        registry.register(
+            "wasmcm_keys_in_backoff",
+            "Keys whose last reconcile failed, waiting for a retry with backoff (never dropped)",
+            m.keys_in_backoff.clone(),
         );
         registry.register("wasmcm_reconciles", "Reconciles by plugin, version and outcome", m.reconciles.clone());
         registry.register(
@@ -267,6 +276,11 @@ impl Default for Metrics {
             m.plugin_load_seconds.clone(),
         );
         registry.register("wasmcm_leader", "1 while this host holds the leader lease", m.leader.clone());
+        registry.register(
+            "wasmcm_plugin_synced",
+            "1 once every informer a plugin reads has synced; until then it does not reconcile",
+            m.plugin_synced.clone(),
+        );
         registry.register("wasmcm_informer_objects", "Objects in each informer's cache", m.informer_objects.clone());
         registry.register(
             "wasmcm_informer_bytes",

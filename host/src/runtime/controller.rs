@@ -2,7 +2,9 @@
 //! primary of an owned object; every matching primary for an adoptable orphan; the primary
 //! above a watched object's owner, for the kinds of change the plugin's `watches` wake on), keys go through the work queue to N workers, each
 //! reconcile runs the plugin off the async threads and hands the outcome to the writer, and
-//! failures are retried with backoff up to a limit. The version that runs (and a shadow
+//! failures are retried with backoff for as long as they fail: a key is never dropped (the
+//! ReplicaSet controller's way; with resync off nothing else would bring it back), only
+//! reported once it has failed `report_after` times. The version that runs (and a shadow
 //! candidate beside it) comes from the plugin's `Rollout`, read once per reconcile.
 //!
 //! It owns the queue, expectations and retry state of its plugin; it must not write to the
@@ -11,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use wasmcm_guest::{Instant, Request, Selector};
+use wasmcm_guest::{Instant, Kind, Request, Selector};
 
 use crate::engine::CallError;
 use crate::lifecycle::loader::Version;
@@ -31,9 +33,10 @@ const REPORT_REFUSALS_EVERY: std::time::Duration = std::time::Duration::from_sec
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
     pub workers: usize,
-    /// Retries of one key before it is dropped until its next change (the deployment
-    /// controller's `maxRetries`).
-    pub max_retries: u32,
+    /// Failures of one key after which it is reported (an error log and a `ReconcileFailed`
+    /// event on the object), once; it keeps being retried with backoff up to the queue's
+    /// `max_delay`.
+    pub report_after: u32,
     pub rate: RateLimit,
     /// Reconcile every primary this often even without changes (off by default).
     pub resync: Option<std::time::Duration>,
@@ -47,7 +50,7 @@ impl Default for ControllerConfig {
     fn default() -> Self {
         ControllerConfig {
             workers: 5,
-            max_retries: 15,
+            report_after: 15,
             rate: RateLimit::default(),
             resync: None,
             host: HostIdentity::default(),
@@ -80,26 +83,24 @@ pub struct PluginController<A> {
 }
 
 impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
-    /// Starts the informers the plugin declared and waits until they have synced.
-    pub async fn new(
+    /// Starts (or shares) the informers the plugin declared; they sync on their own, and the
+    /// controller reconciles once they have ([`PluginController::run`]).
+    pub fn new(
         version: Version,
         informers: &Arc<Informers>,
         api: Arc<A>,
         config: ControllerConfig,
         metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Arc<Self>> {
+    ) -> Arc<Self> {
         let info = version.plugin.info().clone();
-        let primary = informers.informer(&info.primary).await?;
+        let primary = informers.informer(&info.primary);
         let cache = Arc::new(PluginCache::new([primary.clone()]));
         for kind in info.owns.iter().chain(info.watched_kinds()) {
-            cache.add(informers.informer(kind).await?);
-        }
-        for i in cache.informers() {
-            i.wait_synced().await;
+            cache.add(informers.informer(kind));
         }
         let namespaces = std::sync::OnceLock::new();
         if version.spec.scope.namespace_selector.is_some() {
-            let _ = namespaces.set(watch_namespaces(informers).await?);
+            let _ = namespaces.set(informers.informer(&namespace_kind()));
         }
         let name = version.name().to_string();
         let config = ControllerConfig { workers: version.spec.workers.unwrap_or(config.workers), ..config };
@@ -141,7 +142,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             });
         }
         record_load(&metrics, &rollout.live());
-        Ok(Arc::new(PluginController {
+        Arc::new(PluginController {
             rollout,
             informers: informers.clone(),
             cache,
@@ -156,7 +157,47 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             api,
             primary,
             config,
-        }))
+        })
+    }
+
+    /// Every informer this controller reads: its cache's, and the namespaces' when its scope
+    /// selects namespaces by label.
+    fn all_informers(&self) -> Vec<Arc<Informer>> {
+        let mut all = self.cache.informers();
+        all.extend(self.namespaces.get().cloned());
+        all
+    }
+
+    /// Resolves once every informer it reads has synced.
+    pub async fn synced(&self) {
+        for i in self.all_informers() {
+            i.wait_synced().await;
+        }
+    }
+
+    /// Resolves once every informer it reads has synced, or one has failed to.
+    pub async fn settled(&self) {
+        for i in self.all_informers() {
+            i.settled().await;
+            if !i.is_synced() {
+                return;
+            }
+        }
+    }
+
+    /// Ok once every informer it reads has synced; else what each one that has not is waiting
+    /// for, by kind.
+    pub fn cache_status(&self) -> Result<(), String> {
+        let waiting: Vec<String> = self
+            .all_informers()
+            .iter()
+            .filter(|i| !i.is_synced())
+            .map(|i| match i.status().error {
+                Some(e) => format!("{}: {e}", i.kind()),
+                None => format!("{}: listing", i.kind()),
+            })
+            .collect();
+        if waiting.is_empty() { Ok(()) } else { Err(waiting.join("; ")) }
     }
 
     pub fn queue(&self) -> &Arc<WorkQueue<String>> {
@@ -171,23 +212,30 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// it reads that no version read before, so it never runs against a cold cache.
     pub async fn offer(self: &Arc<Self>, version: Version) -> Result<Offered, String> {
         let info = version.plugin.info().clone();
-        for kind in info.owns.iter().chain(info.watched_kinds()) {
-            if self.cache.has(kind) {
+        let mut kinds: Vec<Kind> = info.owns.iter().chain(info.watched_kinds()).cloned().collect();
+        if version.spec.scope.namespace_selector.is_some() {
+            kinds.push(namespace_kind());
+        }
+        for kind in kinds {
+            if self.cache.has(&kind) || (kind == namespace_kind() && self.namespaces.get().is_some()) {
                 continue;
             }
-            let informer = self.informers.informer(kind).await.map_err(|e| format!("cannot watch {kind}: {e:#}"))?;
+            let informer = self.informers.informer(&kind);
+            informer.settled().await;
+            if let Some(error) = informer.status().error.filter(|_| !informer.is_synced()) {
+                tracing::warn!(plugin = %self.rollout.name(), "version {} waits for {kind} to sync: {error}", info.version);
+            }
             informer.wait_synced().await;
+            if kind == namespace_kind() {
+                let _ = self.namespaces.set(informer);
+                continue;
+            }
             self.cache.add(informer.clone());
             if let Ok(mut routes) = self.routes.lock()
                 && let Some(routes) = routes.as_mut()
             {
                 routes.spawn(self.clone().route_changes(informer));
             }
-        }
-        if version.spec.scope.namespace_selector.is_some() && self.namespaces.get().is_none() {
-            let informer =
-                watch_namespaces(&self.informers).await.map_err(|e| format!("cannot watch namespaces: {e:#}"))?;
-            let _ = self.namespaces.set(informer);
         }
         record_load(&self.metrics, &version);
         self.rollout.offer(version)
@@ -241,8 +289,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
     }
 
-    /// Routes changes and runs the workers until the queue is shut down.
+    /// Once its caches have synced (as KCM's controllers wait for theirs), routes changes and
+    /// runs the workers until the queue is shut down.
     pub async fn run(self: Arc<Self>) {
+        self.synced().await;
         if let Ok(mut routes) = self.routes.lock() {
             let mut set = tokio::task::JoinSet::new();
             for informer in self.cache.informers() {
@@ -571,17 +621,16 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// Requeues `key` with backoff; `conflict` says the failure was a 409, retried quietly.
     fn retry(&self, key: &str, why: &str, conflict: bool) {
         let key = key.to_string();
-        if self.queue.num_requeues(&key) >= self.config.max_retries {
+        if self.queue.num_requeues(&key) + 1 == self.config.report_after {
             let live = self.rollout.live();
             let info = live.plugin.info();
-            tracing::error!(plugin = %info.name, key, "dropping after {} retries: {why}", self.config.max_retries);
-            self.queue.forget(&key);
+            let failures = self.config.report_after;
+            tracing::error!(plugin = %info.name, key, "failed {failures} times, still retrying with backoff: {why}");
             let message = format!(
-                "plugin {} {} gave up after {} retries until the object changes: {why}",
-                info.name, info.version, self.config.max_retries
+                "plugin {} {} failed {failures} times; retrying with backoff until it succeeds: {why}",
+                info.name, info.version
             );
             self.event(&key, "ReconcileFailed", message);
-            return;
         }
         if conflict {
             tracing::debug!(plugin = %self.rollout.name(), key, "conflict, retrying");
@@ -595,11 +644,9 @@ fn labels_of(namespaces: Option<&Informer>, namespace: &str) -> Option<BTreeMap<
     namespaces.and_then(|i| i.get("", namespace)).map(|o| o.labels.clone())
 }
 
-/// The Namespace informer a scope's `namespaceSelector` reads labels from, synced.
-async fn watch_namespaces(informers: &Informers) -> anyhow::Result<Arc<Informer>> {
-    let informer = informers.informer(&wasmcm_guest::Kind::new("v1", "Namespace")).await?;
-    informer.wait_synced().await;
-    Ok(informer)
+/// The kind whose labels a scope's `namespaceSelector` reads.
+fn namespace_kind() -> Kind {
+    Kind::new("v1", "Namespace")
 }
 
 /// The compile (or precompiled-cache read) time of a version, as a gauge.

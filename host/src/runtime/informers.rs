@@ -3,8 +3,13 @@
 //! event routing needs (labels, controller reference), indexed by (namespace, name) and by
 //! (namespace, controller uid) as client-go's controller-UID indexers are, so that what a
 //! reconcile reads costs what it returns, not the size of the namespace. Re-lists on 410 and reconnects with
-//! backoff through kube-runtime's watcher; a re-list is diffed against the store, so
-//! subscribers see deletions that happened while disconnected.
+//! backoff through kube-runtime's watcher; a re-list is applied object by object as it streams
+//! in (never buffered whole) and then diffed against the store, so subscribers see deletions
+//! that happened while disconnected.
+//!
+//! An informer is handed out at once and syncs on its own: a kind the cluster does not serve
+//! (yet: a CRD installed later) or may not be listed keeps being retried, and its status says
+//! why it has not synced, so one plugin's broken informer holds up no one else.
 //!
 //! It owns reading from the cluster and nothing else: no keys, no queues, no writes.
 
@@ -260,10 +265,18 @@ pub struct Change {
     pub deleted: bool,
 }
 
+/// Where an informer stands: synced once its first full list is in, and the last error that
+/// kept it from the cluster (cleared by the next success).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SyncStatus {
+    pub synced: bool,
+    pub error: Option<String>,
+}
+
 pub struct Informer {
     kind: Kind,
     store: RwLock<Store>,
-    synced: watch::Sender<bool>,
+    status: watch::Sender<SyncStatus>,
     changes: broadcast::Sender<Change>,
 }
 
@@ -274,12 +287,34 @@ impl Informer {
 
     /// Resolves once the first full list is in the store.
     pub async fn wait_synced(&self) {
-        let mut rx = self.synced.subscribe();
-        let _ = rx.wait_for(|s| *s).await;
+        let mut rx = self.status.subscribe();
+        let _ = rx.wait_for(|s| s.synced).await;
+    }
+
+    /// Resolves once synced, or once an error says why it is not.
+    pub async fn settled(&self) {
+        let mut rx = self.status.subscribe();
+        let _ = rx.wait_for(|s| s.synced || s.error.is_some()).await;
     }
 
     pub fn is_synced(&self) -> bool {
-        *self.synced.borrow()
+        self.status.borrow().synced
+    }
+
+    pub fn status(&self) -> SyncStatus {
+        self.status.borrow().clone()
+    }
+
+    fn failed(&self, error: String) {
+        self.status.send_if_modified(|s| {
+            let changed = s.error.as_ref() != Some(&error);
+            s.error = Some(error);
+            changed
+        });
+    }
+
+    fn succeeded(&self) {
+        self.status.send_if_modified(|s| s.error.take().is_some());
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
@@ -354,16 +389,10 @@ impl Informer {
         let _ = self.changes.send(Change { kind: self.kind.clone(), object: Arc::new(object), old, deleted: true });
     }
 
-    /// Replaces the store with a fresh list, reporting what changed and what disappeared.
-    fn relist(&self, listed: Vec<Served>) {
-        let mut seen = std::collections::HashSet::new();
-        for served in listed {
-            let meta = &served.metadata;
-            seen.insert((meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default()));
-            self.apply(served);
-        }
+    /// Ends a re-list: what it did not bring (`listed`) is gone, and the store is synced.
+    fn relisted(&self, listed: &BTreeSet<(String, String)>) {
         let gone: Vec<Arc<Object>> = match self.store.read() {
-            Ok(store) => store.objects.iter().filter(|(k, _)| !seen.contains(*k)).map(|(_, o)| o.clone()).collect(),
+            Ok(store) => store.objects.iter().filter(|(k, _)| !listed.contains(*k)).map(|(_, o)| o.clone()).collect(),
             Err(_) => return,
         };
         for object in gone {
@@ -377,7 +406,7 @@ impl Informer {
                 deleted: true,
             });
         }
-        self.synced.send_replace(true);
+        self.status.send_replace(SyncStatus { synced: true, error: None });
     }
 }
 
@@ -399,29 +428,23 @@ impl Informers {
         }
     }
 
-    /// The informer of `kind`, started on first use.
-    pub async fn informer(&self, kind: &Kind) -> anyhow::Result<Arc<Informer>> {
-        if let Some(i) = self.by_kind.lock().map_err(|_| anyhow::anyhow!("informers poisoned"))?.get(kind) {
-            return Ok(i.clone());
-        }
-        let resource = self.discovery.resolve(kind).await.map_err(|why| anyhow::anyhow!(why))?;
-        let mut by_kind = self.by_kind.lock().map_err(|_| anyhow::anyhow!("informers poisoned"))?;
+    /// The informer of `kind`, started on first use; it syncs on its own ([`Informer::status`]).
+    pub fn informer(&self, kind: &Kind) -> Arc<Informer> {
+        let mut by_kind = self.by_kind.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = by_kind.get(kind) {
-            return Ok(i.clone());
+            return i.clone();
         }
         let informer = Arc::new(Informer {
             kind: kind.clone(),
             store: RwLock::new(Store::default()),
-            synced: watch::channel(false).0,
+            status: watch::channel(SyncStatus::default()).0,
             changes: broadcast::channel(65_536).0,
         });
         by_kind.insert(kind.clone(), informer.clone());
-        let api: Api<Served> = Api::all_with(self.client.clone(), &resource.api);
-        let task_informer = informer.clone();
         if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.spawn(run(api, task_informer));
+            tasks.spawn(run(self.client.clone(), self.discovery.clone(), informer.clone()));
         }
-        Ok(informer)
+        informer
     }
 
     pub fn all(&self) -> Vec<Arc<Informer>> {
@@ -429,18 +452,49 @@ impl Informers {
     }
 }
 
-async fn run(api: Api<Served>, informer: Arc<Informer>) {
+/// Retries to find a kind the cluster does not serve (yet) no faster than this.
+const RESOLVE_BACKOFF: (std::time::Duration, std::time::Duration) =
+    (std::time::Duration::from_secs(1), std::time::Duration::from_secs(30));
+
+async fn run(client: kube::Client, discovery: Discovery, informer: Arc<Informer>) {
+    let mut backoff = RESOLVE_BACKOFF.0;
+    let resource = loop {
+        match discovery.resolve(&informer.kind).await {
+            Ok(r) => break r,
+            Err(why) => {
+                tracing::warn!(kind = %informer.kind, "cannot watch, retrying in {backoff:?}: {why}");
+                informer.failed(why);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RESOLVE_BACKOFF.1);
+            }
+        }
+    };
+    let api: Api<Served> = Api::all_with(client, &resource.api);
     let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
-    let mut buffer: Vec<Served> = Vec::new();
+    // What the re-list in progress has brought: the rest of the store is gone at its end.
+    let mut listed = BTreeSet::new();
     while let Some(event) = events.next().await {
         match event {
-            Ok(watcher::Event::Init) => buffer.clear(),
-            Ok(watcher::Event::InitApply(o)) => buffer.push(o),
-            Ok(watcher::Event::InitDone) => informer.relist(std::mem::take(&mut buffer)),
-            Ok(watcher::Event::Apply(o)) => informer.apply(o),
-            Ok(watcher::Event::Delete(o)) => informer.delete(o),
+            Ok(watcher::Event::Init) => listed.clear(),
+            Ok(watcher::Event::InitApply(o)) => {
+                let meta = &o.metadata;
+                listed.insert((meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default()));
+                informer.apply(o);
+            }
+            Ok(watcher::Event::InitDone) => informer.relisted(&std::mem::take(&mut listed)),
+            Ok(watcher::Event::Apply(o)) => {
+                informer.succeeded();
+                informer.apply(o);
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                informer.succeeded();
+                informer.delete(o);
+            }
             // The watcher backs off and resumes (re-listing after 410) by itself.
-            Err(e) => tracing::warn!(kind = %informer.kind, "watch failed, retrying: {e}"),
+            Err(e) => {
+                tracing::warn!(kind = %informer.kind, "watch failed, retrying: {e}");
+                informer.failed(e.to_string());
+            }
         }
     }
 }

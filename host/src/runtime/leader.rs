@@ -4,12 +4,23 @@
 //! and give up at once when a renewal has not succeeded within the renew deadline. Releasing on
 //! shutdown empties the holder so a standby takes over without waiting.
 //!
-//! It owns the Lease and a `leading` signal; what runs while leading is the host's business.
+//! Unlike client-go, it fences: the [`Fence`] says until when this process may write, the start
+//! of its last successful renewal plus the renew deadline, and the write clients check it
+//! immediately before each request is sent (`runtime::clients`). No lease call can outlast it:
+//! each attempt is bounded by half the renew deadline (as KCM's leader-election client's
+//! timeout) and by the fence, and the lease client never retries on its own. A standby takes
+//! over no sooner than a lease duration after it last saw a renewal, which the renewal's start
+//! precedes, so a write the fence lets out has the difference (15 s - 10 s with KCM's
+//! defaults) to arrive before anyone else may lead.
+//!
+//! It owns the Lease, the fence and a `leading` signal; what runs while leading is the host's
+//! business.
 //!
 //! Written here because the kube-rs crates for it differ where it matters: kube-leader-election
 //! and kube-lease-manager judge expiry from the timestamps in the record against the local
 //! clock, and neither has a renew deadline after which a leader stops at once on its own.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -29,8 +40,8 @@ pub struct LeaderConfig {
     pub retry_period: Duration,
 }
 
-/// Who this host is in the Lease and in events: its pod's name (downward API `POD_NAME`), else
-/// `wasmcm-` and a random suffix, so two processes never share an identity.
+/// Who this host is in the Lease, in events and in its User-Agent: its pod's name (downward API
+/// `POD_NAME`), else `wasmcm-` and a random suffix, so two processes never share an identity.
 pub fn default_identity() -> String {
     if let Ok(pod) = std::env::var("POD_NAME")
         && !pod.is_empty()
@@ -54,6 +65,53 @@ impl LeaderConfig {
             retry_period: Duration::from_secs(2),
         }
     }
+
+    /// How long one acquire-or-renew attempt may take, all its calls together.
+    pub(crate) fn attempt_timeout(&self) -> Duration {
+        self.renew_deadline / 2
+    }
+}
+
+/// Until when this process may write: checked immediately before every write is sent.
+#[derive(Clone, Debug)]
+pub struct Fence {
+    /// `None`: not leading.
+    until: Arc<Mutex<Option<Instant>>>,
+    /// Without election, always open.
+    always: bool,
+}
+
+impl Fence {
+    /// Open for good: a host that does not elect writes whenever it likes.
+    pub fn open() -> Fence {
+        Fence { until: Arc::default(), always: true }
+    }
+
+    /// Closed until an elector opens it.
+    pub(crate) fn closed() -> Fence {
+        Fence { until: Arc::default(), always: false }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.until.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a write may be sent now.
+    pub fn holds(&self) -> bool {
+        self.always || self.lock().is_some_and(|until| Instant::now() < until)
+    }
+
+    fn until(&self) -> Option<Instant> {
+        *self.lock()
+    }
+
+    fn extend(&self, until: Instant) {
+        *self.lock() = Some(until);
+    }
+
+    fn close(&self) {
+        *self.lock() = None;
+    }
 }
 
 /// What we last saw of the lease, and when.
@@ -66,6 +124,7 @@ struct Observed {
 pub(crate) struct Elector {
     api: Api<Lease>,
     config: LeaderConfig,
+    fence: Fence,
     leading: watch::Sender<bool>,
     observed: Option<Observed>,
 }
@@ -75,10 +134,12 @@ fn now_micro() -> MicroTime {
 }
 
 impl Elector {
-    pub(crate) fn new(client: kube::Client, config: LeaderConfig) -> Self {
+    /// `client` is for the Lease alone: no retries of its own (`runtime::clients`).
+    pub(crate) fn new(client: kube::Client, config: LeaderConfig, fence: Fence) -> Self {
         Elector {
             api: Api::namespaced(client, &config.namespace),
             config,
+            fence,
             leading: watch::channel(false).0,
             observed: None,
         }
@@ -89,14 +150,35 @@ impl Elector {
         self.leading.subscribe()
     }
 
-    /// Campaigns until leading, then renews until `stop` fires (releasing the lease) or a
-    /// renewal misses the deadline (leadership lost: returns false).
+    /// One acquire-or-renew attempt, bounded; on success the fence opens until the renew
+    /// deadline after the attempt began.
+    async fn attempt(&mut self) -> bool {
+        let started = Instant::now();
+        let bound = match self.fence.until() {
+            Some(until) => until.min(started + self.config.attempt_timeout()),
+            None => started + self.config.attempt_timeout(),
+        };
+        match tokio::time::timeout_at(bound, self.try_acquire_or_renew()).await {
+            Ok(true) => {
+                self.fence.extend(started + self.config.renew_deadline);
+                true
+            }
+            Ok(false) => false,
+            Err(_) => {
+                tracing::debug!(lease = %self.config.name, "acquire or renew timed out");
+                false
+            }
+        }
+    }
+
+    /// Campaigns until leading, then renews until `stop` fires (releasing the lease) or the
+    /// fence expires without a renewal (leadership lost: returns false).
     pub(crate) async fn run(mut self, mut stop: watch::Receiver<bool>) -> bool {
         loop {
             if *stop.borrow() {
                 return true;
             }
-            if self.try_acquire_or_renew().await {
+            if self.attempt().await {
                 break;
             }
             tokio::select! {
@@ -106,19 +188,20 @@ impl Elector {
         }
         tracing::info!(identity = %self.config.identity, lease = %self.config.name, "became leader");
         self.leading.send_replace(true);
-        let mut last_renew = Instant::now();
         loop {
+            let until = self.fence.until().unwrap_or_else(Instant::now);
             tokio::select! {
                 _ = tokio::time::sleep(self.config.retry_period) => {}
+                _ = tokio::time::sleep_until(until) => {}
                 _ = stop.changed() => {
+                    self.fence.close();
                     self.leading.send_replace(false);
                     self.release().await;
                     return true;
                 }
             }
-            if self.try_acquire_or_renew().await {
-                last_renew = Instant::now();
-            } else if last_renew.elapsed() >= self.config.renew_deadline {
+            if !self.attempt().await && !self.fence.holds() {
+                self.fence.close();
                 tracing::error!(identity = %self.config.identity, "leadership lost: could not renew within {:?}", self.config.renew_deadline);
                 self.leading.send_replace(false);
                 return false;
@@ -185,6 +268,12 @@ impl Elector {
 
     /// Gives the lease up so a standby need not wait for it to expire.
     async fn release(&self) {
+        if tokio::time::timeout(self.config.attempt_timeout(), self.try_release()).await.is_err() {
+            tracing::warn!("releasing the lease timed out; a standby takes over once it expires");
+        }
+    }
+
+    async fn try_release(&self) {
         let Ok(Some(mut lease)) = self.api.get_opt(&self.config.name).await else { return };
         let Some(spec) = lease.spec.as_mut() else { return };
         if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {

@@ -3,6 +3,7 @@
 //! work queue and expectations, leader election, and the host that starts, leads and stops
 //! them. Connecting to the cluster (in-cluster credentials) starts here too.
 
+pub(crate) mod clients;
 pub(crate) mod controller;
 pub(crate) mod credentials;
 pub(crate) mod discovery;

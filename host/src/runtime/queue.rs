@@ -98,6 +98,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         drop(metrics.work_duration.get_or_create(&labels));
         drop(metrics.unfinished_work.get_or_create(&labels));
         drop(metrics.longest_running.get_or_create(&labels));
+        drop(metrics.keys_in_backoff.get_or_create(&labels));
         self.metrics = Some((metrics, labels));
         self
     }
@@ -111,6 +112,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         m.unfinished_work.get_or_create(labels).set(total);
         m.longest_running.get_or_create(labels).set(longest);
         m.queue_depth.get_or_create(labels).set(s.queue.len() as i64);
+        m.keys_in_backoff.get_or_create(labels).set(s.failures.len() as i64);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {

@@ -1,7 +1,8 @@
-//! The live API behind the writer: a kube-rs client, kinds resolved through the shared
-//! [`Discovery`], KCM's client-side rate limit (`--kube-api-qps 20 --kube-api-burst 30`), and
-//! Kubernetes errors mapped to [`ApiError`]. It performs exactly the calls the writer asks for;
-//! it decides nothing.
+//! The live API behind the writer: one plugin's kube-rs client (its own identity, fenced by the
+//! leader's lease: `runtime::clients`), kinds resolved through the shared [`Discovery`], KCM's
+//! client-side rate limit (`--kube-api-qps 20 --kube-api-burst 30`) and a cap on writes in
+//! flight, each plugin's own, and Kubernetes errors mapped to [`ApiError`]. It performs exactly
+//! the calls the writer asks for; it decides nothing.
 
 use std::future::Future;
 
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 use wasmcm_core::ApiError;
 use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
 
+use crate::runtime::clients::Deposed;
 use crate::runtime::discovery::Discovery;
 use crate::runtime::rate::TokenBucket;
 use crate::writes::writer::WriteApi;
@@ -33,71 +35,33 @@ const MAX_IN_FLIGHT: usize = 32;
 pub struct KubeApi {
     client: kube::Client,
     discovery: Discovery,
-    rate: ClientRate,
     bucket: TokenBucket,
     in_flight: tokio::sync::Semaphore,
     /// Who records the events (`source.component`, `reportingInstance`).
     component: String,
     instance: String,
-    /// Writes are refused unless this says the host leads: a host that lost its lease
-    /// must never write, even with a reconcile still in flight.
-    leading: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 fn api_error(e: kube::Error) -> ApiError {
     match e {
         kube::Error::Api(s) => ApiError::new(s.code, &s.reason, s.message.clone()),
+        kube::Error::Service(e) if e.is::<Deposed>() => ApiError::new(503, "NotLeader", e.to_string()),
         other => ApiError::new(503, "ServiceUnavailable", format!("the API server could not be reached: {other}")),
     }
 }
 
 impl KubeApi {
-    pub fn new(client: kube::Client, discovery: Discovery, rate: ClientRate, instance: &str) -> Self {
+    /// The writes of one plugin through `client` (see `runtime::clients`), within `rate` and
+    /// `MAX_IN_FLIGHT` of its own: as kube-controller-manager gives each controller its own
+    /// client and rate limiter, one plugin's flood of writes delays only itself.
+    pub(crate) fn new(client: kube::Client, discovery: Discovery, rate: &ClientRate, instance: &str) -> Self {
         KubeApi {
             client,
             discovery,
             bucket: TokenBucket::new(rate.qps, rate.burst),
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
-            rate,
             component: "wasmcm".into(),
             instance: instance.into(),
-            leading: None,
-        }
-    }
-
-    /// The same client with a write budget of its own (`--kube-api-qps`/`--kube-api-burst`, and
-    /// at most `MAX_IN_FLIGHT` writes at once): one per plugin, as kube-controller-manager gives
-    /// each controller its own client and rate limiter, so that one plugin's flood of writes
-    /// delays only itself.
-    pub fn share(&self) -> KubeApi {
-        self.share_as(self.client.clone())
-    }
-
-    /// [`share`](Self::share), writing through `client` (one that impersonates the plugin's
-    /// ServiceAccount, so the cluster's RBAC bounds the plugin on its own).
-    pub fn share_as(&self, client: kube::Client) -> KubeApi {
-        KubeApi {
-            client,
-            discovery: self.discovery.clone(),
-            bucket: TokenBucket::new(self.rate.qps, self.rate.burst),
-            in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
-            rate: self.rate.clone(),
-            component: self.component.clone(),
-            instance: self.instance.clone(),
-            leading: self.leading.clone(),
-        }
-    }
-
-    /// Gates every write on `leading`.
-    pub fn gated_by(mut self, leading: tokio::sync::watch::Receiver<bool>) -> Self {
-        self.leading = Some(leading);
-        self
-    }
-
-    fn check_leading(&self) -> Result<(), ApiError> {
-        match &self.leading {
-            Some(l) if !*l.borrow() => Err(ApiError::new(503, "NotLeader", "this host does not hold the leader lease")),
-            _ => Ok(()),
         }
     }
 
@@ -108,12 +72,9 @@ impl KubeApi {
         kind: &Kind,
         namespace: &str,
     ) -> Result<(Api<DynamicObject>, tokio::sync::SemaphorePermit<'_>), ApiError> {
-        self.check_leading()?;
         let resource = self.discovery.resolve(kind).await.map_err(|why| ApiError::new(404, "NotFound", why))?;
         let permit = self.in_flight.acquire().await.map_err(|_| ApiError::internal("the writer is closed"))?;
         self.bucket.wait().await;
-        // Waiting may have outlasted the lease.
-        self.check_leading()?;
         let api = if resource.namespaced {
             Api::namespaced_with(self.client.clone(), namespace, &resource.api)
         } else {

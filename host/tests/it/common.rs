@@ -1,7 +1,9 @@
 //! Shared setup for the host's integration tests, beyond what every crate's tests share
 //! (`wasmcm-test-support`, re-exported here).
 
-pub use wasmcm_test_support::{PATIENCE, cluster, eventually, helm_path, kubectl_path, token_client, workspace_root};
+pub use wasmcm_test_support::{
+    PATIENCE, cluster, config, eventually, helm_path, kubectl_path, token_client, workspace_root,
+};
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -171,6 +173,8 @@ pub fn as_deployed(version: wasmcm::Version) -> wasmcm::Version {
 /// [`as_deployed`] writes by impersonating its own ServiceAccount.
 pub struct Deployed {
     pub client: kube::Client,
+    /// What `client` is made of, for `Host::start`.
+    pub kube_config: kube::Config,
     pub config: wasmcm::HostConfig,
 }
 
@@ -190,9 +194,9 @@ pub async fn as_host(cluster: &wasmcm_apiserver::Cluster) -> Deployed {
     let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("the kubeconfig");
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("a config");
     let client = kube::Client::try_from(config.clone()).expect("a client");
-    let mut host = wasmcm::HostConfig { kube_config: Some(config), ..Default::default() };
+    let mut host = wasmcm::HostConfig::default();
     host.controller.host = wasmcm::HostIdentity { namespace: Some("wasmcm".into()), ..Default::default() };
-    Deployed { client, config: host }
+    Deployed { client, kube_config: config, config: host }
 }
 
 /// `kubectl apply -f` of each of `files` (of deploy/manifests) with `kubeconfig`, off the async

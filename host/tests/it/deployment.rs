@@ -76,8 +76,9 @@ impl Env {
             // the ClusterRole sufficient.
             let deployed = common::service_account(&cluster).await;
             let plugins = plugins().into_iter().map(common::as_deployed).collect();
-            let host =
-                Host::start(deployed.client, plugins, deployed.config, metrics.clone()).await.expect("host starts");
+            let host = Host::start(deployed.kube_config, plugins, deployed.config, metrics.clone())
+                .await
+                .expect("host starts");
             (cluster, client, host)
         });
         Env {

@@ -105,3 +105,29 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
     signal(&c, "-TERM");
     assert_eq!(exit_code(&mut c).await, Some(0));
 }
+
+/// A leader whose API stalls exits with an error within its renew deadline, as KCM does,
+/// while the stall still lasts: it neither waits for a renewal that may never come nor drains
+/// its reconciles (its fence refuses their writes anyway).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_cannot_renew_exits_at_once() {
+    let (cluster, client) = common::cluster().await;
+    common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
+    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
+    let kubeconfig = cluster.kubeconfig_for_token(&token).unwrap();
+    let plugins = common::plugins_dir();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "wasmcm");
+    let mut a = host(&kubeconfig, plugins.path(), "wasmcm-a");
+    common::eventually("a to lead", || async {
+        let lease = leases.get_opt("wasmcm").await.ok().flatten()?;
+        (lease.spec?.holder_identity.as_deref() == Some("wasmcm-a")).then_some(())
+    })
+    .await;
+    let stall = std::time::Duration::from_secs(20);
+    let started = std::time::Instant::now();
+    cluster.stall(stall);
+    assert_eq!(exit_code(&mut a).await, Some(1), "losing the lease is an error exit");
+    let exited = started.elapsed();
+    // Renew deadline 3 s after the last renewal, which began at most a retry period (1 s) before.
+    assert!(exited < std::time::Duration::from_secs(8), "exited {exited:?} into a {stall:?} stall");
+}

@@ -28,7 +28,7 @@ async fn start_with_metrics() -> (Cluster, Client, Host, Arc<Metrics>) {
     let metrics = Arc::new(Metrics::default());
     let deployed = common::service_account(&cluster).await;
     let plugins = vec![common::as_deployed(Version::of(Arc::new(plugin)))];
-    let host = Host::start(deployed.client, plugins, deployed.config, metrics.clone()).await.unwrap();
+    let host = Host::start(deployed.kube_config, plugins, deployed.config, metrics.clone()).await.unwrap();
     (cluster, client, host, metrics)
 }
 
@@ -68,7 +68,7 @@ async fn active_pods(pods: &Api<Pod>, app: &str) -> Vec<Pod> {
 async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     let (_cluster, client, host, metrics) = start_with_metrics().await;
     let (ready, ready_rx) = tokio::sync::watch::channel(false);
-    let plugins = tokio::sync::watch::channel(host.controllers().iter().map(|c| c.rollout().clone()).collect()).1;
+    let plugins = tokio::sync::watch::channel(host.controllers().to_vec()).1;
     let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins, token: None };
     let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
     assert_eq!(http_get(addr, "/readyz").await.0, 503, "not ready before the host says so");
@@ -217,7 +217,7 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
         let mut config = deployed.config;
         config.controller.resync = resync;
         let plugins = vec![common::as_deployed(Version::of(plugin))];
-        let host = Host::start(deployed.client, plugins, config, metrics.clone()).await.unwrap();
+        let host = Host::start(deployed.kube_config, plugins, config, metrics.clone()).await.unwrap();
         let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
         let mut rs = replica_set("quiet", 0);
         rs.spec.replicas = Some(0);
@@ -238,18 +238,23 @@ async fn resync_reconciles_unchanged_objects_only_when_enabled() {
     }
 }
 
+/// A key that keeps failing is reported once it has failed `report_after` times, with an event
+/// naming why, and retried with backoff for good: never dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted() {
+async fn hopeless_keys_are_reported_with_an_event_and_refused_intents_are_counted() {
     use k8s_openapi::api::core::v1::ConfigMap;
-    let (_cluster, client, engine) = cluster_and_engine().await;
+    let (cluster, client, engine) = cluster_and_engine().await;
     let hostile = std::path::PathBuf::from(env!("WASMCM_GUEST_DIR")).join("wasmcm_hostile.wasm");
     let limits = Limits { memory_bytes: 64 << 20, deadline: Duration::from_millis(50) };
     let plugin = Arc::new(engine.load_file(&hostile, limits).unwrap());
     let metrics = Arc::new(Metrics::default());
     let mut config = HostConfig::default();
-    config.controller.max_retries = 2;
+    config.controller.report_after = 2;
     // As admin: the hostile plugin reconciles ConfigMaps cluster-wide, beyond deploy/'s RBAC.
-    let host = Host::start(client.clone(), vec![Version::of(plugin)], config, metrics.clone()).await.unwrap();
+    let host =
+        Host::start(common::config(&cluster.kubeconfig).await, vec![Version::of(plugin)], config, metrics.clone())
+            .await
+            .unwrap();
 
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     for name in ["loop", "write-secret"] {
@@ -257,14 +262,19 @@ async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted
         cms.create(&PostParams::default(), &cm).await.unwrap();
     }
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    let dropped = common::eventually("the looping key to be given up with an event", || async {
+    let reported = common::eventually("the looping key to be reported with an event", || async {
         let list =
             events.list(&ListParams::default().fields("reason=ReconcileFailed,involvedObject.name=loop")).await.ok()?;
         list.items.into_iter().next()
     })
     .await;
-    let message = dropped.message.unwrap_or_default();
-    assert!(message.contains("gave up after 2 retries") && message.contains("deadline"), "{message}");
+    let message = reported.message.unwrap_or_default();
+    assert!(message.contains("failed 2 times") && message.contains("deadline"), "{message}");
+    let traps =
+        || common::metric(&metrics.encode(), "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"trap\""]);
+    let at_report = traps();
+    common::eventually("the reported key to be retried still", || async { (traps() > at_report + 3.0).then_some(()) })
+        .await;
     common::eventually("the refused write to be counted", || async {
         metrics
             .encode()
@@ -277,6 +287,45 @@ async fn hopeless_keys_are_dropped_with_an_event_and_refused_intents_are_counted
     .await;
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "default");
     assert!(secrets.get_opt("stolen").await.unwrap().is_none(), "the refused write was never sent");
+    host.shutdown().await;
+}
+
+/// A ReplicaSet whose writes fail for longer than any retry limit (every write answered 429,
+/// 409 or 500, past 15 failures of its key, with resync off) converges once the API recovers:
+/// its key was kept in backoff, as the metrics show meanwhile, not dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_key_failing_past_any_limit_converges_once_the_api_recovers() {
+    use wasmcm::RateLimit;
+    let (cluster, client) = common::cluster().await;
+    let metrics = Arc::new(Metrics::default());
+    let mut config = HostConfig::default();
+    // Quick backoff, so that 15 failures take a second instead of three minutes.
+    config.controller.rate = RateLimit { max_delay: Duration::from_millis(100), ..RateLimit::default() };
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &replica_set("stubborn", 2)).await.unwrap();
+    // From before the host starts: no pod of it is ever created until the faults stop.
+    cluster.set_faults(wasmcm_apiserver::FaultConfig { write_error_rate: 1.0, ..Default::default() });
+    let plugins = vec![Version::of(common::replicaset())];
+    let host = Host::start(common::config(&cluster.kubeconfig).await, plugins, config, metrics.clone()).await.unwrap();
+    // 16 failed reconciles: past the deployment controller's 15 retries (`maxRetries`).
+    let failed = || {
+        let text = metrics.encode();
+        common::metric(&text, "wasmcm_reconciles_total", &["plugin=\"replicaset\"", "outcome=\"write_failed\""])
+    };
+    common::eventually("16 failed reconciles", || async { (failed() >= 16.0).then_some(()) }).await;
+    let in_backoff = common::metric(&metrics.encode(), "wasmcm_keys_in_backoff", &["name=\"replicaset\""]);
+    assert_eq!(in_backoff, 1.0, "the failing key is counted in backoff");
+    cluster.set_faults(Default::default());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    common::eventually("the ReplicaSet to converge", || async {
+        (active_pods(&pods, "stubborn").await.len() == 2).then_some(())
+    })
+    .await;
+    common::eventually("no key in backoff", || async {
+        let text = metrics.encode();
+        (common::metric(&text, "wasmcm_keys_in_backoff", &["name=\"replicaset\""]) == 0.0).then_some(())
+    })
+    .await;
     host.shutdown().await;
 }
 
@@ -346,7 +395,8 @@ async fn pods_in_their_grace_period_do_not_hold_the_replica_set_back() {
     let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
     let metrics = Arc::new(Metrics::default());
     let plugins = vec![Version::of(common::replicaset())];
-    let host = Host::start(client.clone(), plugins, HostConfig::default(), metrics).await.unwrap();
+    let host =
+        Host::start(common::config(&cluster.kubeconfig).await, plugins, HostConfig::default(), metrics).await.unwrap();
 
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");

@@ -43,8 +43,8 @@ async fn informers_sync_share_and_report_changes() {
 
     let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
     let kind = Kind::new("v1", "ConfigMap");
-    let informer = informers.informer(&kind).await.unwrap();
-    let again = informers.informer(&kind).await.unwrap();
+    let informer = informers.informer(&kind);
+    let again = informers.informer(&kind);
     assert!(std::sync::Arc::ptr_eq(&informer, &again), "one informer per kind, shared");
     tokio::time::timeout(Duration::from_secs(20), informer.wait_synced()).await.expect("syncs");
     assert!(informer.get("default", "before").is_some(), "the initial list is in the store");
@@ -73,7 +73,7 @@ async fn informers_recover_from_dropped_watches_and_compaction() {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     cms.create(&PostParams::default(), &cm("doomed", "web")).await.unwrap();
     let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
-    let informer = informers.informer(&Kind::new("v1", "ConfigMap")).await.unwrap();
+    let informer = informers.informer(&Kind::new("v1", "ConfigMap"));
     informer.wait_synced().await;
     let mut rx = informer.subscribe();
 
@@ -111,7 +111,7 @@ async fn the_controller_index_follows_adoption_release_and_deletion() {
     }
     let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
     let kind = Kind::new("v1", "ConfigMap");
-    let informer = informers.informer(&kind).await.unwrap();
+    let informer = informers.informer(&kind);
     informer.wait_synced().await;
     let cache = PluginCache::new([informer.clone()]);
     let names = |uid: &str, orphans: bool| -> Vec<String> {
@@ -152,7 +152,7 @@ async fn selector_lists_through_the_label_index_match_a_scan_as_labels_change() 
     }
     let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
     let kind = Kind::new("v1", "ConfigMap");
-    let informer = informers.informer(&kind).await.unwrap();
+    let informer = informers.informer(&kind);
     informer.wait_synced().await;
     let selectors = ["app=web", "app=web,tier=front", "app in (db),tier", "tier=front", "app=none", "app!=web", "app"];
     // The index is asked for equality requirements only; a scan of the namespace is the truth.

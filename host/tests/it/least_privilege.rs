@@ -66,13 +66,13 @@ async fn host(deployed: common::Deployed, controller: ControllerConfig) -> (Host
     config.controller = ControllerConfig { host: config.controller.host.clone(), ..controller };
     config.leader = Some(LeaderConfig::new("wasmcm", "wasmcm", "x"));
     let metrics = Arc::new(Metrics::default());
-    let host = Host::start(client, versions, config, metrics.clone()).await.unwrap();
+    let host = Host::start(deployed.kube_config, versions, config, metrics.clone()).await.unwrap();
     (host, metrics)
 }
 
 /// Fails fast so that a 403 shows as a `ReconcileFailed` event within the test's patience.
 fn impatient() -> ControllerConfig {
-    ControllerConfig { max_retries: 3, ..ControllerConfig::default() }
+    ControllerConfig { report_after: 3, ..ControllerConfig::default() }
 }
 
 fn image(template: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> Option<String> {
@@ -260,9 +260,11 @@ async fn without_replicaset_status_update_the_status_never_converges() {
     host.shutdown().await;
 }
 
+/// Creates that keep failing are reported as upstream reports them: FailedCreate events, and a
+/// ReplicaFailure condition on the ReplicaSet's status (written although every create fails).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_pod_create_no_pod_is_created() {
-    let (_cluster, admin, host, metrics, _) = start_without(|rules| {
+async fn without_pod_create_no_pod_is_created_and_the_replica_set_reports_replica_failure() {
+    let (_cluster, admin, host, metrics, rss) = start_without(|rules| {
         for r in rules.iter_mut().filter(|r| is_rule(r, "", "pods")) {
             r.verbs.retain(|v| v != "create");
         }
@@ -273,6 +275,13 @@ async fn without_pod_create_no_pod_is_created() {
     let message = forbidden_event(&admin, "FailedCreate").await;
     assert!(message.contains("pods"), "{message}");
     forbidden_event(&admin, "ReconcileFailed").await;
+    let condition = common::eventually("ReplicaFailure on the ReplicaSet", || async {
+        let status = rss.get("web").await.ok()?.status?;
+        status.conditions?.into_iter().find(|c| c.type_.as_deref() == Some("ReplicaFailure"))
+    })
+    .await;
+    assert_eq!((condition.status.as_deref(), condition.reason.as_deref()), (Some("True"), Some("FailedCreate")));
+    assert!(condition.message.as_deref().is_some_and(|m| m.contains("forbidden")), "{condition:?}");
     assert_eq!(common::web_pods(&admin).await, Some((0, 0)), "no pod was created");
     host.shutdown().await;
 }
@@ -350,8 +359,7 @@ async fn each_plugin_writes_as_its_own_service_account() {
     }
     let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
     let kubeconfig = kube::config::Kubeconfig::read_from(cluster.kubeconfig_for_token(&token).unwrap()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    let client = Client::try_from(config.clone()).unwrap();
+    let kube_config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
 
     let as_account = |plugin: Arc<wasmcm::Plugin>, account: &str| {
         let mut v = wasmcm::Version::of(plugin);
@@ -361,9 +369,9 @@ async fn each_plugin_writes_as_its_own_service_account() {
     let versions = vec![as_account(common::replicaset(), "rs-writer"), as_account(common::hostile(), "weak")];
     let mut controller = impatient();
     controller.host.namespace = Some("wasmcm".into());
-    let config = HostConfig { controller, kube_config: Some(config), ..Default::default() };
+    let config = HostConfig { controller, ..Default::default() };
     let metrics = Arc::new(Metrics::default());
-    let host = Host::start(client, versions, config, metrics.clone()).await.unwrap();
+    let host = Host::start(kube_config, versions, config, metrics.clone()).await.unwrap();
 
     let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
     rss.create(&PostParams::default(), &common::web(3, "nginx:1.27")).await.unwrap();

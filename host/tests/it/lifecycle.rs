@@ -76,7 +76,8 @@ impl Fixture {
         let metrics = Arc::new(Metrics::default());
         let config = HostConfig { client_rate: ClientRate { qps: 1000.0, burst: 1000 }, ..HostConfig::default() };
         assert!(config.leader.is_none(), "no leader election");
-        let host = Host::start(client.clone(), versions, config, metrics.clone()).await.unwrap();
+        let host =
+            Host::start(common::config(&cluster.kubeconfig).await, versions, config, metrics.clone()).await.unwrap();
         let reloader = Reloader {
             engine,
             client: Some(client.clone()),
@@ -447,9 +448,8 @@ async fn raw_http(addr: std::net::SocketAddr, request: &str) -> String {
 async fn the_admin_endpoint_lists_and_promotes() {
     const N: usize = 5;
     let f = Fixture::start(&["rollout: {strategy: Shadow, agreements: 1000}"], N).await;
-    let rollouts: Vec<Arc<Rollout>> = f.host.controllers().iter().map(|c| c.rollout().clone()).collect();
     let (_ready, ready) = tokio::sync::watch::channel(true);
-    let (_plugins, plugins) = tokio::sync::watch::channel(rollouts);
+    let (_plugins, plugins) = tokio::sync::watch::channel(f.host.controllers().to_vec());
     let token_dir = tempfile::tempdir().unwrap();
     let token_file = token_dir.path().join("admin-token");
     let token = wasmcm::admin_token(&token_file, true).unwrap();

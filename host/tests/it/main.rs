@@ -6,6 +6,7 @@
 #[allow(dead_code)]
 mod common;
 
+mod chaos;
 mod deploy;
 mod deployment;
 mod engine;

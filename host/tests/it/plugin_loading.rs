@@ -299,12 +299,15 @@ async fn capabilities_narrow_and_settings_reach_the_plugin() {
     };
     assert_eq!(limited.spec.settings, r#"{"limit":3}"#);
 
-    let (_cluster, client) = common::cluster().await;
+    let (cluster, client) = common::cluster().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
     // Settings: the stamp stops at count 3 (without them it would count on for ever).
     let metrics = Arc::new(Metrics::default());
-    let host = Host::start(client.clone(), vec![limited], HostConfig::default(), metrics.clone()).await.unwrap();
+    let host =
+        Host::start(common::config(&cluster.kubeconfig).await, vec![limited], HostConfig::default(), metrics.clone())
+            .await
+            .unwrap();
     cms.create(&PostParams::default(), &labelled_configmap("limited")).await.unwrap();
     common::eventually("the count to reach 3", || async {
         let cm = cms.get("limited").await.ok()?;
@@ -324,7 +327,10 @@ async fn capabilities_narrow_and_settings_reach_the_plugin() {
 
     // Capabilities: with no writable kind, its update is refused and never sent.
     let metrics = Arc::new(Metrics::default());
-    let host = Host::start(client.clone(), vec![readonly], HostConfig::default(), metrics.clone()).await.unwrap();
+    let host =
+        Host::start(common::config(&cluster.kubeconfig).await, vec![readonly], HostConfig::default(), metrics.clone())
+            .await
+            .unwrap();
     cms.create(&PostParams::default(), &labelled_configmap("readonly")).await.unwrap();
     common::eventually("the update to be refused", || async {
         (common::metric(&metrics.encode(), "wasmcm_intents_refused_total", &["plugin=\"readonly\""]) > 0.0)
@@ -355,7 +361,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let exactly = plugins_configmap(vec![0; 1 << 20]);
     assert_eq!(wasmcm::configmap_bytes(&exactly, "stamp.wasm").unwrap().len(), 1 << 20);
 
-    let (_cluster, client) = common::cluster().await;
+    let (cluster, client) = common::cluster().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let v1 = stamp_bytes();
     cms.create(&PostParams::default(), &plugins_configmap(v1.clone())).await.unwrap();
@@ -378,7 +384,10 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     assert_eq!(stamp.plugin.info().version, "1.0.0");
 
     let metrics = Arc::new(Metrics::default());
-    let host = Host::start(client.clone(), vec![stamp], HostConfig::default(), metrics.clone()).await.unwrap();
+    let host =
+        Host::start(common::config(&cluster.kubeconfig).await, vec![stamp], HostConfig::default(), metrics.clone())
+            .await
+            .unwrap();
     let reloader = wasmcm::Reloader {
         engine: common::engine().clone(),
         client: Some(client.clone()),
@@ -447,13 +456,15 @@ async fn a_warm_restart_reuses_compiled_plugins() {
     }
     eprintln!("warm load: {}", load(&versions).join(", "));
 
-    let (_cluster, client) = common::cluster().await;
+    let (cluster, client) = common::cluster().await;
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     let rs: ReplicaSet = common::web(1, "nginx:1.27");
     rss.create(&PostParams::default(), &rs).await.unwrap();
     let metrics = Arc::new(Metrics::default());
     let started = Instant::now();
-    let host = Host::start(client.clone(), versions, HostConfig::default(), metrics.clone()).await.unwrap();
+    let host = Host::start(common::config(&cluster.kubeconfig).await, versions, HostConfig::default(), metrics.clone())
+        .await
+        .unwrap();
     let synced = started.elapsed();
     let reconciled = ["plugin=\"replicaset\"", "outcome=\"success\""];
     common::eventually("a successful ReplicaSet reconcile", || async {
@@ -575,4 +586,192 @@ async fn unpinned_foreign_or_endless_plugin_sources_are_refused() {
 
 fn failure_of<'a>(failures: &'a [String], name: &str) -> &'a str {
     failures.iter().find(|f| f.starts_with(&format!("plugin {name}:"))).map_or("", String::as_str)
+}
+
+/// A plugin whose informer cannot sync (here: the host's ServiceAccount, as deploy/ binds it,
+/// may not list ConfigMaps cluster-wide, the stamp plugin's primary) holds up neither the host's
+/// start nor the other plugins: it is reported (log, `wasmcm_plugin_synced` 0, `/readyz`
+/// detail, a `PluginNotSynced` event on the Lease), and it starts once the right is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
+    use k8s_openapi::api::core::v1::Event;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let (cluster, admin) = common::cluster().await;
+    let deployed = common::service_account(&cluster).await;
+    let mut config = deployed.config;
+    config.leader = Some(wasmcm::LeaderConfig::new("wasmcm", "wasmcm", "sync-test"));
+    let stamp = Arc::new(common::engine().load_file(&stamp_path(), wasmcm::Limits::default()).unwrap());
+    let plugins = vec![common::as_deployed(Version::of(common::replicaset())), Version::of(stamp)];
+    let metrics = Arc::new(Metrics::default());
+    let host = tokio::time::timeout(
+        Duration::from_secs(60),
+        Host::start(deployed.kube_config, plugins, config, metrics.clone()),
+    )
+    .await
+    .expect("the host starts without the stamp plugin's caches")
+    .unwrap();
+
+    let rss: Api<ReplicaSet> = Api::namespaced(admin.clone(), "default");
+    rss.create(&PostParams::default(), &common::web(2, "nginx:1.27")).await.unwrap();
+    common::eventually("the replicaset plugin to run", || async {
+        (common::web_pods(&admin).await == Some((2, 2))).then_some(())
+    })
+    .await;
+    let synced =
+        |plugin: &str| common::sample(&metrics.encode(), "wasmcm_plugin_synced", &[&format!("plugin=\"{plugin}\"")]);
+    assert_eq!((synced("replicaset"), synced("stamp")), (Some(1.0), Some(0.0)));
+
+    let (_ready, ready) = tokio::sync::watch::channel(true);
+    let (_plugins, controllers) = tokio::sync::watch::channel(host.controllers().to_vec());
+    let endpoint = wasmcm::Admin { metrics: metrics.clone(), ready, plugins: controllers, token: None };
+    let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), endpoint).await.unwrap();
+    let (status, body) = wasmcm::admin_request(addr, hyper::Method::GET, "/readyz", None).await.unwrap();
+    assert_eq!(status, 200, "the others run: {body}");
+    assert!(body.contains("[+]plugin/replicaset ok"), "{body}");
+    let stamp_line = body.lines().find(|l| l.starts_with("[-]plugin/stamp")).unwrap_or_else(|| panic!("{body}"));
+    assert!(stamp_line.contains("v1/ConfigMap") && stamp_line.contains("forbidden"), "{stamp_line}");
+
+    let events: Api<Event> = Api::namespaced(admin.clone(), "wasmcm");
+    let event = common::eventually("a PluginNotSynced event on the Lease", || async {
+        let listed = events.list(&kube::api::ListParams::default().fields("reason=PluginNotSynced")).await.ok()?;
+        listed.items.into_iter().next()
+    })
+    .await;
+    assert_eq!(event.involved_object.kind.as_deref(), Some("Lease"));
+    let message = event.message.unwrap_or_default();
+    assert!(message.contains("sync-test") && message.contains("plugin stamp"), "{message}");
+
+    // Granted the right, it syncs on its own.
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "read-configmaps"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "read-configmaps"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "read-configmaps"},
+        "subjects": [{"kind": "ServiceAccount", "namespace": "wasmcm", "name": "wasmcm"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    common::eventually("the stamp plugin to sync", || async { (synced("stamp") == Some(1.0)).then_some(()) }).await;
+    host.shutdown().await;
+}
+
+/// `component` with a custom section appended: the same plugin, another digest.
+fn rebuilt(component: &[u8], note: &str) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let name = b"wasmcm-test";
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name);
+    body.extend_from_slice(note.as_bytes());
+    let mut out = component.to_vec();
+    out.push(0);
+    leb(body.len(), &mut out);
+    out.extend(body);
+    out
+}
+
+/// A new version waiting for an informer that cannot sync (it reads Secrets, which the host may
+/// not list) holds up no other plugin's swap made at the same moment, and goes on once it can.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let (cluster, admin) = common::cluster().await;
+    // A host that may do all the two plugins need, but not read Secrets.
+    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "limited"}})).unwrap();
+    Api::<ServiceAccount>::namespaced(admin.clone(), "default").create(&PostParams::default(), &account).await.unwrap();
+    let role = |secrets: bool| -> ClusterRole {
+        let mut resources = vec!["configmaps", "pods", "events"];
+        resources.extend(secrets.then_some("secrets"));
+        serde_json::from_value(json!({
+            "metadata": {"name": "limited"},
+            "rules": [{"apiGroups": [""], "resources": resources, "verbs": ["*"]},
+                      {"apiGroups": ["apps"], "resources": ["replicasets", "replicasets/status"], "verbs": ["*"]}],
+        }))
+        .unwrap()
+    };
+    let roles = Api::<ClusterRole>::all(admin.clone());
+    roles.create(&PostParams::default(), &role(false)).await.unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "limited"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "limited"},
+        "subjects": [{"kind": "ServiceAccount", "namespace": "default", "name": "limited"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    let token = cluster.service_account_token("default", "limited").unwrap();
+    let limited = common::config(&cluster.kubeconfig_for_token(&token).unwrap()).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let replicaset = wasmcm::builtin::get("replicaset").unwrap().to_vec();
+    write(dir.path(), "stamp.wasm", stamp_bytes());
+    write(dir.path(), "replicaset.wasm", &replicaset);
+    let mut plugins = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
+    for builtin in ["deployment", "rollback"] {
+        plugins +=
+            &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
+    }
+    plugins += "- metadata: {name: stamp}\n  spec: {source: {file: stamp.wasm}}\n";
+    plugins += "- metadata: {name: replicaset}\n  spec: {source: {file: replicaset.wasm}}\n";
+    write(dir.path(), "plugins.yaml", plugins);
+    let paths = vec![dir.path().to_path_buf()];
+    let trust = wasmcm::Trust::of("default");
+    let (versions, failures) = wasmcm::load_all(common::engine(), &paths, &trust, Some(&admin)).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let host = Host::start(limited, versions, HostConfig::default(), Arc::new(Metrics::default())).await.unwrap();
+    let reloader = wasmcm::Reloader {
+        engine: common::engine().clone(),
+        client: Some(admin.clone()),
+        trust,
+        paths,
+        controllers: host.controllers().to_vec(),
+    }
+    .spawn()
+    .unwrap();
+
+    // Both new releases land together; the stamp plugin's comes first in the manifest.
+    let stamp_v2 = wasmcm_stamp::variant(&stamp_bytes(), "v2", "watch-secrets").unwrap();
+    let replicaset_v2 = rebuilt(&replicaset, "v2");
+    for (file, bytes) in [("stamp.wasm", &stamp_v2), ("replicaset.wasm", &replicaset_v2)] {
+        write(dir.path(), &format!(".{file}.new"), bytes);
+        std::fs::rename(dir.path().join(format!(".{file}.new")), dir.path().join(file)).unwrap();
+    }
+    let live = |name: &str| host.controller(name).unwrap().rollout().live().plugin.digest().to_string();
+    common::eventually("the replicaset plugin's new release to run", || async {
+        (live("replicaset") == common::sha256(&replicaset_v2)).then_some(())
+    })
+    .await;
+    let stamp = host.controller("stamp").unwrap().rollout();
+    assert_eq!(stamp.live().plugin.info().version, "1.0.0");
+    assert!(stamp.current().1.is_none(), "the stamp plugin's release waits for its Secret informer");
+
+    // Once Secrets may be read, the stamp plugin's release goes on: held, since it reads more.
+    roles
+        .replace("limited", &PostParams::default(), &{
+            let mut r = role(true);
+            r.metadata.resource_version = roles.get("limited").await.unwrap().metadata.resource_version;
+            r
+        })
+        .await
+        .unwrap();
+    common::eventually("the stamp plugin's release to be offered", || async {
+        let shadow = stamp.current().1?;
+        (shadow.plugin.info().version == "watch-secrets").then_some(())
+    })
+    .await;
+    reloader.abort();
+    host.shutdown().await;
 }

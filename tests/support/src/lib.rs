@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
+pub mod chaos;
+
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the workspace root exists")
 }
@@ -49,11 +51,15 @@ pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output 
     child.wait_with_output().expect("kubectl runs")
 }
 
+/// The kube-rs configuration of `kubeconfig` (what a host starts from).
+pub async fn config(kubeconfig: &Path) -> kube::Config {
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig is valid");
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config")
+}
+
 /// A kube-rs client of `kubeconfig`.
 pub async fn client(kubeconfig: &Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig is valid");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
-    kube::Client::try_from(config).expect("client")
+    kube::Client::try_from(config(kubeconfig).await).expect("client")
 }
 
 /// A cluster configuration whose pods start 50 ms after binding.

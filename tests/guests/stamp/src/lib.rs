@@ -6,9 +6,12 @@
 //!
 //! Stamp `trap` panics on every call. Settings: `{"limit": N}` stops at count N. Broken
 //! releases for the loading tests: version `trap` makes `describe()` panic, and version
-//! `contract-X.Y.Z` declares contract X.Y.Z.
+//! `contract-X.Y.Z` declares contract X.Y.Z. Version `watch-secrets` also reads Secrets (and is
+//! woken by none of their changes): an informer a host without that right cannot sync.
 
-use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Intent, Kind, Outcome, PluginInfo, Request};
+use wasmcm_guest::{
+    CONTRACT_VERSION, Cache, Changes, Controller, Error, Intent, Kind, Outcome, PluginInfo, Request, Watch,
+};
 
 /// `<prefix><value>` padded with '.' to a fixed length, so a variant is the same size.
 const MARKER_LEN: usize = 48;
@@ -53,6 +56,10 @@ impl Controller for Stamp {
         let contract = version.strip_prefix("contract-").unwrap_or(CONTRACT_VERSION).to_string();
         // `writes-N`: N more kinds it may write, a declaration as large as a release cares to make.
         let more = version.strip_prefix("writes-").and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+        let watches = match version.as_str() {
+            "watch-secrets" => vec![Watch::new(Kind::new("v1", "Secret"), Changes::NONE)],
+            _ => vec![],
+        };
         let mut writes = vec![Kind::new("v1", "ConfigMap")];
         writes.extend((0..more).map(|i| Kind::new("example.com/v1", &format!("Kind{i}"))));
         PluginInfo {
@@ -60,7 +67,7 @@ impl Controller for Stamp {
             version,
             primary: Kind::new("v1", "ConfigMap"),
             owns: vec![],
-            watches: vec![],
+            watches,
             writes,
             contract,
         }

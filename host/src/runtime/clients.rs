@@ -1,0 +1,130 @@
+//! The host's API clients, each built for one job from the one `kube::Config` it was given:
+//!
+//! - **reads** (informers, discovery, the host's own events): kube's retries of 429/503/504,
+//!   and a read timeout longer than a watch may stay quiet, so a list the server never answers
+//!   fails and is retried instead of holding an informer forever;
+//! - **writes**, one per plugin: no hidden retries (the work queue retries a failed key with
+//!   its backoff, where the fence sees every attempt), a read timeout, the plugin's identity
+//!   when its manifest names one, and the leader's [`Fence`] checked immediately before each
+//!   request is sent — after the client's rate limit and concurrency cap, so a write that
+//!   waited there while the lease was lost is never sent;
+//! - **the Lease**: no retries, and a timeout of half the renew deadline, as KCM's
+//!   leader-election client.
+//!
+//! Every client names this process and its job in its User-Agent (`wasmcm/0.1.0 (<identity>)
+//! plugin/replicaset`), as KCM names each controller's, so an API server's audit log tells
+//! which replica and which plugin sent a request.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::HeaderValue;
+use tower::BoxError;
+
+use crate::runtime::leader::{Fence, LeaderConfig};
+
+/// How long a write's answer may take. kube-apiserver's own request timeout is 60 s; a write
+/// is answered in milliseconds, and a worker waiting longer holds its key.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a read may wait for the next bytes: past a watch's 290 s server timeout and kube's
+/// 5 s margin, so only a request the server stopped answering hits it.
+const READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Builds the host's clients.
+pub(crate) struct Clients {
+    config: kube::Config,
+    identity: String,
+}
+
+/// A write refused because this host does not hold the leader lease (or its renewal is
+/// overdue); it was never sent.
+#[derive(Debug, thiserror::Error)]
+#[error("this host does not hold the leader lease (or could not renew it in time): the write was not sent")]
+pub(crate) struct Deposed;
+
+impl Clients {
+    pub(crate) fn new(config: kube::Config, identity: &str) -> Self {
+        Clients { config, identity: identity.into() }
+    }
+
+    fn config(&self, job: &str, timeout: Duration, retries: bool) -> anyhow::Result<kube::Config> {
+        let mut config = self.config.clone();
+        let agent = format!("wasmcm/{} ({}) {job}", env!("CARGO_PKG_VERSION"), self.identity);
+        config.headers.retain(|(name, _)| name != http::header::USER_AGENT);
+        config.headers.push((http::header::USER_AGENT, HeaderValue::from_str(&agent)?));
+        config.read_timeout = Some(timeout);
+        // Otherwise the time a pooled connection sat idle counts against the next answer.
+        config.reset_reader_on_write = true;
+        config.default_retry = retries;
+        Ok(config)
+    }
+
+    pub(crate) fn read(&self) -> anyhow::Result<kube::Client> {
+        Ok(kube::Client::try_from(self.config("reads", READ_TIMEOUT, true)?)?)
+    }
+
+    /// The client of one plugin's writes, as `impersonate` (a user name) if given, fenced.
+    pub(crate) fn write(
+        &self,
+        plugin: &str,
+        impersonate: Option<String>,
+        fence: Fence,
+    ) -> anyhow::Result<kube::Client> {
+        let mut config = self.config(&format!("plugin/{plugin}"), WRITE_TIMEOUT, false)?;
+        if impersonate.is_some() {
+            config.auth_info.impersonate = impersonate;
+        }
+        let builder = kube::client::ClientBuilder::try_from(config)?;
+        Ok(builder.with_layer(&FenceLayer(fence)).build())
+    }
+
+    pub(crate) fn lease(&self, leader: &LeaderConfig) -> anyhow::Result<kube::Client> {
+        Ok(kube::Client::try_from(self.config("leader-election", leader.attempt_timeout(), false)?)?)
+    }
+}
+
+/// Refuses every request while the fence does not hold.
+#[derive(Clone)]
+struct FenceLayer(Fence);
+
+impl<S> tower::Layer<S> for FenceLayer {
+    type Service = Fenced<S>;
+
+    fn layer(&self, inner: S) -> Fenced<S> {
+        Fenced { inner, fence: self.0.clone() }
+    }
+}
+
+#[derive(Clone)]
+struct Fenced<S> {
+    inner: S,
+    fence: Fence,
+}
+
+impl<S, R> tower::Service<R> for Fenced<S>
+where
+    S: tower::Service<R>,
+    S::Response: Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        // The last moment before the request leaves: nothing that waited (rate limit,
+        // concurrency cap, a slow caller) can carry a write past the lease.
+        if !self.fence.holds() {
+            return Box::pin(std::future::ready(Err(BoxError::from(Deposed))));
+        }
+        let sent = self.inner.call(request);
+        Box::pin(async move { sent.await.map_err(Into::into) })
+    }
+}

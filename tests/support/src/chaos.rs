@@ -1,0 +1,906 @@
+//! The chaos soak: wasmcm hosts as separate processes electing a leader, a workload of
+//! Deployments under continuous churn, and an embedded API server injecting faults, while the
+//! invariants a Deployment promises are checked from a watch and every write is audited against
+//! the leader Lease.
+//!
+//! - **Workload.** Deployments of 3 replicas (the server's default strategy: maxSurge 25% rounds
+//!   up to 1, maxUnavailable 25% down to 0) in a few namespaces, in three groups: *rollout*
+//!   (image changes), *scale* (replicas 1 to 5, and image changes), *disrupt* (pod deletions).
+//! - **Faults**, for the whole chaos phase: a fraction of writes failing with 409, 429 or 500,
+//!   watches dropped and the watch history compacted (410) periodically; and in each cycle a
+//!   latency spike, a stall of the whole API for longer than the renew deadline, a SIGKILL of
+//!   the leader and a SIGSTOP of the leader for longer than the lease, resumed after its lease
+//!   expired. A host that exits is restarted (a new identity), as a kubelet restarts a container.
+//! - **Invariants**, checked on every change the watch brings: no Deployment ever runs more live
+//!   pods than replicas + maxSurge, and a rollout-group Deployment never has fewer ready ones
+//!   than replicas - maxUnavailable; the ReplicaSets of a Deployment never ask for more than
+//!   replicas + maxSurge together; no ReplicaSet gets a pod beyond its replicas (a duplicate).
+//!   Where replicas change (the scale group) the bound is the largest of the last few seconds,
+//!   and only pod creations are judged, since a scale-down takes effect only as pods go.
+//! - **The audit**: every write a host sent (but its Lease and Events) arrived while that host
+//!   held the Lease validly (by the Lease's own renewTime and duration).
+//! - **Convergence**: once the faults stop, every Deployment runs exactly its replicas of its
+//!   current image, all ready, and nothing else.
+//!
+//! The test runs it small on every CI run; `cargo bench -p wasmcm --bench chaos` runs it long.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use serde_json::json;
+use tokio::time::Instant;
+use wasmcm_apiserver::{Cluster, ClusterConfig, FaultConfig, FaultCounts, KubeletConfig};
+
+/// The leader Lease the hosts elect through (`wasmcm run`'s default).
+const LEASE: (&str, &str) = ("kube-system", "wasmcm");
+/// How far back a changing bound looks: the skew between a Deployment's and its pods' watches,
+/// and a controller acting on a cache a few seconds old.
+const WINDOW: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug)]
+pub struct SoakConfig {
+    /// The `wasmcm` binary.
+    pub binary: PathBuf,
+    /// Its precompiled-plugin cache, shared by the hosts so that a restart is quick.
+    pub cache_dir: PathBuf,
+    /// Where each host process writes its log.
+    pub log_dir: PathBuf,
+    pub hosts: usize,
+    pub deployments: usize,
+    pub namespaces: usize,
+    /// How long faults and churn last.
+    pub chaos: Duration,
+    /// Each cycle has one latency spike, one stall, one SIGKILL and one SIGSTOP of the leader.
+    pub cycle: Duration,
+    /// Leader election: lease duration, renew deadline, retry period.
+    pub lease: Duration,
+    pub renew: Duration,
+    pub retry: Duration,
+    /// Fraction of writes failed with 409, 429 or 500 during the chaos.
+    pub write_errors: f64,
+    /// Seeds the churn (which Deployment, what change), so a run can be repeated.
+    pub seed: u64,
+    /// How long the workload may take to converge, first and after the faults.
+    pub patience: Duration,
+}
+
+/// What a soak injected and checked.
+#[derive(Debug, Default)]
+pub struct SoakReport {
+    pub duration: Duration,
+    pub faults: FaultCounts,
+    pub stalls: u64,
+    pub kills: u64,
+    pub freezes: u64,
+    pub restarts: u64,
+    pub churn: BTreeMap<&'static str, u64>,
+    /// Invariant evaluations made from the watch.
+    pub checks: u64,
+    pub violations: Vec<String>,
+    /// Writes the hosts sent (Leases and Events aside), and those from a non-holder.
+    pub writes_audited: u64,
+    pub non_holder_writes: Vec<String>,
+    /// Identities that held the Lease, in order.
+    pub leaders: Vec<String>,
+    pub converged: Option<Duration>,
+    /// Why convergence was not reached, if it was not.
+    pub unconverged: Vec<String>,
+    pub pods: usize,
+    pub replicas: i64,
+}
+
+impl fmt::Display for SoakReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let errors: Vec<String> = self.faults.write_errors.iter().map(|(code, n)| format!("{n}×{code}")).collect();
+        writeln!(f, "chaos soak: {:.0} s", self.duration.as_secs_f64())?;
+        writeln!(
+            f,
+            "  injected: write errors {}; {} requests delayed by latency spikes; {} watch drops; {} compactions (410); \
+             {} stalls ({} requests held, answered 504); {} SIGKILLs and {} SIGSTOPs of the leader; {} host restarts",
+            errors.join(" "),
+            self.faults.delayed,
+            self.faults.watch_drops,
+            self.faults.compactions,
+            self.stalls,
+            self.faults.stalled_requests,
+            self.kills,
+            self.freezes,
+            self.restarts
+        )?;
+        let churn: Vec<String> = self.churn.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        writeln!(f, "  churn: {}", churn.join(", "))?;
+        writeln!(f, "  leaders in turn: {}", self.leaders.join(" → "))?;
+        writeln!(f, "  checked: {} invariant evaluations, {} violations", self.checks, self.violations.len())?;
+        writeln!(
+            f,
+            "  audited: {} writes by the hosts, {} from a process that was not the valid holder",
+            self.writes_audited,
+            self.non_holder_writes.len()
+        )?;
+        match self.converged {
+            Some(d) => writeln!(
+                f,
+                "  converged {:.1} s after the faults stopped: {} pods for {} replicas",
+                d.as_secs_f64(),
+                self.pods,
+                self.replicas
+            )?,
+            None => writeln!(f, "  NOT converged: {}", self.unconverged.join("; "))?,
+        }
+        for v in self.violations.iter().chain(&self.non_holder_writes).take(20) {
+            writeln!(f, "  ! {v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl SoakReport {
+    /// Every invariant held, no write came from a non-holder, and the workload converged.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty() && self.non_holder_writes.is_empty() && self.converged.is_some()
+    }
+}
+
+/// splitmix64: the churn's choices, reproducible from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Group {
+    Rollout,
+    Scale,
+    Disrupt,
+}
+
+fn group(i: usize) -> Group {
+    match i % 3 {
+        0 => Group::Rollout,
+        1 => Group::Scale,
+        _ => Group::Disrupt,
+    }
+}
+
+/// maxSurge 25% rounds up, maxUnavailable 25% down (both zero → unavailable 1).
+fn bounds(replicas: i64) -> (i64, i64) {
+    let surge = (replicas * 25 + 99) / 100;
+    let unavailable = replicas * 25 / 100;
+    if surge == 0 && unavailable == 0 { (0, 1) } else { (surge, unavailable) }
+}
+
+/// The highest of a bound over the last [`WINDOW`], the current value included.
+#[derive(Debug, Default)]
+struct Recent(VecDeque<(Instant, i64)>);
+
+impl Recent {
+    fn set(&mut self, value: i64) {
+        let now = Instant::now();
+        if self.0.back().is_some_and(|(_, v)| *v == value) {
+            return;
+        }
+        self.0.push_back((now, value));
+        // Keep the newest value from before the window: it held until the next one came.
+        while self.0.len() > 1 && self.0.get(1).is_some_and(|(t, _)| now.duration_since(*t) > WINDOW) {
+            self.0.pop_front();
+        }
+    }
+
+    fn current(&self) -> i64 {
+        self.0.back().map_or(0, |(_, v)| *v)
+    }
+
+    fn max(&self) -> i64 {
+        let now = Instant::now();
+        let mut max = self.current();
+        for (i, (_, v)) in self.0.iter().enumerate() {
+            // A value counts while it was current within the window: the next one came after
+            // the window began, or it is the latest.
+            let replaced = self.0.get(i + 1).map(|(t, _)| *t);
+            if replaced.is_none_or(|t| now.duration_since(t) <= WINDOW) {
+                max = max.max(*v);
+            }
+        }
+        max
+    }
+}
+
+#[derive(Clone, Debug)]
+struct PodView {
+    app: String,
+    owner: Option<String>,
+    ready: bool,
+    terminating: bool,
+    image: String,
+}
+
+fn pod_view(p: &Pod) -> Option<PodView> {
+    let app = p.metadata.labels.as_ref()?.get("app")?.clone();
+    let owner = p.metadata.owner_references.as_ref().and_then(|refs| {
+        refs.iter().find(|r| r.controller == Some(true) && r.kind == "ReplicaSet").map(|r| r.name.clone())
+    });
+    let ready = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let image = p.spec.as_ref().and_then(|s| s.containers.first()).and_then(|c| c.image.clone()).unwrap_or_default();
+    Some(PodView { app, owner, ready, terminating: p.metadata.deletion_timestamp.is_some(), image })
+}
+
+type Key = (String, String);
+
+fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
+    (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+}
+
+/// What the checker's watches show, and what it found.
+#[derive(Default)]
+struct World {
+    pods: BTreeMap<Key, PodView>,
+    /// ReplicaSets: their Deployment (app label) and replicas, recent too.
+    rss: BTreeMap<Key, (String, Recent)>,
+    /// Deployments by (namespace, name): replicas, recent too.
+    deployments: BTreeMap<Key, Recent>,
+    /// Deployments whose lower bound is checked: the rollout group, once first available.
+    guarded: BTreeSet<Key>,
+    checks: u64,
+    violations: Vec<String>,
+}
+
+impl World {
+    fn violation(&mut self, what: String) {
+        if self.violations.len() < 1000 {
+            self.violations.push(what);
+        }
+    }
+
+    fn deployment_index(name: &str) -> Option<usize> {
+        name.strip_prefix("d-")?.parse().ok()
+    }
+
+    /// (live, ready) pods of a Deployment.
+    fn counts(&self, namespace: &str, app: &str) -> (i64, i64) {
+        let live = self
+            .pods
+            .range((namespace.to_string(), String::new())..)
+            .take_while(|(k, _)| k.0 == namespace)
+            .filter(|(_, p)| p.app == app && !p.terminating);
+        live.fold((0, 0), |(l, r), (_, p)| (l + 1, r + i64::from(p.ready)))
+    }
+
+    /// The bounds on a Deployment at any instant: live pods, ready pods, summed ReplicaSets.
+    fn check_deployment(&mut self, namespace: &str, app: &str, created: bool) {
+        let key = (namespace.to_string(), app.to_string());
+        let Some(i) = Self::deployment_index(app) else { return };
+        let Some(replicas) = self.deployments.get(&key) else { return };
+        let (current, highest) = (replicas.current(), replicas.max());
+        let steady = group(i) != Group::Scale;
+        let (live, ready) = self.counts(namespace, app);
+        self.checks += 1;
+        // Replicas that do not change bound every instant; changing ones, the creations.
+        if steady || created {
+            let most = highest + bounds(highest).0;
+            if live > most {
+                self.violation(format!("{namespace}/{app}: {live} live pods > replicas {highest} + maxSurge"));
+            }
+        }
+        if steady && self.guarded.contains(&key) {
+            let least = current - bounds(current).1;
+            if ready < least {
+                self.violation(format!(
+                    "{namespace}/{app}: {ready} ready pods < replicas {current} - maxUnavailable = {least}"
+                ));
+            }
+        }
+    }
+
+    /// The ReplicaSets of a Deployment together: judged at every instant where replicas do not
+    /// change, else whenever one of them grows (a scale-down of the Deployment takes effect as
+    /// its ReplicaSets are scaled down, which is no one's fault while it lasts).
+    fn check_replica_sets(&mut self, namespace: &str, app: &str, grew: bool) {
+        let key = (namespace.to_string(), app.to_string());
+        let Some(i) = Self::deployment_index(app) else { return };
+        let Some(replicas) = self.deployments.get(&key) else { return };
+        if group(i) == Group::Scale && !grew {
+            return;
+        }
+        let highest = replicas.max();
+        let asked: i64 = self
+            .rss
+            .range((namespace.to_string(), String::new())..)
+            .take_while(|(k, _)| k.0 == namespace)
+            .filter(|(_, (a, _))| a == app)
+            .map(|(_, (_, r))| r.current())
+            .sum();
+        self.checks += 1;
+        let most = highest + bounds(highest).0;
+        if asked > most {
+            self.violation(format!(
+                "{namespace}/{app}: its ReplicaSets ask for {asked} pods > replicas {highest} + maxSurge"
+            ));
+        }
+    }
+
+    /// A pod just created: no ReplicaSet gets more pods than it asked for lately.
+    fn check_duplicate(&mut self, namespace: &str, rs: &str) {
+        let Some((_, asked)) = self.rss.get(&(namespace.to_string(), rs.to_string())) else { return };
+        let asked = asked.max();
+        let live = self
+            .pods
+            .range((namespace.to_string(), String::new())..)
+            .take_while(|(k, _)| k.0 == namespace)
+            .filter(|(_, p)| p.owner.as_deref() == Some(rs) && !p.terminating)
+            .count() as i64;
+        self.checks += 1;
+        if live > asked {
+            self.violation(format!("{namespace}/{rs}: {live} live pods for {asked} replicas (a duplicate)"));
+        }
+    }
+}
+
+/// Follows one kind with a watch; a re-list replaces what was known at once, and its gap in
+/// the history is not judged.
+async fn follow<K, F>(api: Api<K>, world: Arc<Mutex<World>>, mut apply: F)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    K::DynamicType: Default,
+    F: FnMut(&mut World, Option<&K>, Option<&K>, bool) + Send,
+{
+    let config = watcher::Config::default().labels("chaos=soak");
+    let mut events = watcher::watcher(api, config).boxed();
+    let mut relist: Vec<K> = Vec::new();
+    let mut known: BTreeMap<Key, K> = BTreeMap::new();
+    while let Some(event) = events.next().await {
+        let Ok(mut w) = world.lock() else { return };
+        match event {
+            Ok(watcher::Event::Init) => relist.clear(),
+            Ok(watcher::Event::InitApply(o)) => relist.push(o),
+            Ok(watcher::Event::InitDone) => {
+                for (_, gone) in std::mem::take(&mut known) {
+                    apply(&mut w, Some(&gone), None, true);
+                }
+                for o in relist.drain(..) {
+                    apply(&mut w, None, Some(&o), true);
+                    known.insert(key_of(o.meta()), o);
+                }
+            }
+            Ok(watcher::Event::Apply(o)) => {
+                let old = known.insert(key_of(o.meta()), o.clone());
+                apply(&mut w, old.as_ref(), Some(&o), false);
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                let old = known.remove(&key_of(o.meta()));
+                apply(&mut w, old.as_ref().or(Some(&o)), None, false);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task::JoinSet<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(follow(Api::<Deployment>::all(client.clone()), world.clone(), |w, _, new, _| {
+        if let Some(d) = new {
+            let key = key_of(&d.metadata);
+            let replicas = d.spec.replicas.unwrap_or(1).into();
+            w.deployments.entry(key).or_default().set(replicas);
+        }
+    }));
+    tasks.spawn(follow(Api::<ReplicaSet>::all(client.clone()), world.clone(), |w, old, new, relisting| {
+        let replicas = |rs: &ReplicaSet| i64::from(rs.spec.replicas.unwrap_or(1));
+        match new {
+            Some(rs) => {
+                let app = rs.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned().unwrap_or_default();
+                let grew = replicas(rs) > old.map_or(0, replicas);
+                let key = key_of(&rs.metadata);
+                let namespace = key.0.clone();
+                w.rss.entry(key).or_insert_with(|| (app.clone(), Recent::default())).1.set(replicas(rs));
+                if !relisting {
+                    w.check_replica_sets(&namespace, &app, grew);
+                }
+            }
+            None => {
+                if let Some(rs) = old {
+                    w.rss.remove(&key_of(&rs.metadata));
+                }
+            }
+        }
+    }));
+    tasks.spawn(follow(Api::<Pod>::all(client.clone()), world.clone(), |w, old, new, relisting| {
+        match new.and_then(|p| Some((key_of(&p.metadata), pod_view(p)?))) {
+            Some((key, view)) => {
+                let created = old.is_none() && !relisting;
+                let (namespace, app, owner) = (key.0.clone(), view.app.clone(), view.owner.clone());
+                w.pods.insert(key, view);
+                if !relisting {
+                    w.check_deployment(&namespace, &app, created);
+                    if let (true, Some(rs)) = (created, owner) {
+                        w.check_duplicate(&namespace, &rs);
+                    }
+                }
+            }
+            None => {
+                if let Some(p) = old {
+                    w.pods.remove(&key_of(&p.metadata));
+                }
+            }
+        }
+    }));
+    tasks
+}
+
+/// One host process and its successors in a slot.
+struct Slot {
+    name: String,
+    generation: u32,
+    child: Child,
+    identity: String,
+    frozen: bool,
+}
+
+struct Hosts {
+    config: SoakConfig,
+    kubeconfig: PathBuf,
+    slots: Vec<Slot>,
+    restarts: u64,
+}
+
+impl Hosts {
+    fn spawn(config: &SoakConfig, kubeconfig: &PathBuf, name: &str, generation: u32) -> (Child, String) {
+        let identity = format!("chaos-{name}-{generation}");
+        let log = std::fs::File::create(config.log_dir.join(format!("{identity}.log"))).expect("a host log file");
+        let secs = |d: Duration| d.as_secs().max(1).to_string();
+        let child = Command::new(&config.binary)
+            .arg("--cache-dir")
+            .arg(&config.cache_dir)
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--metrics-bind-address", "127.0.0.1:0", "--kube-api-qps", "500", "--kube-api-burst", "1000"])
+            .args(["--leader-elect-lease-duration", &secs(config.lease)])
+            .args(["--leader-elect-renew-deadline", &secs(config.renew)])
+            .args(["--leader-elect-retry-period", &secs(config.retry)])
+            .env("POD_NAME", &identity)
+            .env("RUST_LOG", "warn,wasmcm=info")
+            .env("WASMCM_ADMIN_TOKEN_FILE", config.log_dir.join(format!("{identity}.token")))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("wasmcm runs");
+        (child, identity)
+    }
+
+    fn start(config: &SoakConfig, kubeconfig: PathBuf) -> Hosts {
+        let slots = (0..config.hosts)
+            .map(|i| {
+                let name = ((b'a' + i as u8) as char).to_string();
+                let (child, identity) = Self::spawn(config, &kubeconfig, &name, 1);
+                Slot { name, generation: 1, child, identity, frozen: false }
+            })
+            .collect();
+        Hosts { config: config.clone(), kubeconfig, slots, restarts: 0 }
+    }
+
+    /// Restarts the processes that exited, as a kubelet restarts a container.
+    fn supervise(&mut self) {
+        for slot in &mut self.slots {
+            if let Ok(Some(_)) = slot.child.try_wait() {
+                slot.generation += 1;
+                let (child, identity) = Self::spawn(&self.config, &self.kubeconfig, &slot.name, slot.generation);
+                slot.child = child;
+                slot.identity = identity;
+                slot.frozen = false;
+                self.restarts += 1;
+            }
+        }
+    }
+
+    fn by_identity(&mut self, identity: &str) -> Option<&mut Slot> {
+        self.slots.iter_mut().find(|s| s.identity == identity)
+    }
+
+    fn stop_all(&mut self) {
+        for slot in &mut self.slots {
+            if slot.frozen {
+                signal(&slot.child, "-CONT");
+            }
+            let _ = slot.child.kill();
+            let _ = slot.child.wait();
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    Spike,
+    Calm,
+    Stall,
+    Kill,
+    Freeze,
+    Thaw,
+}
+
+/// Resumes the host frozen as `identity`, if any.
+fn thaw(hosts: &Mutex<Hosts>, identity: Option<String>) {
+    if let Some(identity) = identity
+        && let Ok(mut h) = hosts.lock()
+        && let Some(slot) = h.by_identity(&identity)
+    {
+        signal(&slot.child, "-CONT");
+        slot.frozen = false;
+    }
+}
+
+fn signal(child: &Child, signal: &str) {
+    let _ = Command::new("kill").args([signal, &child.id().to_string()]).status();
+}
+
+/// The host that holds the Lease now, if the Lease says one does.
+async fn holder(client: &kube::Client) -> Option<String> {
+    let lease = Api::<Lease>::namespaced(client.clone(), LEASE.0).get_opt(LEASE.1).await.ok()??;
+    lease.spec?.holder_identity.filter(|h| !h.is_empty())
+}
+
+/// The identity a host names in its User-Agent: `wasmcm/0.1.0 (<identity>) plugin/x`.
+fn agent_identity(agent: &str) -> Option<&str> {
+    let rest = agent.strip_prefix("wasmcm/")?;
+    let start = rest.find('(')? + 1;
+    let end = rest[start..].find(')')? + start;
+    Some(&rest[start..end])
+}
+
+/// Judges the writes audited since the last call.
+fn audit(cluster: &Cluster, report: &mut SoakReport) {
+    for record in cluster.take_audit() {
+        let Some(identity) = agent_identity(&record.user_agent) else { continue };
+        if matches!(record.resource.as_str(), "leases" | "events") {
+            continue;
+        }
+        report.writes_audited += 1;
+        if record.valid_holder() != Some(identity) && report.non_holder_writes.len() < 100 {
+            report.non_holder_writes.push(format!(
+                "{} {} {}/{} by {identity} at {} ({}): the Lease said {:?}",
+                record.verb, record.resource, record.namespace, record.name, record.received, record.code, record.lease
+            ));
+        }
+    }
+}
+
+fn deployment(namespace: &str, i: usize) -> Deployment {
+    let name = format!("d-{i:03}");
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": namespace, "labels": {"chaos": "soak"}},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name, "chaos": "soak"}},
+                "spec": {"containers": [{"name": "c", "image": "img:1"}], "terminationGracePeriodSeconds": 1},
+            },
+        },
+    }))
+    .expect("a Deployment")
+}
+
+/// Retries a churn write through the injected faults.
+async fn persist<T, F, Fut>(mut write: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    for _ in 0..20 {
+        if write().await.is_ok() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Whether every Deployment runs exactly its replicas of its current image, all ready and
+/// nothing else; else why not (a few reasons).
+async fn converged(client: &kube::Client) -> Result<(usize, i64), Vec<String>> {
+    let lp = ListParams::default().labels("chaos=soak");
+    let (Ok(deployments), Ok(pods), Ok(rss)) = (
+        Api::<Deployment>::all(client.clone()).list(&lp).await,
+        Api::<Pod>::all(client.clone()).list(&lp).await,
+        Api::<ReplicaSet>::all(client.clone()).list(&lp).await,
+    ) else {
+        return Err(vec!["cannot list".into()]);
+    };
+    let mut why = Vec::new();
+    let mut replicas_total = 0;
+    for d in &deployments.items {
+        let (namespace, name) = key_of(&d.metadata);
+        let replicas = i64::from(d.spec.replicas.unwrap_or(1));
+        replicas_total += replicas;
+        let image = d
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.image.clone())
+            .unwrap_or_default();
+        let mine: Vec<PodView> = pods
+            .items
+            .iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()))
+            .filter_map(pod_view)
+            .filter(|p| p.app == name)
+            .collect();
+        let good = mine.iter().filter(|p| !p.terminating && p.ready && p.image == image).count() as i64;
+        let asking = rss
+            .items
+            .iter()
+            .filter(|rs| rs.metadata.namespace.as_deref() == Some(namespace.as_str()))
+            .filter(|rs| rs.metadata.labels.as_ref().and_then(|l| l.get("app")) == Some(&name))
+            .filter(|rs| rs.spec.replicas.unwrap_or(1) > 0)
+            .count();
+        let status = d.status.clone().unwrap_or_default();
+        let observed = status.observed_generation == d.metadata.generation;
+        let counted = [status.replicas, status.updated_replicas, status.ready_replicas, status.available_replicas]
+            .iter()
+            .all(|n| i64::from(n.unwrap_or(0)) == replicas);
+        if good != replicas
+            || mine.len() as i64 != replicas
+            || !observed
+            || !counted
+            || asking != usize::from(replicas > 0)
+        {
+            why.push(format!(
+                "{namespace}/{name}: {good} good of {} pods for {replicas} of {image}, {asking} ReplicaSets asking, \
+                 status observed {observed} counted {counted}",
+                mine.len()
+            ));
+        }
+    }
+    if why.is_empty() { Ok((pods.items.len(), replicas_total)) } else { Err(why) }
+}
+
+/// Runs the soak and reports; see the module doc.
+pub async fn soak(config: SoakConfig) -> SoakReport {
+    let started = Instant::now();
+    std::fs::create_dir_all(&config.log_dir).expect("the log directory");
+    let pods = config.deployments * 5;
+    let cluster = Cluster::start(ClusterConfig {
+        kubelet: KubeletConfig {
+            nodes: (pods / 100).max(3),
+            start_delay: Duration::from_millis(200),
+            ..KubeletConfig::default()
+        },
+        audit_lease: Some((LEASE.0.into(), LEASE.1.into())),
+        ..ClusterConfig::default()
+    })
+    .await
+    .expect("the cluster starts");
+    let client = crate::client(&cluster.kubeconfig).await;
+    let mut report = SoakReport::default();
+
+    let namespaces: Vec<String> = (0..config.namespaces.max(1)).map(|i| format!("chaos-{i}")).collect();
+    for ns in &namespaces {
+        let object: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("a namespace");
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &object).await.expect("a namespace");
+    }
+    let placed: Vec<(String, String, usize)> =
+        (0..config.deployments).map(|i| (namespaces[i % namespaces.len()].clone(), format!("d-{i:03}"), i)).collect();
+    for (ns, _, i) in &placed {
+        Api::<Deployment>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &deployment(ns, *i))
+            .await
+            .expect("a Deployment");
+    }
+
+    let world = Arc::new(Mutex::new(World::default()));
+    let watches = watch_world(&client, &world);
+    let hosts = Arc::new(Mutex::new(Hosts::start(&config, cluster.kubeconfig.clone())));
+    let supervisor = {
+        let hosts = hosts.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if let Ok(mut h) = hosts.lock() {
+                    h.supervise();
+                }
+            }
+        })
+    };
+
+    // First, the workload as it is, without faults.
+    let deadline = Instant::now() + config.patience;
+    while let Err(why) = converged(&client).await {
+        if Instant::now() > deadline {
+            report.unconverged = why.into_iter().take(5).collect();
+            hosts.lock().map(|mut h| h.stop_all()).ok();
+            return report;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    if let Ok(mut w) = world.lock() {
+        w.guarded = placed
+            .iter()
+            .filter(|(_, _, i)| group(*i) == Group::Rollout)
+            .map(|(ns, name, _)| (ns.clone(), name.clone()))
+            .collect();
+    }
+    audit(&cluster, &mut report);
+
+    // Then the chaos.
+    let background = FaultConfig {
+        write_error_rate: config.write_errors,
+        watch_drop_interval: Some(Duration::from_secs(20)),
+        compact_interval: Some(Duration::from_secs(30)),
+        ..FaultConfig::default()
+    };
+    cluster.set_faults(background.clone());
+    let chaos_start = Instant::now();
+    let mut rng = Rng(config.seed);
+    let mut images: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut next_fault = 0usize;
+    let mut last_audit = Instant::now();
+    let cycle = config.cycle;
+    assert!(
+        cycle.mul_f64(0.25) > config.lease + Duration::from_secs(2),
+        "a cycle of {cycle:?} freezes the leader for less than its lease"
+    );
+    // When in a cycle each fault comes, as a fraction of it.
+    let steps: [(f64, Step); 6] = [
+        (0.1, Step::Spike),
+        (0.15, Step::Calm),
+        (0.2, Step::Stall),
+        (0.45, Step::Kill),
+        (0.7, Step::Freeze),
+        (0.95, Step::Thaw),
+    ];
+    let mut frozen: Option<String> = None;
+    while chaos_start.elapsed() < config.chaos {
+        let (cycle_no, step) = (next_fault / steps.len(), next_fault % steps.len());
+        let due = cycle.mul_f64(cycle_no as f64 + steps[step].0);
+        if chaos_start.elapsed() >= due {
+            next_fault += 1;
+            match steps[step].1 {
+                Step::Spike => {
+                    cluster.set_faults(FaultConfig { latency: Duration::from_millis(300), ..background.clone() })
+                }
+                Step::Calm => cluster.set_faults(background.clone()),
+                Step::Stall => {
+                    cluster.stall(config.renew + Duration::from_secs(2));
+                    report.stalls += 1;
+                }
+                Step::Kill => {
+                    if let Some(leader) = holder(&client).await
+                        && let Ok(mut h) = hosts.lock()
+                        && let Some(slot) = h.by_identity(&leader)
+                        && !slot.frozen
+                    {
+                        let _ = slot.child.kill();
+                        report.kills += 1;
+                    }
+                }
+                Step::Freeze => {
+                    if let Some(leader) = holder(&client).await
+                        && let Ok(mut h) = hosts.lock()
+                        && let Some(slot) = h.by_identity(&leader)
+                    {
+                        signal(&slot.child, "-STOP");
+                        slot.frozen = true;
+                        frozen = Some(leader);
+                        report.freezes += 1;
+                    }
+                }
+                // Resumed only after its lease expired and another took over: it must not write.
+                Step::Thaw => thaw(&hosts, frozen.take()),
+            }
+            continue;
+        }
+        // Churn: one change to one Deployment.
+        let (ns, name, i) = placed[rng.below(placed.len())].clone();
+        let deployments = Api::<Deployment>::namespaced(client.clone(), &ns);
+        let (params, delete) = (PatchParams::default(), DeleteParams::default());
+        let kind = match group(i) {
+            Group::Scale if rng.below(2) == 0 => {
+                let replicas = 1 + rng.below(5) as i32;
+                let patch = Patch::Merge(json!({"spec": {"replicas": replicas}}));
+                persist(|| deployments.patch(&name, &params, &patch)).await.then_some("scales")
+            }
+            Group::Rollout | Group::Scale => {
+                let image = images.entry(i).or_insert(1);
+                *image += 1;
+                let patch = Patch::Strategic(
+                    json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": format!("img:{image}")}]}}}}),
+                );
+                persist(|| deployments.patch(&name, &params, &patch)).await.then_some("image changes")
+            }
+            Group::Disrupt => {
+                let pods = Api::<Pod>::namespaced(client.clone(), &ns);
+                let lp = ListParams::default().labels(&format!("app={name}"));
+                let victim = pods.list(&lp).await.ok().and_then(|l| {
+                    let live: Vec<Pod> =
+                        l.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+                    live.get(rng.below(live.len())).cloned()
+                });
+                match victim.and_then(|p| p.metadata.name) {
+                    Some(pod) => persist(|| pods.delete(&pod, &delete)).await.then_some("pod deletions"),
+                    None => None,
+                }
+            }
+        };
+        if let Some(kind) = kind {
+            *report.churn.entry(kind).or_default() += 1;
+        }
+        if last_audit.elapsed() > Duration::from_secs(2) {
+            audit(&cluster, &mut report);
+            last_audit = Instant::now();
+            if let Some(leader) = holder(&client).await
+                && report.leaders.last() != Some(&leader)
+            {
+                report.leaders.push(leader);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+
+    // The faults stop; everything must converge.
+    cluster.set_faults(FaultConfig::default());
+    thaw(&hosts, frozen.take());
+    let calm = Instant::now();
+    let deadline = calm + config.patience;
+    loop {
+        match converged(&client).await {
+            Ok((pods, replicas)) => {
+                report.converged = Some(calm.elapsed());
+                (report.pods, report.replicas) = (pods, replicas);
+                break;
+            }
+            Err(why) if Instant::now() > deadline => {
+                report.unconverged = why.into_iter().take(5).collect();
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+    // What the watch saw last, and every write up to now.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    audit(&cluster, &mut report);
+    if let Some(leader) = holder(&client).await
+        && report.leaders.last() != Some(&leader)
+    {
+        report.leaders.push(leader);
+    }
+    supervisor.abort();
+    if let Ok(mut h) = hosts.lock() {
+        report.restarts = h.restarts;
+        h.stop_all();
+    }
+    drop(watches);
+    if let Ok(w) = world.lock() {
+        report.checks = w.checks;
+        report.violations = w.violations.clone();
+    }
+    report.faults = cluster.fault_counts();
+    report.duration = started.elapsed();
+    cluster.shutdown().await;
+    report
+}
