@@ -10,6 +10,7 @@ use crate::util::*;
 impl Sync<'_> {
     /// `rolloutRolling`.
     pub(crate) fn rollout_rolling(&mut self, cache: &dyn Cache) -> Result<(), Error> {
+        self.count_active_pods(cache)?;
         self.get_all_replica_sets_and_sync_revision(Some(cache))?;
         if self.new_rs.is_none() {
             // A hash collision was counted: the status write brings the next attempt.
@@ -47,7 +48,8 @@ impl Sync<'_> {
         if current > replicas {
             return Ok(self.scale_and_record(i, replicas));
         }
-        let new_count = new_rs_new_replicas(&self.d, &self.all(), &self.rss[i].value).map_err(Error::permanent)?;
+        let new_count = new_rs_new_replicas(&self.d, &self.all(), &self.rss[i].value, &self.active_pods)
+            .map_err(Error::permanent)?;
         Ok(self.scale_and_record(i, new_count))
     }
 

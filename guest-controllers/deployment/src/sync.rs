@@ -16,7 +16,7 @@ use serde_json::Value;
 use wasmcm_guest::ownership::{self, Claim};
 use wasmcm_guest::{
     Cache, CacheExt, DeleteTarget, Error, Event, EventType, Intent, Kind, Level, ObjectRef, Outcome, Request, Selector,
-    log,
+    log, pod,
 };
 
 use crate::util::*;
@@ -51,6 +51,8 @@ pub struct Sync<'a> {
     /// failing create cannot hold it back.
     status_first: bool,
     pub(crate) requeue_after_ms: Option<u64>,
+    /// Active pods by the uid of the ReplicaSet controlling them, for the surge bound.
+    pub(crate) active_pods: std::collections::BTreeMap<String, i32>,
 }
 
 /// The reconcile entry point: upstream `syncDeployment`.
@@ -121,6 +123,7 @@ impl<'a> Sync<'a> {
             deletes: Vec::new(),
             status_first: false,
             requeue_after_ms: None,
+            active_pods: Default::default(),
         }
     }
 
@@ -183,6 +186,19 @@ impl<'a> Sync<'a> {
                 Claim::Ignore => {}
             }
         }
+        Ok(())
+    }
+
+    /// The active pods each ReplicaSet controls, from the controller-UID index: what a rolling
+    /// step counts against maxSurge besides their specs and statuses.
+    pub(crate) fn count_active_pods(&mut self, cache: &dyn Cache) -> Result<(), Error> {
+        let mut counts = std::collections::BTreeMap::new();
+        for rs in &self.rss {
+            let Some(uid) = rs.value.metadata.uid.clone() else { continue };
+            let pods = cache.list_controlled_as::<Pod>(&self.req.namespace, &uid, false)?;
+            counts.insert(uid, pods.iter().filter(|p| pod::is_active(&p.value)).count() as i32);
+        }
+        self.active_pods = counts;
         Ok(())
     }
 
@@ -317,7 +333,7 @@ impl<'a> Sync<'a> {
             let olds = self.olds();
             let mut all = olds.clone();
             all.push(&rs);
-            new_rs_new_replicas(&self.d, &all, &rs).map_err(Error::permanent)?
+            new_rs_new_replicas(&self.d, &all, &rs, &self.active_pods).map_err(Error::permanent)?
         };
         rs.spec.replicas = Some(new_replicas);
         let update =

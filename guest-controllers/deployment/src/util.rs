@@ -468,10 +468,18 @@ pub fn get_replica_count_for_replica_sets(replica_sets: &[&ReplicaSet]) -> i32 {
     sum(replica_sets, rs_replicas)
 }
 
-/// Pods that run or are about to: per ReplicaSet the larger of `spec.replicas` (pods on their
-/// way in) and `status.replicas` (pods a scale-down has yet to remove).
-pub fn get_running_or_wanted_count_for_replica_sets(replica_sets: &[&ReplicaSet]) -> i32 {
-    sum(replica_sets, |rs| rs_replicas(rs).max(rs.status.as_ref().map_or(0, |s| s.replicas)))
+/// Pods that run or are about to: per ReplicaSet the largest of `spec.replicas` (pods on their
+/// way in), `status.replicas` (pods a scale-down has yet to remove) and the active pods the
+/// cache shows it controlling (`active`, by ReplicaSet uid: pods a quick scale-down has yet to
+/// remove that its status never counted).
+pub fn get_running_or_wanted_count_for_replica_sets(
+    replica_sets: &[&ReplicaSet],
+    active: &BTreeMap<String, i32>,
+) -> i32 {
+    sum(replica_sets, |rs| {
+        let pods = rs.metadata.uid.as_ref().and_then(|uid| active.get(uid)).copied().unwrap_or(0);
+        rs_replicas(rs).max(rs.status.as_ref().map_or(0, |s| s.replicas)).max(pods)
+    })
 }
 
 /// Sum of `status.replicas`.
@@ -550,19 +558,28 @@ pub fn is_saturated(d: &Deployment, rs: Option<&ReplicaSet>) -> bool {
 /// `NewRSNewReplicas`: the size of the new ReplicaSet in this step of a rollout.
 ///
 /// Unlike upstream, which sums `spec.replicas`, maxSurge bounds the pods that run: an old
-/// ReplicaSet just scaled down counts the pods it still has until its status shows them gone,
-/// so the new one never surges while they are on their way out (upstream runs up to replicas +
-/// maxSurge + the old pods not yet deleted).
-pub fn new_rs_new_replicas(d: &Deployment, all_rs: &[&ReplicaSet], new_rs: &ReplicaSet) -> Result<i32, String> {
+/// ReplicaSet just scaled down counts the pods it still has until they are gone (by its status
+/// and by the pods it controls in the cache, `active`), and while one has a change of spec its
+/// status has not yet observed (its controller may still be creating pods for the size it had,
+/// which no cache shows yet) the new one does not grow at all. Upstream runs up to replicas +
+/// maxSurge + the old pods not yet deleted; a chaos soak with quick successive image changes saw
+/// 5 pods for 3 + 1.
+pub fn new_rs_new_replicas(
+    d: &Deployment,
+    all_rs: &[&ReplicaSet],
+    new_rs: &ReplicaSet,
+    active: &BTreeMap<String, i32>,
+) -> Result<i32, String> {
     let replicas = deployment_replicas(d);
     match strategy_type(d) {
         ROLLING_UPDATE => {
             // Unlike MaxSurge, an unset maxSurge is an error here, as upstream.
             let surge = scaled_value_from_int_or_percent(rolling_params(d).0, replicas, true)?;
-            let current = get_running_or_wanted_count_for_replica_sets(all_rs);
+            let current = get_running_or_wanted_count_for_replica_sets(all_rs, active);
             let max_total = replicas.wrapping_add(surge as i32);
             let new_replicas = rs_replicas(new_rs);
-            if current >= max_total {
+            let settling = all_rs.iter().any(|rs| !std::ptr::eq(*rs, new_rs) && !status_observed(rs));
+            if current >= max_total || settling {
                 return Ok(new_replicas);
             }
             let scale_up = max_total.wrapping_sub(current).min(replicas.wrapping_sub(new_replicas));
@@ -571,6 +588,12 @@ pub fn new_rs_new_replicas(d: &Deployment, all_rs: &[&ReplicaSet], new_rs: &Repl
         RECREATE => Ok(replicas),
         other => Err(format!("deployment type {other} isn't supported")),
     }
+}
+
+/// Whether a ReplicaSet's status has observed its latest spec.
+pub fn status_observed(rs: &ReplicaSet) -> bool {
+    let observed = rs.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0);
+    rs.metadata.generation.unwrap_or(0) <= observed
 }
 
 /// `FindActiveOrLatest`: the one ReplicaSet to size the whole deployment to, when at most one is
@@ -1322,8 +1345,30 @@ mod tests {
             let d = deployment(json!({"spec": {"replicas": replicas,
                 "strategy": {"type": strategy, "rollingUpdate": {"maxSurge": surge, "maxUnavailable": 1}}}}));
             let new_rs = rs("new", new_replicas, "2026-01-01T00:00:00Z", json!({}));
-            assert_eq!(new_rs_new_replicas(&d, &[&rs5], &new_rs).map_err(|_| ()), want, "{what}");
+            assert_eq!(new_rs_new_replicas(&d, &[&rs5], &new_rs, &BTreeMap::new()).map_err(|_| ()), want, "{what}");
         }
+    }
+
+    /// An old ReplicaSet scaled to 0 right after it was scaled up still has the pod it created,
+    /// which its status has not counted yet: the new one does not surge into that room.
+    #[test]
+    fn new_replicas_count_the_pods_an_old_replica_set_still_runs() {
+        let d = deployment(json!({"spec": {"replicas": 3,
+            "strategy": {"type": ROLLING_UPDATE, "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}}}));
+        let stable = rs("stable", 3, "2026-01-01T00:00:00Z", json!({"status": {"replicas": 3}}));
+        let mut quick = rs("quick", 0, "2026-01-01T00:00:01Z", json!({"status": {"replicas": 0}}));
+        quick.metadata.uid = Some("quick-uid".into());
+        let new_rs = rs("new", 0, "2026-01-01T00:00:02Z", json!({}));
+        let all = [&stable, &quick, &new_rs];
+        assert_eq!(new_rs_new_replicas(&d, &all, &new_rs, &BTreeMap::new()), Ok(1), "room for one, by spec and status");
+        let active = BTreeMap::from([("quick-uid".to_string(), 1)]);
+        assert_eq!(new_rs_new_replicas(&d, &all, &new_rs, &active), Ok(0), "the quick one's pod takes it");
+        // Scaled down but not yet observed by its controller: it may still be creating a pod no
+        // cache shows.
+        quick.metadata.generation = Some(2);
+        quick.status.as_mut().unwrap().observed_generation = Some(1);
+        let all = [&stable, &quick, &new_rs];
+        assert_eq!(new_rs_new_replicas(&d, &all, &new_rs, &BTreeMap::new()), Ok(0), "until it has observed it");
     }
 
     #[test]
