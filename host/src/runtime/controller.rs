@@ -289,10 +289,13 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
     }
 
-    /// Once its caches have synced (as KCM's controllers wait for theirs), routes changes and
-    /// runs the workers until the queue is shut down.
-    pub async fn run(self: Arc<Self>) {
-        self.synced().await;
+    /// Once its caches hold a list begun at or after `since` (when this host began to lead: as
+    /// KCM's controllers wait for informers started afresh), routes changes and runs the
+    /// workers until the queue is shut down.
+    pub async fn run(self: Arc<Self>, since: tokio::time::Instant) {
+        for i in self.all_informers() {
+            i.fresh_since(since).await;
+        }
         if let Ok(mut routes) = self.routes.lock() {
             let mut set = tokio::task::JoinSet::new();
             for informer in self.cache.informers() {

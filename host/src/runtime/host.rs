@@ -49,6 +49,8 @@ impl Host {
         config: HostConfig,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Host> {
+        // Without election this host leads from the start, so the first lists are fresh enough.
+        let started = tokio::time::Instant::now();
         let instance = match &config.leader {
             Some(l) => l.identity.clone(),
             None => crate::runtime::leader::default_identity(),
@@ -113,16 +115,19 @@ impl Host {
         }
         // Campaign only once the caches are warm (or known broken), so a new leader can act at once.
         let elector = elector.map(tokio::spawn);
-        let (workers, mut lead) = (controllers.clone(), leading.clone());
+        let (workers, mut lead, electing) = (controllers.clone(), leading.clone(), config.leader.is_some());
         let gauge = metrics.clone();
         tasks.spawn(async move {
             if lead.wait_for(|l| *l).await.is_err() {
                 return;
             }
             gauge.leader.set(1);
+            // What the previous leader wrote up to the moment this host took over is in lists
+            // begun from now on (a standby's warm caches may lag, and hold no expectations).
+            let since = if electing { tokio::time::Instant::now() } else { started };
             let mut runs = tokio::task::JoinSet::new();
             for c in &workers {
-                runs.spawn(c.clone().run());
+                runs.spawn(c.clone().run(since));
             }
             // Not leading any more (lost, or shutting down): start nothing new.
             let _ = lead.wait_for(|l| !*l).await;

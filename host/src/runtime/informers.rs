@@ -11,6 +11,11 @@
 //! (yet: a CRD installed later) or may not be listed keeps being retried, and its status says
 //! why it has not synced, so one plugin's broken informer holds up no one else.
 //!
+//! A warm cache is not a fresh one: a standby's watch may be reconnecting (after a stalled API,
+//! in backoff) when it takes over, and the writes of the leader before it are not in its
+//! expectations. So a new leader asks each informer for a list begun after it took over
+//! ([`Informer::fresh_since`]), as kube-controller-manager starts its informers afresh.
+//!
 //! It owns reading from the cluster and nothing else: no keys, no queues, no writes.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +29,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
 use wasmcm_guest::{Cache, Kind, Selector};
 
 use crate::runtime::discovery::Discovery;
@@ -278,6 +284,10 @@ pub struct Informer {
     store: RwLock<Store>,
     status: watch::Sender<SyncStatus>,
     changes: broadcast::Sender<Change>,
+    /// When the last list that completed began.
+    listed: watch::Sender<Option<Instant>>,
+    /// The latest time a list begun after it was asked for; the watch starts over.
+    relist: watch::Sender<Option<Instant>>,
 }
 
 impl Informer {
@@ -303,6 +313,23 @@ impl Informer {
 
     pub fn status(&self) -> SyncStatus {
         self.status.borrow().clone()
+    }
+
+    /// Resolves once a full list begun at or after `since` is in the store (the initial one, or
+    /// one asked for now).
+    pub async fn fresh_since(&self, since: Instant) {
+        let fresh = |listed: &Option<Instant>| listed.is_some_and(|t| t >= since);
+        if !fresh(&self.listed.borrow()) {
+            self.relist.send_if_modified(|asked| {
+                let newer = asked.is_none_or(|t| t < since);
+                if newer {
+                    *asked = Some(since);
+                }
+                newer
+            });
+        }
+        let mut rx = self.listed.subscribe();
+        let _ = rx.wait_for(fresh).await;
     }
 
     fn failed(&self, error: String) {
@@ -439,6 +466,8 @@ impl Informers {
             store: RwLock::new(Store::default()),
             status: watch::channel(SyncStatus::default()).0,
             changes: broadcast::channel(65_536).0,
+            listed: watch::channel(None).0,
+            relist: watch::channel(None).0,
         });
         by_kind.insert(kind.clone(), informer.clone());
         if let Ok(mut tasks) = self.tasks.lock() {
@@ -470,18 +499,40 @@ async fn run(client: kube::Client, discovery: Discovery, informer: Arc<Informer>
         }
     };
     let api: Api<Served> = Api::all_with(client, &resource.api);
-    let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut asked = informer.relist.subscribe();
+    loop {
+        asked.borrow_and_update();
+        let mut events = watcher(api.clone(), watcher::Config::default()).default_backoff().boxed();
+        tokio::select! {
+            () = follow(&informer, &mut events) => return,
+            // A list begun now is asked for: start over.
+            _ = asked.changed() => {}
+        }
+    }
+}
+
+async fn follow(
+    informer: &Informer,
+    events: &mut (impl futures_util::Stream<Item = watcher::Result<watcher::Event<Served>>> + Unpin),
+) {
     // What the re-list in progress has brought: the rest of the store is gone at its end.
     let mut listed = BTreeSet::new();
+    let mut began = Instant::now();
     while let Some(event) = events.next().await {
         match event {
-            Ok(watcher::Event::Init) => listed.clear(),
+            Ok(watcher::Event::Init) => {
+                listed.clear();
+                began = Instant::now();
+            }
             Ok(watcher::Event::InitApply(o)) => {
                 let meta = &o.metadata;
                 listed.insert((meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default()));
                 informer.apply(o);
             }
-            Ok(watcher::Event::InitDone) => informer.relisted(&std::mem::take(&mut listed)),
+            Ok(watcher::Event::InitDone) => {
+                informer.relisted(&std::mem::take(&mut listed));
+                informer.listed.send_replace(Some(began));
+            }
             Ok(watcher::Event::Apply(o)) => {
                 informer.succeeded();
                 informer.apply(o);

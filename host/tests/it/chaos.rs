@@ -12,7 +12,7 @@ use wasmcm_test_support::chaos::{SoakConfig, soak};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_chaos_soak_keeps_every_invariant_writes_only_from_the_leader_and_converges() {
-    let logs = tempfile::tempdir().unwrap();
+    let logs = tempfile::Builder::new().prefix("chaos-logs-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let report = soak(SoakConfig {
         binary: env!("CARGO_BIN_EXE_wasmcm").into(),
         cache_dir: common::precompiled_dir(),
@@ -32,7 +32,9 @@ async fn a_chaos_soak_keeps_every_invariant_writes_only_from_the_leader_and_conv
     .await;
     eprintln!("{report}");
     if !report.passed() {
-        for entry in std::fs::read_dir(logs.path()).unwrap().flatten() {
+        let logs = logs.keep();
+        eprintln!("host logs kept in {}", logs.display());
+        for entry in std::fs::read_dir(&logs).unwrap().flatten() {
             let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(15).collect();
             eprintln!("--- {}:\n{}", entry.path().display(), tail.into_iter().rev().collect::<Vec<_>>().join("\n"));

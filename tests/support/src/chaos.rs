@@ -16,7 +16,10 @@
 //!   than replicas - maxUnavailable; the ReplicaSets of a Deployment never ask for more than
 //!   replicas + maxSurge together; no ReplicaSet gets a pod beyond its replicas (a duplicate).
 //!   Where replicas change (the scale group) the bound is the largest of the last few seconds,
-//!   and only pod creations are judged, since a scale-down takes effect only as pods go.
+//!   and only pod creations are judged, since a scale-down takes effect only as pods go. A pod
+//!   creation is judged against its ReplicaSet's replicas a few seconds later, in the order of
+//!   their resourceVersions (the embedded server's are one sequence, as etcd's revisions), so
+//!   that the watches of two kinds running at different paces cannot fake a duplicate.
 //! - **The audit**: every write a host sent (but its Lease and Events) arrived while that host
 //!   held the Lease validly (by the Lease's own renewTime and duration).
 //! - **Convergence**: once the faults stop, every Deployment runs exactly its replicas of its
@@ -87,6 +90,9 @@ pub struct SoakReport {
     /// Invariant evaluations made from the watch.
     pub checks: u64,
     pub violations: Vec<String>,
+    /// For the first Deployments an invariant failed for: the Events recorded on it and its
+    /// ReplicaSets, in order, with the host that recorded each.
+    pub timelines: Vec<String>,
     /// Writes the hosts sent (Leases and Events aside), and those from a non-holder.
     pub writes_audited: u64,
     pub non_holder_writes: Vec<String>,
@@ -139,6 +145,9 @@ impl fmt::Display for SoakReport {
         }
         for v in self.violations.iter().chain(&self.non_holder_writes).take(20) {
             writeln!(f, "  ! {v}")?;
+        }
+        for t in &self.timelines {
+            writeln!(f, "{t}")?;
         }
         Ok(())
     }
@@ -255,25 +264,97 @@ fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> 
     (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
 }
 
+fn resource_version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<u64> {
+    meta.resource_version.as_deref()?.parse().ok()
+}
+
+/// A pod just created, to be judged once its ReplicaSet's watch has surely caught up.
+struct Creation {
+    namespace: String,
+    rs: String,
+    /// The pod's resourceVersion, and when the watch showed it.
+    rv: u64,
+    seen: Instant,
+    /// Live pods of its ReplicaSet then, itself included.
+    live: i64,
+}
+
+/// A ReplicaSet's replicas as its versions gave them: (resourceVersion, replicas, seen).
+#[derive(Default)]
+struct RsHistory(VecDeque<(u64, i64, Instant)>);
+
+impl RsHistory {
+    fn push(&mut self, rv: u64, replicas: i64) {
+        self.0.push_back((rv, replicas, Instant::now()));
+        if self.0.len() > 64 {
+            self.0.pop_front();
+        }
+    }
+
+    /// The most replicas it asked for while a pod was being created at `rv`: the version
+    /// current at `rv`, and those it replaced within [`WINDOW`] before the pod was seen.
+    fn asked_at(&self, rv: u64, seen: Instant) -> Option<i64> {
+        let mut before = self.0.iter().filter(|(v, _, _)| *v <= rv).peekable();
+        let mut most = None;
+        while let Some((_, replicas, _)) = before.next() {
+            let replaced = before.peek().map(|(_, _, at)| *at);
+            if replaced.is_none_or(|at| at + WINDOW >= seen) {
+                most = Some(most.map_or(*replicas, |m: i64| m.max(*replicas)));
+            }
+        }
+        most
+    }
+}
+
+/// The time of day (UTC), as the hosts' logs show it.
+fn clock() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (secs, millis) = (now.as_secs() % 86_400, now.subsec_millis());
+    format!("{:02}:{:02}:{:02}.{millis:03}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
 /// What the checker's watches show, and what it found.
 #[derive(Default)]
 struct World {
     pods: BTreeMap<Key, PodView>,
     /// ReplicaSets: their Deployment (app label) and replicas, recent too.
     rss: BTreeMap<Key, (String, Recent)>,
+    rs_history: BTreeMap<Key, RsHistory>,
+    creations: VecDeque<Creation>,
     /// Deployments by (namespace, name): replicas, recent too.
     deployments: BTreeMap<Key, Recent>,
     /// Deployments whose lower bound is checked: the rollout group, once first available.
     guarded: BTreeSet<Key>,
     checks: u64,
     violations: Vec<String>,
+    /// The Deployments (namespace, name) an invariant failed for.
+    culprits: BTreeSet<Key>,
 }
 
 impl World {
     fn violation(&mut self, what: String) {
         if self.violations.len() < 1000 {
-            self.violations.push(what);
+            self.violations.push(format!("{} {what}", clock()));
         }
+    }
+
+    /// A Deployment's ReplicaSets as the watches show them: name, replicas, live and ready pods.
+    fn describe(&self, namespace: &str, app: &str) -> String {
+        let in_namespace = |k: &Key| k.0 == namespace;
+        let mut out = Vec::new();
+        for ((_, name), (a, replicas)) in self.rss.range((namespace.to_string(), String::new())..) {
+            if a != app {
+                continue;
+            }
+            let pods = self.pods.iter().filter(|(k, p)| in_namespace(k) && p.owner.as_deref() == Some(name.as_str()));
+            let (live, ready, going) = pods.fold((0, 0, 0), |(l, r, g), (_, p)| {
+                (l + i64::from(!p.terminating), r + i64::from(!p.terminating && p.ready), g + i64::from(p.terminating))
+            });
+            if replicas.current() > 0 || live > 0 || going > 0 {
+                out.push(format!("{name}: {} asked, {live} live ({ready} ready), {going} going", replicas.current()));
+            }
+        }
+        out.join("; ")
     }
 
     fn deployment_index(name: &str) -> Option<usize> {
@@ -303,14 +384,20 @@ impl World {
         if steady || created {
             let most = highest + bounds(highest).0;
             if live > most {
-                self.violation(format!("{namespace}/{app}: {live} live pods > replicas {highest} + maxSurge"));
+                let state = self.describe(namespace, app);
+                self.culprits.insert(key.clone());
+                self.violation(format!(
+                    "{namespace}/{app}: {live} live pods > replicas {highest} + maxSurge [{state}]"
+                ));
             }
         }
         if steady && self.guarded.contains(&key) {
             let least = current - bounds(current).1;
             if ready < least {
+                let state = self.describe(namespace, app);
+                self.culprits.insert(key.clone());
                 self.violation(format!(
-                    "{namespace}/{app}: {ready} ready pods < replicas {current} - maxUnavailable = {least}"
+                    "{namespace}/{app}: {ready} ready pods < replicas {current} - maxUnavailable = {least} [{state}]"
                 ));
             }
         }
@@ -337,25 +424,40 @@ impl World {
         self.checks += 1;
         let most = highest + bounds(highest).0;
         if asked > most {
+            let state = self.describe(namespace, app);
+            self.culprits.insert(key.clone());
             self.violation(format!(
-                "{namespace}/{app}: its ReplicaSets ask for {asked} pods > replicas {highest} + maxSurge"
+                "{namespace}/{app}: its ReplicaSets ask for {asked} pods > replicas {highest} + maxSurge [{state}]"
             ));
         }
     }
 
-    /// A pod just created: no ReplicaSet gets more pods than it asked for lately.
-    fn check_duplicate(&mut self, namespace: &str, rs: &str) {
-        let Some((_, asked)) = self.rss.get(&(namespace.to_string(), rs.to_string())) else { return };
-        let asked = asked.max();
+    /// A pod just created: its ReplicaSet's live pods then, judged later.
+    fn created(&mut self, namespace: &str, rs: &str, rv: u64) {
         let live = self
             .pods
             .range((namespace.to_string(), String::new())..)
             .take_while(|(k, _)| k.0 == namespace)
             .filter(|(_, p)| p.owner.as_deref() == Some(rs) && !p.terminating)
             .count() as i64;
-        self.checks += 1;
-        if live > asked {
-            self.violation(format!("{namespace}/{rs}: {live} live pods for {asked} replicas (a duplicate)"));
+        let (namespace, rs) = (namespace.to_string(), rs.to_string());
+        self.creations.push_back(Creation { namespace, rs, rv, seen: Instant::now(), live });
+    }
+
+    /// No ReplicaSet got more pods than it asked for (a duplicate): the creations seen at least
+    /// `settle` ago, against their ReplicaSet's versions up to theirs.
+    fn judge_creations(&mut self, settle: Duration) {
+        while self.creations.front().is_some_and(|c| c.seen.elapsed() >= settle) {
+            let Some(c) = self.creations.pop_front() else { break };
+            let key = (c.namespace.clone(), c.rs.clone());
+            let Some(asked) = self.rs_history.get(&key).and_then(|h| h.asked_at(c.rv, c.seen)) else { continue };
+            self.checks += 1;
+            if c.live > asked {
+                self.violation(format!(
+                    "{}/{}: {} live pods for {asked} replicas at resourceVersion {} (a duplicate)",
+                    c.namespace, c.rs, c.live, c.rv
+                ));
+            }
         }
     }
 }
@@ -416,6 +518,9 @@ fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task:
                 let grew = replicas(rs) > old.map_or(0, replicas);
                 let key = key_of(&rs.metadata);
                 let namespace = key.0.clone();
+                if let Some(rv) = resource_version(&rs.metadata) {
+                    w.rs_history.entry(key.clone()).or_default().push(rv, replicas(rs));
+                }
                 w.rss.entry(key).or_insert_with(|| (app.clone(), Recent::default())).1.set(replicas(rs));
                 if !relisting {
                     w.check_replica_sets(&namespace, &app, grew);
@@ -429,15 +534,15 @@ fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task:
         }
     }));
     tasks.spawn(follow(Api::<Pod>::all(client.clone()), world.clone(), |w, old, new, relisting| {
-        match new.and_then(|p| Some((key_of(&p.metadata), pod_view(p)?))) {
-            Some((key, view)) => {
+        match new.and_then(|p| Some((key_of(&p.metadata), resource_version(&p.metadata), pod_view(p)?))) {
+            Some((key, rv, view)) => {
                 let created = old.is_none() && !relisting;
                 let (namespace, app, owner) = (key.0.clone(), view.app.clone(), view.owner.clone());
                 w.pods.insert(key, view);
                 if !relisting {
                     w.check_deployment(&namespace, &app, created);
-                    if let (true, Some(rs)) = (created, owner) {
-                        w.check_duplicate(&namespace, &rs);
+                    if let (true, Some(rs), Some(rv)) = (created, owner, rv) {
+                        w.created(&namespace, &rs, rv);
                     }
                 }
             }
@@ -448,8 +553,20 @@ fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task:
             }
         }
     }));
+    let judge = world.clone();
+    tasks.spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Ok(mut w) = judge.lock() {
+                w.judge_creations(SETTLE);
+            }
+        }
+    });
     tasks
 }
+
+/// How long a pod creation waits to be judged: its ReplicaSet's watch has caught up by then.
+const SETTLE: Duration = Duration::from_secs(5);
 
 /// One host process and its successors in a slot.
 struct Slot {
@@ -680,6 +797,33 @@ async fn converged(client: &kube::Client) -> Result<(usize, i64), Vec<String>> {
     if why.is_empty() { Ok((pods.items.len(), replicas_total)) } else { Err(why) }
 }
 
+/// The Events of a Deployment and its ReplicaSets (scaling, pod creates and deletes), in order.
+async fn timeline(client: &kube::Client, namespace: &str, name: &str) -> String {
+    use k8s_openapi::api::core::v1::Event;
+    let Ok(events) = Api::<Event>::namespaced(client.clone(), namespace).list(&ListParams::default()).await else {
+        return format!("  {namespace}/{name}: no events");
+    };
+    let mut lines: Vec<(u64, String)> = events
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref().is_some_and(|n| n == name || n.starts_with(&format!("{name}-"))))
+        .map(|e| {
+            let at = e.first_timestamp.map(|t| t.0.to_string()).unwrap_or_default();
+            let by = e.reporting_instance.unwrap_or_default();
+            let what = format!(
+                "{} {}: {}",
+                e.involved_object.name.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default()
+            );
+            (resource_version(&e.metadata).unwrap_or(0), format!("    {at} [{by}] {what}"))
+        })
+        .collect();
+    lines.sort();
+    let body: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
+    format!("  {namespace}/{name} events:\n{}", body.join("\n"))
+}
+
 /// Runs the soak and reports; see the module doc.
 pub async fn soak(config: SoakConfig) -> SoakReport {
     let started = Instant::now();
@@ -895,7 +1039,12 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
         h.stop_all();
     }
     drop(watches);
-    if let Ok(w) = world.lock() {
+    let culprits: Vec<Key> = world.lock().map(|w| w.culprits.iter().take(2).cloned().collect()).unwrap_or_default();
+    for (namespace, name) in culprits {
+        report.timelines.push(timeline(&client, &namespace, &name).await);
+    }
+    if let Ok(mut w) = world.lock() {
+        w.judge_creations(Duration::ZERO);
         report.checks = w.checks;
         report.violations = w.violations.clone();
     }
