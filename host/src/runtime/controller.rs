@@ -212,24 +212,11 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// it reads that no version read before, so it never runs against a cold cache.
     pub async fn offer(self: &Arc<Self>, version: Version) -> Result<Offered, String> {
         let info = version.plugin.info().clone();
-        let mut kinds: Vec<Kind> = info.owns.iter().chain(info.watched_kinds()).cloned().collect();
-        if version.spec.scope.namespace_selector.is_some() {
-            kinds.push(namespace_kind());
-        }
-        for kind in kinds {
-            if self.cache.has(&kind) || (kind == namespace_kind() && self.namespaces.get().is_some()) {
+        for kind in info.owns.iter().chain(info.watched_kinds()) {
+            if self.cache.has(kind) {
                 continue;
             }
-            let informer = self.informers.informer(&kind);
-            informer.settled().await;
-            if let Some(error) = informer.status().error.filter(|_| !informer.is_synced()) {
-                tracing::warn!(plugin = %self.rollout.name(), "version {} waits for {kind} to sync: {error}", info.version);
-            }
-            informer.wait_synced().await;
-            if kind == namespace_kind() {
-                let _ = self.namespaces.set(informer);
-                continue;
-            }
+            let informer = self.synced_informer(kind, &info.version).await;
             self.cache.add(informer.clone());
             if let Ok(mut routes) = self.routes.lock()
                 && let Some(routes) = routes.as_mut()
@@ -237,8 +224,22 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 routes.spawn(self.clone().route_changes(informer));
             }
         }
+        if version.spec.scope.namespace_selector.is_some() && self.namespaces.get().is_none() {
+            let _ = self.namespaces.set(self.synced_informer(&namespace_kind(), &info.version).await);
+        }
         record_load(&self.metrics, &version);
         self.rollout.offer(version)
+    }
+
+    /// The informer of `kind` once synced; while it cannot sync, `version` waits (and says why).
+    async fn synced_informer(&self, kind: &Kind, version: &str) -> Arc<Informer> {
+        let informer = self.informers.informer(kind);
+        informer.settled().await;
+        if let Some(error) = informer.status().error.filter(|_| !informer.is_synced()) {
+            tracing::warn!(plugin = %self.rollout.name(), "version {version} waits for {kind} to sync: {error}");
+        }
+        informer.wait_synced().await;
+        informer
     }
 
     fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>> {

@@ -285,9 +285,9 @@ pub struct Informer {
     status: watch::Sender<SyncStatus>,
     changes: broadcast::Sender<Change>,
     /// When the last list that completed began.
-    listed: watch::Sender<Option<Instant>>,
-    /// The latest time a list begun after it was asked for; the watch starts over.
-    relist: watch::Sender<Option<Instant>>,
+    last_list: watch::Sender<Option<Instant>>,
+    /// A list begun at or after this is wanted: the watch starts over.
+    list_wanted: watch::Sender<Option<Instant>>,
 }
 
 impl Informer {
@@ -318,9 +318,9 @@ impl Informer {
     /// Resolves once a full list begun at or after `since` is in the store (the initial one, or
     /// one asked for now).
     pub async fn fresh_since(&self, since: Instant) {
-        let fresh = |listed: &Option<Instant>| listed.is_some_and(|t| t >= since);
-        if !fresh(&self.listed.borrow()) {
-            self.relist.send_if_modified(|asked| {
+        let fresh = |began: &Option<Instant>| began.is_some_and(|t| t >= since);
+        if !fresh(&self.last_list.borrow()) {
+            self.list_wanted.send_if_modified(|asked| {
                 let newer = asked.is_none_or(|t| t < since);
                 if newer {
                     *asked = Some(since);
@@ -328,7 +328,7 @@ impl Informer {
                 newer
             });
         }
-        let mut rx = self.listed.subscribe();
+        let mut rx = self.last_list.subscribe();
         let _ = rx.wait_for(fresh).await;
     }
 
@@ -466,8 +466,8 @@ impl Informers {
             store: RwLock::new(Store::default()),
             status: watch::channel(SyncStatus::default()).0,
             changes: broadcast::channel(65_536).0,
-            listed: watch::channel(None).0,
-            relist: watch::channel(None).0,
+            last_list: watch::channel(None).0,
+            list_wanted: watch::channel(None).0,
         });
         by_kind.insert(kind.clone(), informer.clone());
         if let Ok(mut tasks) = self.tasks.lock() {
@@ -499,7 +499,7 @@ async fn run(client: kube::Client, discovery: Discovery, informer: Arc<Informer>
         }
     };
     let api: Api<Served> = Api::all_with(client, &resource.api);
-    let mut asked = informer.relist.subscribe();
+    let mut asked = informer.list_wanted.subscribe();
     loop {
         asked.borrow_and_update();
         let mut events = watcher(api.clone(), watcher::Config::default()).default_backoff().boxed();
@@ -531,7 +531,7 @@ async fn follow(
             }
             Ok(watcher::Event::InitDone) => {
                 informer.relisted(&std::mem::take(&mut listed));
-                informer.listed.send_replace(Some(began));
+                informer.last_list.send_replace(Some(began));
             }
             Ok(watcher::Event::Apply(o)) => {
                 informer.succeeded();

@@ -217,3 +217,32 @@ pub fn kubectl_apply(kubeconfig: &std::path::Path, files: &[&str]) {
         );
     })
 }
+
+/// The first Event matching the field selector `fields` (in `namespace`, or in all), once there
+/// is one.
+pub async fn event(client: &kube::Client, namespace: Option<&str>, fields: &str) -> k8s_openapi::api::core::v1::Event {
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> = match namespace {
+        Some(ns) => kube::Api::namespaced(client.clone(), ns),
+        None => kube::Api::all(client.clone()),
+    };
+    eventually(&format!("an Event with {fields}"), || async {
+        events.list(&kube::api::ListParams::default().fields(fields)).await.ok()?.items.into_iter().next()
+    })
+    .await
+}
+
+/// A ClusterRole `name` of `rules`, bound to the ServiceAccount `namespace/account`.
+pub async fn grant(admin: &kube::Client, name: &str, rules: serde_json::Value, (namespace, account): (&str, &str)) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let post = kube::api::PostParams::default();
+    let role: ClusterRole =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "rules": rules})).expect("a ClusterRole");
+    kube::Api::<ClusterRole>::all(admin.clone()).create(&post, &role).await.expect("the ClusterRole is created");
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "namespace": namespace, "name": account}],
+    }))
+    .expect("a ClusterRoleBinding");
+    kube::Api::<ClusterRoleBinding>::all(admin.clone()).create(&post, &binding).await.expect("the binding is created");
+}

@@ -57,17 +57,40 @@ async fn exit_code(child: &mut Child) -> Option<i32> {
     }
 }
 
+/// A cluster with deploy/'s RBAC, a kubeconfig of the host's ServiceAccount, and the plugin
+/// manifest as the pod mounts it.
+struct Replicas {
+    cluster: wasmcm_apiserver::Cluster,
+    client: kube::Client,
+    kubeconfig: std::path::PathBuf,
+    plugins: tempfile::TempDir,
+}
+
+impl Replicas {
+    async fn start() -> Replicas {
+        let (cluster, client) = common::cluster().await;
+        common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
+        let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
+        let kubeconfig = cluster.kubeconfig_for_token(&token).unwrap();
+        Replicas { cluster, client, kubeconfig, plugins: common::plugins_dir() }
+    }
+
+    fn host(&self, identity: &str) -> Child {
+        host(&self.kubeconfig, self.plugins.path(), identity)
+    }
+
+    /// Who holds the Lease wasmcm/wasmcm ("" for no one).
+    async fn holder(&self) -> String {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "wasmcm");
+        leases.get_opt("wasmcm").await.ok().flatten().and_then(|l| l.spec?.holder_identity).unwrap_or_default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
-    let (cluster, client) = common::cluster().await;
-    common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
-    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
-    let kubeconfig = cluster.kubeconfig_for_token(&token).unwrap();
-    let plugins = common::plugins_dir();
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "wasmcm");
-    let holder = || async {
-        leases.get_opt("wasmcm").await.ok().flatten().and_then(|l| l.spec?.holder_identity).unwrap_or_default()
-    };
+    let replicas = Replicas::start().await;
+    let client = replicas.client.clone();
+    let holder = || replicas.holder();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let count = |n: usize| {
         let pods = pods.clone();
@@ -77,9 +100,9 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
         }
     };
 
-    let mut a = host(&kubeconfig, plugins.path(), "wasmcm-a");
+    let mut a = replicas.host("wasmcm-a");
     common::eventually("a to lead", || async { (holder().await == "wasmcm-a").then_some(()) }).await;
-    let mut b = host(&kubeconfig, plugins.path(), "wasmcm-b");
+    let mut b = replicas.host("wasmcm-b");
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     rss.create(&PostParams::default(), &common::web::<ReplicaSet>(2, "i")).await.unwrap();
     common::eventually("a to create the pods", || count(2)).await;
@@ -94,7 +117,7 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
     rss.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
     common::eventually("b to reconcile", || count(3)).await;
 
-    let mut c = host(&kubeconfig, plugins.path(), "wasmcm-c");
+    let mut c = replicas.host("wasmcm-c");
     signal(&b, "-KILL");
     exit_code(&mut b).await;
     assert_eq!(holder().await, "wasmcm-b", "a killed host cannot release its lease");
@@ -111,21 +134,12 @@ async fn sigterm_hands_over_at_once_and_sigkill_after_the_lease_expires() {
 /// its reconciles (its fence refuses their writes anyway).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_cannot_renew_exits_at_once() {
-    let (cluster, client) = common::cluster().await;
-    common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
-    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
-    let kubeconfig = cluster.kubeconfig_for_token(&token).unwrap();
-    let plugins = common::plugins_dir();
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "wasmcm");
-    let mut a = host(&kubeconfig, plugins.path(), "wasmcm-a");
-    common::eventually("a to lead", || async {
-        let lease = leases.get_opt("wasmcm").await.ok().flatten()?;
-        (lease.spec?.holder_identity.as_deref() == Some("wasmcm-a")).then_some(())
-    })
-    .await;
+    let replicas = Replicas::start().await;
+    let mut a = replicas.host("wasmcm-a");
+    common::eventually("a to lead", || async { (replicas.holder().await == "wasmcm-a").then_some(()) }).await;
     let stall = std::time::Duration::from_secs(20);
     let started = std::time::Instant::now();
-    cluster.stall(stall);
+    replicas.cluster.stall(stall);
     assert_eq!(exit_code(&mut a).await, Some(1), "losing the lease is an error exit");
     let exited = started.elapsed();
     // Renew deadline 3 s after the last renewal, which began at most a retry period (1 s) before.

@@ -261,13 +261,7 @@ async fn hopeless_keys_are_reported_with_an_event_and_refused_intents_are_counte
         let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
         cms.create(&PostParams::default(), &cm).await.unwrap();
     }
-    let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    let reported = common::eventually("the looping key to be reported with an event", || async {
-        let list =
-            events.list(&ListParams::default().fields("reason=ReconcileFailed,involvedObject.name=loop")).await.ok()?;
-        list.items.into_iter().next()
-    })
-    .await;
+    let reported = common::event(&client, Some("default"), "reason=ReconcileFailed,involvedObject.name=loop").await;
     let message = reported.message.unwrap_or_default();
     assert!(message.contains("failed 2 times") && message.contains("deadline"), "{message}");
     let traps =

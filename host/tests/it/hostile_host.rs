@@ -67,13 +67,9 @@ async fn a_hostile_plugin_fails_alone_while_the_replica_set_converges() {
     let later = common::eventually("more retries", || async { Some(retries()).filter(|r| *r > first) }).await;
 
     // Each key failed MAX_RETRIES times, was reported with an event saying why, and is retried still.
-    let events: Api<Event> = Api::namespaced(client.clone(), "default");
     for (key, why) in HOSTILE {
         let fields = format!("reason=ReconcileFailed,involvedObject.name={key}");
-        let event = common::eventually(&format!("{key} to be reported"), || async {
-            events.list(&ListParams::default().fields(&fields)).await.ok()?.items.into_iter().next()
-        })
-        .await;
+        let event = common::event(&client, Some("default"), &fields).await;
         let message = event.message.unwrap_or_default();
         assert!(message.contains(&format!("failed {MAX_RETRIES} times")), "{key}: {message}");
         assert!(message.contains(why), "{key}: {message}");
@@ -154,10 +150,7 @@ async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scop
         ("default", "cluster-delete", "v1/Namespace is cluster-scoped, which the manifest does not grant"),
     ] {
         let fields = format!("reason=WriteRefused,involvedObject.name={key},involvedObject.namespace={ns}");
-        let event = common::eventually(&format!("{key} to be refused"), || async {
-            events.list(&ListParams::default().fields(&fields)).await.ok()?.items.into_iter().next()
-        })
-        .await;
+        let event = common::event(&client, Some(ns), &fields).await;
         let message = event.message.unwrap_or_default();
         assert!(message.contains(why), "{key}: {message}");
     }
@@ -306,16 +299,12 @@ async fn huge_reads_fail_alone_and_leave_the_other_plugins_reconciles_prompt() {
         "ReplicaSet ready {before:?} after creation on an empty cache, {after:?} beside 20,001 objects and huge reads"
     );
 
-    let events: Api<Event> = Api::namespaced(client.clone(), "default");
     for (key, why) in [
         ("read-everything", "list of v1/ConfigMap matched more than 20000 objects"),
         ("huge-selector", "a selector requirement of 100000 values; at most 256"),
     ] {
         let fields = format!("reason=ReconcileFailed,involvedObject.name={key}");
-        let event = common::eventually(&format!("{key}'s failure event"), || async {
-            events.list(&ListParams::default().fields(&fields)).await.ok()?.items.into_iter().next()
-        })
-        .await;
+        let event = common::event(&client, Some("default"), &fields).await;
         let message = event.message.unwrap_or_default();
         assert!(message.contains(why), "{key}: {message}");
     }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
@@ -390,11 +390,7 @@ async fn a_version_that_traps_is_reverted_and_objects_keep_converging() {
     assert!(in_state(&status, "previous").is_empty(), "nothing to revert to any more");
 
     // Whoever looks at the object whose reconcile tipped the balance is told.
-    let events: Api<Event> = Api::namespaced(f.client.clone(), "default");
-    let event = common::eventually("a PluginReverted event", || async {
-        events.list(&ListParams::default().fields("reason=PluginReverted")).await.ok()?.items.into_iter().next()
-    })
-    .await;
+    let event = common::event(&f.client, Some("default"), "reason=PluginReverted").await;
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     let message = event.message.unwrap_or_default();
     assert!(message.contains("9.9.9") && message.contains("reverted to 1.0.0"), "{message}");

@@ -594,8 +594,6 @@ fn failure_of<'a>(failures: &'a [String], name: &str) -> &'a str {
 /// detail, a `PluginNotSynced` event on the Lease), and it starts once the right is granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
-    use k8s_openapi::api::core::v1::Event;
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
     let (cluster, admin) = common::cluster().await;
     let deployed = common::service_account(&cluster).await;
     let mut config = deployed.config;
@@ -631,30 +629,14 @@ async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
     let stamp_line = body.lines().find(|l| l.starts_with("[-]plugin/stamp")).unwrap_or_else(|| panic!("{body}"));
     assert!(stamp_line.contains("v1/ConfigMap") && stamp_line.contains("forbidden"), "{stamp_line}");
 
-    let events: Api<Event> = Api::namespaced(admin.clone(), "wasmcm");
-    let event = common::eventually("a PluginNotSynced event on the Lease", || async {
-        let listed = events.list(&kube::api::ListParams::default().fields("reason=PluginNotSynced")).await.ok()?;
-        listed.items.into_iter().next()
-    })
-    .await;
+    let event = common::event(&admin, Some("wasmcm"), "reason=PluginNotSynced").await;
     assert_eq!(event.involved_object.kind.as_deref(), Some("Lease"));
     let message = event.message.unwrap_or_default();
     assert!(message.contains("sync-test") && message.contains("plugin stamp"), "{message}");
 
     // Granted the right, it syncs on its own.
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": {"name": "read-configmaps"},
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}],
-    }))
-    .unwrap();
-    Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "read-configmaps"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "read-configmaps"},
-        "subjects": [{"kind": "ServiceAccount", "namespace": "wasmcm", "name": "wasmcm"}],
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    let rules = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]);
+    common::grant(&admin, "read-configmaps", rules, ("wasmcm", "wasmcm")).await;
     common::eventually("the stamp plugin to sync", || async { (synced("stamp") == Some(1.0)).then_some(()) }).await;
     host.shutdown().await;
 }
@@ -688,30 +670,19 @@ fn rebuilt(component: &[u8], note: &str) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
     use k8s_openapi::api::core::v1::ServiceAccount;
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use kube::api::{Patch, PatchParams};
     let (cluster, admin) = common::cluster().await;
     // A host that may do all the two plugins need, but not read Secrets.
     let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "limited"}})).unwrap();
     Api::<ServiceAccount>::namespaced(admin.clone(), "default").create(&PostParams::default(), &account).await.unwrap();
-    let role = |secrets: bool| -> ClusterRole {
+    let rules = |secrets: bool| {
         let mut resources = vec!["configmaps", "pods", "events"];
         resources.extend(secrets.then_some("secrets"));
-        serde_json::from_value(json!({
-            "metadata": {"name": "limited"},
-            "rules": [{"apiGroups": [""], "resources": resources, "verbs": ["*"]},
-                      {"apiGroups": ["apps"], "resources": ["replicasets", "replicasets/status"], "verbs": ["*"]}],
-        }))
-        .unwrap()
+        json!([{"apiGroups": [""], "resources": resources, "verbs": ["*"]},
+               {"apiGroups": ["apps"], "resources": ["replicasets", "replicasets/status"], "verbs": ["*"]}])
     };
-    let roles = Api::<ClusterRole>::all(admin.clone());
-    roles.create(&PostParams::default(), &role(false)).await.unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "limited"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "limited"},
-        "subjects": [{"kind": "ServiceAccount", "namespace": "default", "name": "limited"}],
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    common::grant(&admin, "limited", rules(false), ("default", "limited")).await;
     let token = cluster.service_account_token("default", "limited").unwrap();
     let limited = common::config(&cluster.kubeconfig_for_token(&token).unwrap()).await;
 
@@ -759,14 +730,8 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
     assert!(stamp.current().1.is_none(), "the stamp plugin's release waits for its Secret informer");
 
     // Once Secrets may be read, the stamp plugin's release goes on: held, since it reads more.
-    roles
-        .replace("limited", &PostParams::default(), &{
-            let mut r = role(true);
-            r.metadata.resource_version = roles.get("limited").await.unwrap().metadata.resource_version;
-            r
-        })
-        .await
-        .unwrap();
+    let widened = Patch::Merge(json!({"rules": rules(true)}));
+    Api::<ClusterRole>::all(admin.clone()).patch("limited", &PatchParams::default(), &widened).await.unwrap();
     common::eventually("the stamp plugin's release to be offered", || async {
         let shadow = stamp.current().1?;
         (shadow.plugin.info().version == "watch-secrets").then_some(())

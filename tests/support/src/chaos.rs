@@ -338,6 +338,13 @@ impl World {
         }
     }
 
+    /// An invariant failed for the Deployment `key`: said with its ReplicaSets as they stand.
+    fn broken(&mut self, key: &Key, what: String) {
+        let state = self.describe(&key.0, &key.1);
+        self.culprits.insert(key.clone());
+        self.violation(format!("{}/{}: {what} [{state}]", key.0, key.1));
+    }
+
     /// A Deployment's ReplicaSets as the watches show them: name, replicas, live and ready pods.
     fn describe(&self, namespace: &str, app: &str) -> String {
         let in_namespace = |k: &Key| k.0 == namespace;
@@ -384,21 +391,13 @@ impl World {
         if steady || created {
             let most = highest + bounds(highest).0;
             if live > most {
-                let state = self.describe(namespace, app);
-                self.culprits.insert(key.clone());
-                self.violation(format!(
-                    "{namespace}/{app}: {live} live pods > replicas {highest} + maxSurge [{state}]"
-                ));
+                self.broken(&key, format!("{live} live pods > replicas {highest} + maxSurge"));
             }
         }
         if steady && self.guarded.contains(&key) {
             let least = current - bounds(current).1;
             if ready < least {
-                let state = self.describe(namespace, app);
-                self.culprits.insert(key.clone());
-                self.violation(format!(
-                    "{namespace}/{app}: {ready} ready pods < replicas {current} - maxUnavailable = {least} [{state}]"
-                ));
+                self.broken(&key, format!("{ready} ready pods < replicas {current} - maxUnavailable = {least}"));
             }
         }
     }
@@ -424,11 +423,7 @@ impl World {
         self.checks += 1;
         let most = highest + bounds(highest).0;
         if asked > most {
-            let state = self.describe(namespace, app);
-            self.culprits.insert(key.clone());
-            self.violation(format!(
-                "{namespace}/{app}: its ReplicaSets ask for {asked} pods > replicas {highest} + maxSurge [{state}]"
-            ));
+            self.broken(&key, format!("its ReplicaSets ask for {asked} pods > replicas {highest} + maxSurge"));
         }
     }
 
