@@ -5,15 +5,22 @@
 //!   fails and is retried instead of holding an informer forever;
 //! - **writes**, one per plugin: no hidden retries (the work queue retries a failed key with
 //!   its backoff, where the fence sees every attempt), a read timeout, the plugin's identity
-//!   when its manifest names one, and the leader's [`Fence`] checked immediately before each
-//!   request is sent — after the client's rate limit and concurrency cap, so a write that
-//!   waited there while the lease was lost is never sent;
+//!   when its manifest names one, and the leader's [`Fence`] checked when the request is handed
+//!   to the client (after the client's rate limit and concurrency cap) and again at the last
+//!   moment: when the connection takes the request's body to write it. In between a request may
+//!   wait for a connection, or the whole process may be frozen (SIGSTOP), for longer than the
+//!   lease; a body the fence refuses ends the request before its head is flushed, so nothing of
+//!   it leaves the process;
 //! - **the Lease**: no retries, and a timeout of half the renew deadline, as KCM's
 //!   leader-election client.
 //!
 //! Every client names this process and its job in its User-Agent (`wasmcm/0.1.0 (<identity>)
 //! plugin/replicaset`), as KCM names each controller's, so an API server's audit log tells
 //! which replica and which plugin sent a request.
+//!
+//! The write client is assembled from kube's own layers (base URI, auth, extra headers) around
+//! a hyper client whose request body is ours, because kube's `ClientBuilder` fixes the body type
+//! and so offers no hook at write time.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -72,17 +79,80 @@ impl Clients {
         impersonate: Option<String>,
         fence: Fence,
     ) -> anyhow::Result<kube::Client> {
+        use kube::client::ConfigExt;
         let mut config = self.config(&format!("plugin/{plugin}"), WRITE_TIMEOUT, false)?;
         if impersonate.is_some() {
             config.auth_info.impersonate = impersonate;
         }
-        let builder = kube::client::ClientBuilder::try_from(config)?;
-        Ok(builder.with_layer(&FenceLayer(fence)).build())
+        let mut connector = hyper_timeout::TimeoutConnector::new(config.rustls_https_connector()?);
+        connector.set_connect_timeout(config.connect_timeout);
+        connector.set_read_timeout(config.read_timeout);
+        connector.set_write_timeout(config.write_timeout);
+        connector.set_reset_reader_on_write(true);
+        let hyper = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+        let body_fence = fence.clone();
+        let service = tower::ServiceBuilder::new()
+            .layer(FenceLayer(fence))
+            .layer(config.base_uri_layer())
+            .option_layer(config.auth_layer()?)
+            .layer(config.extra_headers_layer()?)
+            .map_request(move |request: http::Request<kube::client::Body>| {
+                request.map(|body| FencedBody { body, fence: body_fence.clone(), checked: false })
+            })
+            .map_err(BoxError::from)
+            .service(hyper);
+        Ok(kube::Client::new(service, config.default_namespace))
     }
 
     pub(crate) fn lease(&self, leader: &LeaderConfig) -> anyhow::Result<kube::Client> {
         Ok(kube::Client::try_from(self.config("leader-election", leader.attempt_timeout(), false)?)?)
     }
+}
+
+/// A request's body that the fence checks when the connection first asks for it: the last
+/// moment before the request leaves.
+struct FencedBody {
+    body: kube::client::Body,
+    fence: Fence,
+    checked: bool,
+}
+
+impl http_body::Body for FencedBody {
+    type Data = bytes::Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, BoxError>>> {
+        if !self.checked {
+            if !self.fence.holds() {
+                return Poll::Ready(Some(Err(BoxError::from(Deposed))));
+            }
+            self.checked = true;
+        }
+        Pin::new(&mut self.body).poll_frame(cx).map_err(BoxError::from)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Whether an error of a write client is the fence's refusal, however deep the client wrapped it.
+pub(crate) fn deposed(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.is::<Deposed>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// Refuses every request while the fence does not hold.
@@ -126,5 +196,26 @@ where
         }
         let sent = self.inner.call(request);
         Box::pin(async move { sent.await.map_err(Into::into) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn first_frame(fence: Fence) -> Option<Result<http_body::Frame<bytes::Bytes>, BoxError>> {
+        let mut body = FencedBody { body: kube::client::Body::from(b"{}".to_vec()), fence, checked: false };
+        std::future::poll_fn(|cx| http_body::Body::poll_frame(Pin::new(&mut body), cx)).await
+    }
+
+    /// Checked when the connection asks for the body: a request issued while leading whose
+    /// body is taken once the lease has lapsed (a frozen process, a slow connection) never
+    /// leaves, and its error says why.
+    #[tokio::test]
+    async fn a_body_is_sent_only_while_the_fence_holds() {
+        let refused = first_frame(Fence::closed()).await;
+        assert!(matches!(&refused, Some(Err(e)) if deposed(e.as_ref())), "{refused:?}");
+        let sent = first_frame(Fence::open()).await;
+        assert!(matches!(&sent, Some(Ok(f)) if f.data_ref().is_some_and(|d| &d[..] == b"{}")), "{sent:?}");
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wasmcm_core::ApiError;
 use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
 
-use crate::runtime::clients::Deposed;
+use crate::runtime::clients::{Deposed, deposed};
 use crate::runtime::discovery::Discovery;
 use crate::runtime::rate::TokenBucket;
 use crate::writes::writer::WriteApi;
@@ -45,7 +45,7 @@ pub struct KubeApi {
 fn api_error(e: kube::Error) -> ApiError {
     match e {
         kube::Error::Api(s) => ApiError::new(s.code, &s.reason, s.message.clone()),
-        kube::Error::Service(e) if e.is::<Deposed>() => ApiError::new(503, "NotLeader", e.to_string()),
+        e if deposed(&e) => ApiError::new(503, "NotLeader", Deposed.to_string()),
         other => ApiError::new(503, "ServiceUnavailable", format!("the API server could not be reached: {other}")),
     }
 }
