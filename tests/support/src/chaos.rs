@@ -199,42 +199,6 @@ fn bounds(replicas: i64) -> (i64, i64) {
     if surge == 0 && unavailable == 0 { (0, 1) } else { (surge, unavailable) }
 }
 
-/// The highest of a bound over the last [`WINDOW`], the current value included.
-#[derive(Debug, Default)]
-struct Recent(VecDeque<(Instant, i64)>);
-
-impl Recent {
-    fn set(&mut self, value: i64) {
-        let now = Instant::now();
-        if self.0.back().is_some_and(|(_, v)| *v == value) {
-            return;
-        }
-        self.0.push_back((now, value));
-        // Keep the newest value from before the window: it held until the next one came.
-        while self.0.len() > 1 && self.0.get(1).is_some_and(|(t, _)| now.duration_since(*t) > WINDOW) {
-            self.0.pop_front();
-        }
-    }
-
-    fn current(&self) -> i64 {
-        self.0.back().map_or(0, |(_, v)| *v)
-    }
-
-    fn max(&self) -> i64 {
-        let now = Instant::now();
-        let mut max = self.current();
-        for (i, (_, v)) in self.0.iter().enumerate() {
-            // A value counts while it was current within the window: the next one came after
-            // the window began, or it is the latest.
-            let replaced = self.0.get(i + 1).map(|(t, _)| *t);
-            if replaced.is_none_or(|t| now.duration_since(t) <= WINDOW) {
-                max = max.max(*v);
-            }
-        }
-        max
-    }
-}
-
 #[derive(Clone, Debug)]
 struct PodView {
     app: String,
@@ -268,22 +232,36 @@ fn resource_version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Objec
     meta.resource_version.as_deref()?.parse().ok()
 }
 
-/// A pod just created, to be judged once its ReplicaSet's watch has surely caught up.
-struct Creation {
-    namespace: String,
-    rs: String,
-    /// The pod's resourceVersion, and when the watch showed it.
-    rv: u64,
-    seen: Instant,
-    /// Live pods of its ReplicaSet then, itself included.
-    live: i64,
+/// What a deferred judgment is of.
+#[derive(Clone, Copy)]
+enum Judged {
+    /// A pod created for a ReplicaSet: its live pods against what the ReplicaSet asked for.
+    Duplicate,
+    /// A pod created for a Deployment whose replicas change: its live pods against replicas +
+    /// maxSurge.
+    LivePods,
+    /// A ReplicaSet of such a Deployment grew: what they ask together against the same bound.
+    Asked,
 }
 
-/// A ReplicaSet's replicas as its versions gave them: (resourceVersion, replicas, seen).
-#[derive(Default)]
-struct RsHistory(VecDeque<(u64, i64, Instant)>);
+/// A change seen on one watch, judged once the other kinds' watches have surely caught up, by
+/// what they said at its resourceVersion.
+struct Deferred {
+    judged: Judged,
+    namespace: String,
+    /// The ReplicaSet (a duplicate) or the Deployment.
+    name: String,
+    rv: u64,
+    seen: Instant,
+    /// The pods (or replicas asked for) counted when it was seen.
+    count: i64,
+}
 
-impl RsHistory {
+/// An object's replicas as its versions gave them: (resourceVersion, replicas, seen).
+#[derive(Default)]
+struct History(VecDeque<(u64, i64, Instant)>);
+
+impl History {
     fn push(&mut self, rv: u64, replicas: i64) {
         self.0.push_back((rv, replicas, Instant::now()));
         if self.0.len() > 64 {
@@ -291,9 +269,14 @@ impl RsHistory {
         }
     }
 
-    /// The most replicas it asked for while a pod was being created at `rv`: the version
-    /// current at `rv`, and those it replaced within [`WINDOW`] before the pod was seen.
-    fn asked_at(&self, rv: u64, seen: Instant) -> Option<i64> {
+    fn current(&self) -> i64 {
+        self.0.back().map_or(0, |(_, r, _)| *r)
+    }
+
+    /// The most replicas it asked for around `rv`: the version current at `rv`, and those it
+    /// replaced within [`WINDOW`] before a change at `rv` was seen (a controller acting on a
+    /// cache a few seconds old).
+    fn most_at(&self, rv: u64, seen: Instant) -> Option<i64> {
         let mut before = self.0.iter().filter(|(v, _, _)| *v <= rv).peekable();
         let mut most = None;
         while let Some((_, replicas, _)) = before.next() {
@@ -317,12 +300,11 @@ fn clock() -> String {
 #[derive(Default)]
 struct World {
     pods: BTreeMap<Key, PodView>,
-    /// ReplicaSets: their Deployment (app label) and replicas, recent too.
-    rss: BTreeMap<Key, (String, Recent)>,
-    rs_history: BTreeMap<Key, RsHistory>,
-    creations: VecDeque<Creation>,
-    /// Deployments by (namespace, name): replicas, recent too.
-    deployments: BTreeMap<Key, Recent>,
+    /// ReplicaSets: their Deployment (app label) and replicas.
+    rss: BTreeMap<Key, (String, History)>,
+    /// Deployments by (namespace, name): their replicas.
+    deployments: BTreeMap<Key, History>,
+    deferred: VecDeque<Deferred>,
     /// Deployments whose lower bound is checked: the rollout group, once first available.
     guarded: BTreeSet<Key>,
     checks: u64,
@@ -378,41 +360,39 @@ impl World {
         live.fold((0, 0), |(l, r), (_, p)| (l + 1, r + i64::from(p.ready)))
     }
 
-    /// The bounds on a Deployment at any instant: live pods, ready pods, summed ReplicaSets.
-    fn check_deployment(&mut self, namespace: &str, app: &str, created: bool) {
+    /// The bounds on a Deployment: where its replicas do not change, at every instant, live
+    /// pods and ready ones; where they do, each pod created, later (see [`Deferred`]).
+    fn check_deployment(&mut self, namespace: &str, app: &str, created: Option<u64>) {
         let key = (namespace.to_string(), app.to_string());
         let Some(i) = Self::deployment_index(app) else { return };
-        let Some(replicas) = self.deployments.get(&key) else { return };
-        let (current, highest) = (replicas.current(), replicas.max());
-        let steady = group(i) != Group::Scale;
+        let Some(replicas) = self.deployments.get(&key).map(History::current) else { return };
         let (live, ready) = self.counts(namespace, app);
-        self.checks += 1;
-        // Replicas that do not change bound every instant; changing ones, the creations.
-        if steady || created {
-            let most = highest + bounds(highest).0;
-            if live > most {
-                self.broken(&key, format!("{live} live pods > replicas {highest} + maxSurge"));
+        if group(i) == Group::Scale {
+            if let Some(rv) = created {
+                self.defer(Judged::LivePods, namespace, app, rv, live);
             }
+            return;
         }
-        if steady && self.guarded.contains(&key) {
-            let least = current - bounds(current).1;
+        self.checks += 1;
+        let most = replicas + bounds(replicas).0;
+        if live > most {
+            self.broken(&key, format!("{live} live pods > replicas {replicas} + maxSurge"));
+        }
+        if self.guarded.contains(&key) {
+            let least = replicas - bounds(replicas).1;
             if ready < least {
-                self.broken(&key, format!("{ready} ready pods < replicas {current} - maxUnavailable = {least}"));
+                self.broken(&key, format!("{ready} ready pods < replicas {replicas} - maxUnavailable = {least}"));
             }
         }
     }
 
-    /// The ReplicaSets of a Deployment together: judged at every instant where replicas do not
-    /// change, else whenever one of them grows (a scale-down of the Deployment takes effect as
-    /// its ReplicaSets are scaled down, which is no one's fault while it lasts).
-    fn check_replica_sets(&mut self, namespace: &str, app: &str, grew: bool) {
+    /// The ReplicaSets of a Deployment together: at every instant where replicas do not change,
+    /// else whenever one of them grows, later (a scale-down of the Deployment takes effect as its
+    /// ReplicaSets are scaled down, which is no one's fault while it lasts).
+    fn check_replica_sets(&mut self, namespace: &str, app: &str, grew: Option<u64>) {
         let key = (namespace.to_string(), app.to_string());
         let Some(i) = Self::deployment_index(app) else { return };
-        let Some(replicas) = self.deployments.get(&key) else { return };
-        if group(i) == Group::Scale && !grew {
-            return;
-        }
-        let highest = replicas.max();
+        let Some(replicas) = self.deployments.get(&key).map(History::current) else { return };
         let asked: i64 = self
             .rss
             .range((namespace.to_string(), String::new())..)
@@ -420,10 +400,15 @@ impl World {
             .filter(|(_, (a, _))| a == app)
             .map(|(_, (_, r))| r.current())
             .sum();
+        if group(i) == Group::Scale {
+            if let Some(rv) = grew {
+                self.defer(Judged::Asked, namespace, app, rv, asked);
+            }
+            return;
+        }
         self.checks += 1;
-        let most = highest + bounds(highest).0;
-        if asked > most {
-            self.broken(&key, format!("its ReplicaSets ask for {asked} pods > replicas {highest} + maxSurge"));
+        if asked > replicas + bounds(replicas).0 {
+            self.broken(&key, format!("its ReplicaSets ask for {asked} pods > replicas {replicas} + maxSurge"));
         }
     }
 
@@ -435,23 +420,55 @@ impl World {
             .take_while(|(k, _)| k.0 == namespace)
             .filter(|(_, p)| p.owner.as_deref() == Some(rs) && !p.terminating)
             .count() as i64;
-        let (namespace, rs) = (namespace.to_string(), rs.to_string());
-        self.creations.push_back(Creation { namespace, rs, rv, seen: Instant::now(), live });
+        self.defer(Judged::Duplicate, namespace, rs, rv, live);
     }
 
-    /// No ReplicaSet got more pods than it asked for (a duplicate): the creations seen at least
-    /// `settle` ago, against their ReplicaSet's versions up to theirs.
-    fn judge_creations(&mut self, settle: Duration) {
-        while self.creations.front().is_some_and(|c| c.seen.elapsed() >= settle) {
-            let Some(c) = self.creations.pop_front() else { break };
-            let key = (c.namespace.clone(), c.rs.clone());
-            let Some(asked) = self.rs_history.get(&key).and_then(|h| h.asked_at(c.rv, c.seen)) else { continue };
+    fn defer(&mut self, judged: Judged, namespace: &str, name: &str, rv: u64, count: i64) {
+        let (namespace, name) = (namespace.to_string(), name.to_string());
+        self.deferred.push_back(Deferred { judged, namespace, name, rv, seen: Instant::now(), count });
+    }
+
+    /// The deferred judgments seen at least `settle` ago, by the versions of the other kinds up
+    /// to their resourceVersion: no ReplicaSet got more pods than it asked for (a duplicate),
+    /// and where replicas change, neither the pods nor the ReplicaSets of a Deployment went
+    /// past replicas + maxSurge.
+    fn judge(&mut self, settle: Duration) {
+        while self.deferred.front().is_some_and(|d| d.seen.elapsed() >= settle) {
+            let Some(d) = self.deferred.pop_front() else { break };
+            let key = (d.namespace.clone(), d.name.clone());
+            let bound = match d.judged {
+                Judged::Duplicate => self.rss.get(&key).and_then(|(_, h)| h.most_at(d.rv, d.seen)),
+                Judged::LivePods | Judged::Asked => {
+                    self.deployments.get(&key).and_then(|h| h.most_at(d.rv, d.seen)).map(|r| r + bounds(r).0)
+                }
+            };
+            let Some(bound) = bound else { continue };
             self.checks += 1;
-            if c.live > asked {
-                self.violation(format!(
-                    "{}/{}: {} live pods for {asked} replicas at resourceVersion {} (a duplicate)",
-                    c.namespace, c.rs, c.live, c.rv
-                ));
+            if d.count <= bound {
+                continue;
+            }
+            let at = d.rv;
+            match d.judged {
+                Judged::Duplicate => {
+                    let app = self.rss.get(&key).map(|(app, _)| app.clone()).unwrap_or_default();
+                    let deployment = (d.namespace.clone(), app);
+                    let what = format!(
+                        "{}: {} live pods for {bound} replicas at resourceVersion {at} (a duplicate)",
+                        d.name, d.count
+                    );
+                    self.broken(&deployment, what);
+                }
+                Judged::LivePods => self.broken(
+                    &key,
+                    format!("{} live pods > replicas + maxSurge = {bound} at resourceVersion {at}", d.count),
+                ),
+                Judged::Asked => self.broken(
+                    &key,
+                    format!(
+                        "its ReplicaSets ask for {} pods > replicas + maxSurge = {bound} at resourceVersion {at}",
+                        d.count
+                    ),
+                ),
             }
         }
     }
@@ -499,10 +516,10 @@ where
 fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task::JoinSet<()> {
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(follow(Api::<Deployment>::all(client.clone()), world.clone(), |w, _, new, _| {
-        if let Some(d) = new {
-            let key = key_of(&d.metadata);
-            let replicas = d.spec.replicas.unwrap_or(1).into();
-            w.deployments.entry(key).or_default().set(replicas);
+        if let Some(d) = new
+            && let Some(rv) = resource_version(&d.metadata)
+        {
+            w.deployments.entry(key_of(&d.metadata)).or_default().push(rv, d.spec.replicas.unwrap_or(1).into());
         }
     }));
     tasks.spawn(follow(Api::<ReplicaSet>::all(client.clone()), world.clone(), |w, old, new, relisting| {
@@ -513,12 +530,10 @@ fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task:
                 let grew = replicas(rs) > old.map_or(0, replicas);
                 let key = key_of(&rs.metadata);
                 let namespace = key.0.clone();
-                if let Some(rv) = resource_version(&rs.metadata) {
-                    w.rs_history.entry(key.clone()).or_default().push(rv, replicas(rs));
-                }
-                w.rss.entry(key).or_insert_with(|| (app.clone(), Recent::default())).1.set(replicas(rs));
+                let Some(rv) = resource_version(&rs.metadata) else { return };
+                w.rss.entry(key).or_insert_with(|| (app.clone(), History::default())).1.push(rv, replicas(rs));
                 if !relisting {
-                    w.check_replica_sets(&namespace, &app, grew);
+                    w.check_replica_sets(&namespace, &app, grew.then_some(rv));
                 }
             }
             None => {
@@ -531,12 +546,12 @@ fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task:
     tasks.spawn(follow(Api::<Pod>::all(client.clone()), world.clone(), |w, old, new, relisting| {
         match new.and_then(|p| Some((key_of(&p.metadata), resource_version(&p.metadata), pod_view(p)?))) {
             Some((key, rv, view)) => {
-                let created = old.is_none() && !relisting;
+                let created = rv.filter(|_| old.is_none() && !relisting);
                 let (namespace, app, owner) = (key.0.clone(), view.app.clone(), view.owner.clone());
                 w.pods.insert(key, view);
                 if !relisting {
                     w.check_deployment(&namespace, &app, created);
-                    if let (true, Some(rs), Some(rv)) = (created, owner, rv) {
+                    if let (Some(rv), Some(rs)) = (created, owner) {
                         w.created(&namespace, &rs, rv);
                     }
                 }
@@ -553,14 +568,14 @@ fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task:
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;
             if let Ok(mut w) = judge.lock() {
-                w.judge_creations(SETTLE);
+                w.judge(SETTLE);
             }
         }
     });
     tasks
 }
 
-/// How long a pod creation waits to be judged: its ReplicaSet's watch has caught up by then.
+/// How long a deferred judgment waits: the other kinds' watches have caught up by then.
 const SETTLE: Duration = Duration::from_secs(5);
 
 /// One host process and its successors in a slot.
@@ -1034,14 +1049,17 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
         h.stop_all();
     }
     drop(watches);
-    let culprits: Vec<Key> = world.lock().map(|w| w.culprits.iter().take(2).cloned().collect()).unwrap_or_default();
+    let culprits: Vec<Key> = match world.lock() {
+        Ok(mut w) => {
+            w.judge(Duration::ZERO);
+            report.checks = w.checks;
+            report.violations = w.violations.clone();
+            w.culprits.iter().take(2).cloned().collect()
+        }
+        Err(_) => Vec::new(),
+    };
     for (namespace, name) in culprits {
         report.timelines.push(timeline(&client, &namespace, &name).await);
-    }
-    if let Ok(mut w) = world.lock() {
-        w.judge_creations(Duration::ZERO);
-        report.checks = w.checks;
-        report.violations = w.violations.clone();
     }
     report.faults = cluster.fault_counts();
     report.duration = started.elapsed();
