@@ -345,6 +345,8 @@ enum Scalar {
 }
 
 struct PbField {
+    /// The `+tag=value` markers of its doc comment (listType, listMapKey, mapType, patch...).
+    markers: Vec<(String, String)>,
     tag: u32,
     name: String,
     /// `norm(name)`.
@@ -359,6 +361,8 @@ struct PbField {
 
 struct PbMessage {
     fields: Vec<PbField>,
+    /// `+structType=atomic`.
+    atomic: bool,
 }
 
 struct PbSchema {
@@ -401,14 +405,29 @@ fn parse_pb(src: &Path) -> PbSchema {
     schema
 }
 
+/// The `+name=value` markers of doc comment lines (upstream's Go comment tags, which k8s-pb keeps).
+fn markers(docs: &[String]) -> Vec<(String, String)> {
+    docs.iter()
+        .filter_map(|d| d.strip_prefix('+')?.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
 fn parse_pb_file(module: &str, text: &str, schema: &mut PbSchema) {
     let mut lines = text.lines();
     let mut message: Option<(String, PbMessage)> = None;
     let mut resource: Option<(String, Option<String>, Option<String>)> = None;
+    // The doc comment being read, for the struct or field it documents.
+    let mut docs: Vec<String> = Vec::new();
     while let Some(line) = lines.next() {
+        if let Some(doc) = line.trim().strip_prefix("///") {
+            docs.push(doc.trim().to_owned());
+            continue;
+        }
         if let Some(rest) = line.strip_prefix("pub struct ") {
             let name = rest.split([' ', '{']).next().unwrap_or_default();
-            let empty = PbMessage { fields: Vec::new() };
+            let atomic = markers(&std::mem::take(&mut docs)).iter().any(|(k, v)| k == "structType" && v == "atomic");
+            let empty = PbMessage { fields: Vec::new(), atomic };
             if line.ends_with("{}") {
                 schema.messages.insert(format!("{module}.{name}"), empty);
             } else {
@@ -439,9 +458,12 @@ fn parse_pb_file(module: &str, text: &str, schema: &mut PbSchema) {
                     break;
                 }
             }
-            let field = parse_pb_field(module, attr.trim_end_matches(")]"), &decl)
+            let mut field = parse_pb_field(module, attr.trim_end_matches(")]"), &decl)
                 .unwrap_or_else(|| panic!("cannot parse k8s-pb field of {msg_name}: #[prost({attr} {decl}"));
+            field.markers = markers(&std::mem::take(&mut docs));
             msg.fields.push(field);
+        } else if !line.trim().starts_with("#[") {
+            docs.clear();
         }
     }
 }
@@ -487,7 +509,7 @@ fn parse_pb_field(module: &str, attr: &str, decl: &str) -> Option<PbField> {
         _ => None,
     };
     let name = name.trim().to_owned();
-    Some(PbField { tag, key: norm(&name), name, scalar, repeated, map_value, message })
+    Some(PbField { markers: Vec::new(), tag, key: norm(&name), name, scalar, repeated, map_value, message })
 }
 
 /// `::core::option::Option<super::X>` → `super::X`; maps yield their value type.
@@ -572,6 +594,38 @@ fn is_inline(f: &PbField, refs: &[&OpenapiType], pb: &PbSchema) -> bool {
         && nested.is_some_and(|nested| nested.fields.iter().any(|n| field_in(refs, n).is_some()))
 }
 
+/// A field's server-side apply semantics from its markers, as kube-openapi converts the
+/// OpenAPI extensions they become: an explicit list type wins; a list without one merges by its
+/// patch merge key when its patch strategy is merge (a set without a key); else it is atomic.
+fn shape(f: &PbField) -> String {
+    let marker = |name: &'static str| f.markers.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str());
+    let keys = |keys: Vec<&str>| {
+        let list: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+        format!("Shape::Keys(&[{}])", list.join(", "))
+    };
+    if f.map_value.is_some() || !f.repeated {
+        let atomic = marker("mapType").any(|v| v == "atomic");
+        return if atomic { "Shape::Atomic".into() } else { "Shape::Default".into() };
+    }
+    match marker("listType").next() {
+        Some("atomic") => "Shape::Atomic".into(),
+        Some("set") => "Shape::Set".into(),
+        Some("map") => {
+            let map_keys: Vec<&str> = marker("listMapKey").collect();
+            assert!(!map_keys.is_empty(), "{} is a +listType=map without +listMapKey", f.name);
+            keys(map_keys)
+        }
+        Some(other) => panic!("{} has an unknown +listType={other}", f.name),
+        None if marker("patchStrategy").any(|s| s.split(',').any(|p| p == "merge")) => {
+            match marker("patchMergeKey").next() {
+                Some(key) => keys(vec![key]),
+                None => "Shape::Set".into(),
+            }
+        }
+        None => "Shape::Atomic".into(),
+    }
+}
+
 fn render(pb: &PbSchema, openapi: &Openapi) -> Schema {
     let refs: BTreeMap<&str, (Vec<&OpenapiType>, bool)> =
         pb.messages.keys().map(|name| (name.as_str(), reference_types(openapi, name))).collect();
@@ -605,7 +659,8 @@ fn render(pb: &PbSchema, openapi: &Openapi) -> Schema {
         let keep: &[&str] = KEEP_ZERO.iter().find(|(n, _)| n == name).map_or(&[], |(_, f)| f);
         let mut fields: Vec<&PbField> = msg.fields.iter().collect();
         fields.sort_by_key(|f| f.tag);
-        let _ = write!(out, "    Message {{ name: {name:?}, special: Special::{special}, fields: &[");
+        let atomic = msg.atomic;
+        let _ = write!(out, "    Message {{ name: {name:?}, special: Special::{special}, atomic: {atomic}, fields: &[");
         for f in fields {
             let go_name = GO_NAMES.iter().find(|(m, field, _)| m == name && *field == f.name).map(|(_, _, json)| *json);
             // Only a message's own type shows an embedding: another version may have moved the
@@ -651,7 +706,7 @@ fn render(pb: &PbSchema, openapi: &Openapi) -> Schema {
                 .map(|(_, flag)| *flag)
                 .collect::<Vec<_>>();
             let flags = if flags.is_empty() { "0".to_owned() } else { flags.join(" | ") };
-            let _ = write!(out, "F({}, {json:?}, {kind}, {flags}), ", f.tag);
+            let _ = write!(out, "F({}, {json:?}, {kind}, {flags}, {}), ", f.tag, shape(f));
         }
         out.push_str("] },\n");
     }

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::State;
 use super::change::Key;
+use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
 use super::{defaults, services, validation};
@@ -32,6 +33,37 @@ impl Target {
 
     fn not_found(&self) -> ApiError {
         ApiError::not_found(&self.rt.group, &self.rt.resource, &self.name)
+    }
+}
+
+/// Who takes ownership of the fields a write changes (`metadata.managedFields`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ownership<'a> {
+    /// The server's own loops (kubelet, garbage collector): no one takes the fields it changes.
+    Unrecorded,
+    /// A request: its manager takes the fields it sets, as an `Update`.
+    Update(&'a Writer),
+    /// The object carries its final managedFields already (a server-side apply).
+    Applied,
+}
+
+impl Ownership<'_> {
+    /// Records a change from `old` (`None`: created) to `new`.
+    fn record(self, rt: &ResourceType, old: Option<&Value>, new: &mut Value) -> Result<(), ApiError> {
+        match self {
+            Ownership::Update(writer) => {
+                managed::track_update(old, new, Ty::of_kind(&rt.api_version(), &rt.kind), writer, rt.status)
+            }
+            Ownership::Applied => Ok(()),
+            Ownership::Unrecorded => {
+                let kept = old.and_then(|o| o.pointer("/metadata/managedFields")).cloned();
+                match kept {
+                    Some(fields) => meta_mut(new).insert("managedFields".into(), fields),
+                    None => meta_mut(new).remove("managedFields"),
+                };
+                Ok(())
+            }
+        }
     }
 }
 
@@ -107,6 +139,7 @@ pub(crate) fn create(
     namespace: &str,
     mut object: Value,
     dry_run: bool,
+    owner: Ownership<'_>,
 ) -> Result<Arc<Value>, ApiError> {
     check_kind(rt, &mut object)?;
     if rt.namespaced {
@@ -131,9 +164,7 @@ pub(crate) fn create(
     let m = meta_mut(&mut object);
     m.insert("uid".into(), json!(state.new_uid()));
     m.insert("creationTimestamp".into(), json!(now));
-    for server_owned in
-        ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"]
-    {
+    for server_owned in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"] {
         m.remove(server_owned);
     }
     if rt.tracks_generation() {
@@ -146,6 +177,7 @@ pub(crate) fn create(
         }
     }
     defaults::apply(&rt.api_version(), &rt.kind, &mut object);
+    owner.record(rt, None, &mut object)?;
     validate(rt, &object, None)?;
     if rt.id() == "/services" {
         let causes = services::allocate(state, &mut object);
@@ -193,7 +225,12 @@ fn check_rv(t: &Target, wanted: &str, current: &Value) -> Result<(), ApiError> {
 }
 
 /// The main resource's update rules, from a proposed new object and the stored one.
-fn prepare_update(t: &Target, mut new: Value, current: &Value) -> Result<Option<Value>, ApiError> {
+fn prepare_update(
+    t: &Target,
+    mut new: Value,
+    current: &Value,
+    owner: Ownership<'_>,
+) -> Result<Option<Value>, ApiError> {
     check_kind(&t.rt, &mut new)?;
     let name = str_at(&new, "/metadata/name");
     if !name.is_empty() && name != t.name {
@@ -214,7 +251,6 @@ fn prepare_update(t: &Target, mut new: Value, current: &Value) -> Result<Option<
             None => m.remove(owned),
         };
     }
-    m.remove("managedFields");
     if t.rt.status {
         match current.get("status") {
             Some(s) => new["status"] = s.clone(),
@@ -229,6 +265,7 @@ fn prepare_update(t: &Target, mut new: Value, current: &Value) -> Result<Option<
         services::carry_over(&mut new, current);
     }
     defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
+    owner.record(&t.rt, Some(current), &mut new)?;
     validate(&t.rt, &new, Some(current))?;
     if t.rt.tracks_generation() && spec_part(&new) != spec_part(current) {
         let generation = current_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
@@ -250,10 +287,21 @@ pub(crate) fn status_takes_annotations(api_version: &str, kind: &str) -> bool {
     (api_version, kind) == ("apps/v1", "Deployment")
 }
 
-fn prepare_status_update(t: &Target, new: Value, current: &Value) -> Result<Option<Value>, ApiError> {
+fn prepare_status_update(
+    t: &Target,
+    new: Value,
+    current: &Value,
+    owner: Ownership<'_>,
+) -> Result<Option<Value>, ApiError> {
     check_rv(t, str_at(&new, "/metadata/resourceVersion"), current)?;
     let mut updated = current.clone();
     updated["status"] = new.get("status").cloned().unwrap_or(json!({}));
+    if let Ownership::Applied = owner {
+        match new.pointer("/metadata/managedFields") {
+            Some(fields) => meta_mut(&mut updated).insert("managedFields".into(), fields.clone()),
+            None => meta_mut(&mut updated).remove("managedFields"),
+        };
+    }
     if status_takes_annotations(&t.rt.api_version(), &t.rt.kind) {
         match new.pointer("/metadata/annotations") {
             Some(a) if a.as_object().is_some_and(|m| !m.is_empty()) => {
@@ -264,15 +312,28 @@ fn prepare_status_update(t: &Target, new: Value, current: &Value) -> Result<Opti
             }
         }
     }
+    owner.record(&t.rt, Some(current), &mut updated)?;
     Ok(if updated == *current { None } else { Some(updated) })
 }
 
-pub(crate) fn update(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
-    write(state, t, dry_run, |current| prepare_update(t, new, current))
+pub(crate) fn update(
+    state: &State,
+    t: &Target,
+    new: Value,
+    dry_run: bool,
+    owner: Ownership<'_>,
+) -> Result<Arc<Value>, ApiError> {
+    write(state, t, dry_run, |current| prepare_update(t, new, current, owner))
 }
 
-pub(crate) fn update_status(state: &State, t: &Target, new: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
-    write(state, t, dry_run, |current| prepare_status_update(t, new, current))
+pub(crate) fn update_status(
+    state: &State,
+    t: &Target,
+    new: Value,
+    dry_run: bool,
+    owner: Ownership<'_>,
+) -> Result<Arc<Value>, ApiError> {
+    write(state, t, dry_run, |current| prepare_status_update(t, new, current, owner))
 }
 
 fn write(
@@ -307,6 +368,7 @@ pub(crate) fn patch(
     ty: PatchType,
     body: &[u8],
     dry_run: bool,
+    owner: Ownership<'_>,
 ) -> Result<Arc<Value>, ApiError> {
     let api_version = t.rt.api_version();
     let apply = |doc: &Value, api_version: &str, kind: &str| {
@@ -318,19 +380,62 @@ pub(crate) fn patch(
     let result = write(state, t, dry_run, |current| match part {
         Part::Main => {
             let patched = apply(current, &api_version, &t.rt.kind)?;
-            prepare_update(t, patched, current)
+            prepare_update(t, patched, current, owner)
         }
         Part::Status => {
             let patched = apply(current, &api_version, &t.rt.kind)?;
-            prepare_status_update(t, patched, current)
+            prepare_status_update(t, patched, current, owner)
         }
         Part::Scale => {
             let scale = scale_of(current);
             let patched = apply(&scale, "autoscaling/v1", "Scale")?;
-            apply_scale(t, patched, current)
+            apply_scale(t, patched, current, owner)
         }
     })?;
     Ok(if part == Part::Scale { Arc::new(scale_of(&result)) } else { result })
+}
+
+/// A server-side apply (`application/apply-patch+yaml`) of `config` by `writer`: merged into
+/// the object by its schema, or creating it when there is none (`true`: created).
+pub(crate) fn apply(
+    state: &State,
+    t: &Target,
+    part: Part,
+    mut config: Value,
+    dry_run: bool,
+    writer: &Writer,
+    force: bool,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    check_kind(&t.rt, &mut config)?;
+    let name = str_at(&config, "/metadata/name");
+    if name != t.name {
+        return Err(ApiError::bad_request(if name.is_empty() {
+            "metadata.name: Required value: name is required for server-side apply".to_string()
+        } else {
+            format!("the name of the object ({name}) does not match the name on the URL ({})", t.name)
+        }));
+    }
+    if part == Part::Scale {
+        return Err(ApiError::unsupported_media_type("server-side apply of the scale subresource is not supported"));
+    }
+    let ty = Ty::of_kind(&t.rt.api_version(), &t.rt.kind);
+    if part == Part::Main && state.store.get(&t.key()).is_none() {
+        let object = managed::apply(None, &config, ty, writer, force, t.rt.status)?;
+        match create(state, &t.rt, &t.namespace, object, dry_run, Ownership::Applied) {
+            Ok(created) => return Ok((created, true)),
+            // Created meanwhile: apply to it.
+            Err(e) if e.reason == "AlreadyExists" => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let written = write(state, t, dry_run, |current| {
+        let applied = managed::apply(Some(current), &config, ty, writer, force, t.rt.status)?;
+        match part {
+            Part::Status => prepare_status_update(t, applied, current, Ownership::Applied),
+            _ => prepare_update(t, applied, current, Ownership::Applied),
+        }
+    })?;
+    Ok((written, false))
 }
 
 /// The autoscaling/v1 Scale of a Deployment or ReplicaSet (or a custom resource's scale
@@ -361,7 +466,7 @@ pub(crate) fn scale_of(object: &Value) -> Value {
     })
 }
 
-fn apply_scale(t: &Target, scale: Value, current: &Value) -> Result<Option<Value>, ApiError> {
+fn apply_scale(t: &Target, scale: Value, current: &Value, owner: Ownership<'_>) -> Result<Option<Value>, ApiError> {
     check_rv(t, str_at(&scale, "/metadata/resourceVersion"), current)?;
     let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).ok_or_else(|| {
         invalid(
@@ -387,11 +492,17 @@ fn apply_scale(t: &Target, scale: Value, current: &Value) -> Result<Option<Value
     }
     let mut new = current.clone();
     new["spec"]["replicas"] = json!(replicas);
-    prepare_update(t, new, current)
+    prepare_update(t, new, current, owner)
 }
 
-pub(crate) fn update_scale(state: &State, t: &Target, scale: Value, dry_run: bool) -> Result<Arc<Value>, ApiError> {
-    let result = write(state, t, dry_run, |current| apply_scale(t, scale, current))?;
+pub(crate) fn update_scale(
+    state: &State,
+    t: &Target,
+    scale: Value,
+    dry_run: bool,
+    owner: Ownership<'_>,
+) -> Result<Arc<Value>, ApiError> {
+    let result = write(state, t, dry_run, |current| apply_scale(t, scale, current, owner))?;
     Ok(Arc::new(scale_of(&result)))
 }
 

@@ -274,7 +274,8 @@ pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
     let rt = state.registry.lookup("", "v1", "namespaces").context("the namespaces type is built in")?;
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        api::create(state, &rt, "", object, false).map_err(|e| anyhow::anyhow!("creating namespace {ns}: {e}"))?;
+        api::create(state, &rt, "", object, false, api::Ownership::Unrecorded)
+            .map_err(|e| anyhow::anyhow!("creating namespace {ns}: {e}"))?;
     }
     gc::pass(state);
     Ok(())

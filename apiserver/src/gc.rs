@@ -363,7 +363,7 @@ fn ensure_service_account(state: &State, namespace: &str) -> bool {
     let Some(rt) = state.registry.lookup("", "v1", "serviceaccounts") else { return true };
     let sa =
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}});
-    match api::create(state, &rt, namespace, sa, false) {
+    match api::create(state, &rt, namespace, sa, false, api::Ownership::Unrecorded) {
         Ok(_) => true,
         Err(e) if e.code == 409 || e.code == 403 || e.code == 404 => true,
         Err(e) => {
@@ -410,7 +410,7 @@ mod tests {
             .map(|o| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]}))
             .collect();
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "ownerReferences": refs}});
-        api::create(state, &configmaps(state), "default", cm, false).unwrap()
+        api::create(state, &configmaps(state), "default", cm, false, api::Ownership::Unrecorded).unwrap()
     }
 
     fn delete(state: &State, name: &str, policy: &str) {

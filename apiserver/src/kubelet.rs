@@ -345,7 +345,7 @@ pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
     let nodes = state.registry.lookup("", "v1", "nodes");
     for i in 1..=config.nodes {
         if let Some(rt) = &nodes
-            && let Err(e) = api::create(&state, rt, "", node(&state, i), false)
+            && let Err(e) = api::create(&state, rt, "", node(&state, i), false, api::Ownership::Unrecorded)
             && e.code != 409
         {
             tracing::warn!("cannot register simulated node {}: {e}", node_name(i));
@@ -383,11 +383,11 @@ fn bind(state: &State, target: &Target, pod: &Value, node: &str) -> Option<Arc<V
     let now = state.now_rfc3339();
     let mut bound = pod.clone();
     bound["spec"]["nodeName"] = json!(node);
-    api::update(state, target, bound, false).ok()?;
+    api::update(state, target, bound, false, api::Ownership::Unrecorded).ok()?;
     let current = api::get(state, target).ok()?;
     let mut status = (*current).clone();
     status["status"]["conditions"] = json!([condition("PodScheduled", "True", &now)]);
-    api::update_status(state, target, status, false).ok()
+    api::update_status(state, target, status, false, api::Ownership::Unrecorded).ok()
 }
 
 fn container_status(c: &Value, now: &str, ready: bool) -> Value {
@@ -451,7 +451,7 @@ fn start(state: &State, target: &Target, pod: &Value, ip_seq: u32, ready: bool, 
     updated["status"]["podIPs"] = json!([{"ip": pod_ip}]);
     updated["status"]["startTime"] = json!(now);
     updated["status"]["containerStatuses"] = json!(statuses);
-    api::update_status(state, target, updated, false).ok()
+    api::update_status(state, target, updated, false, api::Ownership::Unrecorded).ok()
 }
 
 fn set_ready(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> {
@@ -467,7 +467,7 @@ fn set_ready(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> 
             s["ready"] = json!(true);
         }
     }
-    api::update_status(state, target, updated, false).ok()
+    api::update_status(state, target, updated, false, api::Ownership::Unrecorded).ok()
 }
 
 fn restart(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> {
@@ -478,7 +478,7 @@ fn restart(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> {
             s["restartCount"] = json!(n);
         }
     }
-    api::update_status(state, target, updated, false).ok()
+    api::update_status(state, target, updated, false, api::Ownership::Unrecorded).ok()
 }
 
 #[cfg(test)]
@@ -530,9 +530,10 @@ mod tests {
         initial.iter().for_each(|e| kubelet.apply(e));
 
         for i in 0..6 {
-            api::create(&state, &rt, "default", pod(&format!("p{i}"), "app:1"), false).unwrap();
+            api::create(&state, &rt, "default", pod(&format!("p{i}"), "app:1"), false, api::Ownership::Unrecorded)
+                .unwrap();
         }
-        api::create(&state, &rt, "default", pod("crash", "app:fail"), false).unwrap();
+        api::create(&state, &rt, "default", pod("crash", "app:fail"), false, api::Ownership::Unrecorded).unwrap();
         let ready = |p: &Value| {
             p.pointer("/status/conditions")
                 .and_then(Value::as_array)

@@ -54,7 +54,8 @@ impl Offline {
             if self.state.store.get(&ns).is_none() {
                 let ns_object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
                 let rt = self.resource_type(&Kind::new("v1", "Namespace")).map_err(|e| e.message)?;
-                api::create(&self.state, &rt, "", ns_object, false).map_err(|e| e.message)?;
+                api::create(&self.state, &rt, "", ns_object, false, api::Ownership::Unrecorded)
+                    .map_err(|e| e.message)?;
                 self.implicit.insert(ns);
             }
         }
@@ -95,19 +96,19 @@ impl Offline {
     pub fn create(&self, object: Value) -> Result<Value, ApiError> {
         let rt = self.resource_type(&Kind::of_object(&object))?;
         let namespace = str_at(&object, "/metadata/namespace").to_string();
-        Ok(api::create(&self.state, &rt, &namespace, object, false)?.as_ref().clone())
+        Ok(api::create(&self.state, &rt, &namespace, object, false, api::Ownership::Unrecorded)?.as_ref().clone())
     }
 
     /// PUT of the main resource.
     pub fn update(&self, object: Value) -> Result<Value, ApiError> {
         let t = self.target_of(&object)?;
-        Ok(api::update(&self.state, &t, object, false)?.as_ref().clone())
+        Ok(api::update(&self.state, &t, object, false, api::Ownership::Unrecorded)?.as_ref().clone())
     }
 
     /// PUT of the status subresource.
     pub fn update_status(&self, object: Value) -> Result<Value, ApiError> {
         let t = self.target_of(&object)?;
-        Ok(api::update_status(&self.state, &t, object, false)?.as_ref().clone())
+        Ok(api::update_status(&self.state, &t, object, false, api::Ownership::Unrecorded)?.as_ref().clone())
     }
 
     /// DELETE, with a uid precondition if given.

@@ -29,7 +29,6 @@ impl PatchType {
             "application/json-patch+json" => Some(PatchType::Json),
             "application/merge-patch+json" => Some(PatchType::Merge),
             "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
-            // Recognised so that the caller can answer with the clear "not supported" message from `apply`.
             "application/apply-patch+yaml" | "application/apply-patch+cbor" => Some(PatchType::Apply),
             _ => None,
         }
@@ -42,8 +41,7 @@ pub(crate) enum PatchError {
     /// failed JSON-patch `test`): message as the real server words it where practical.
     #[error("{0}")]
     BadRequest(String),
-    /// The server answers 415 UnsupportedMediaType (e.g. strategic merge on a custom resource, or server-side
-    /// apply which we do not support yet).
+    /// The server answers 415 UnsupportedMediaType (e.g. strategic merge on a custom resource).
     #[error("{0}")]
     Unsupported(String),
 }
@@ -69,11 +67,8 @@ pub(crate) fn apply(
             })?;
             strategic_merge_patch(original, patch, schema)?
         }
-        PatchType::Apply => {
-            return Err(PatchError::Unsupported(
-                "server-side apply is not supported by this server; use kubectl apply without --server-side".into(),
-            ));
-        }
+        // Merged by the schema with field ownership, not patched: `managed::apply`.
+        PatchType::Apply => return Err(PatchError::BadRequest("an apply configuration is not a patch".into())),
     };
     keep_type_meta(original, patched)
 }
@@ -924,18 +919,6 @@ mod tests {
         let patched =
             run(PatchType::Merge, "example.com/v1", "Widget", &widget, &json!({"spec": {"size": 2}})).unwrap();
         assert_eq!(patched["spec"], json!({"size": 2}));
-    }
-
-    #[test]
-    fn server_side_apply_is_unsupported() {
-        let result = apply(PatchType::Apply, "v1", "Pod", &json!({}), b"apiVersion: v1\nkind: Pod\n");
-        match result {
-            Err(PatchError::Unsupported(message)) => assert_eq!(
-                message,
-                "server-side apply is not supported by this server; use kubectl apply without --server-side"
-            ),
-            other => panic!("expected Unsupported, got {other:?}"),
-        }
     }
 
     #[test]

@@ -9,6 +9,8 @@
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
+use crate::schema::{F, INLINE, KEEP_ZERO, Kind, MapValue, Message, REPEATED, Special, message, message_for};
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ProtobufError {
     #[error("{0}")]
@@ -23,70 +25,6 @@ const MAGIC: &[u8] = b"k8s\0";
 /// Real objects nest about a dozen messages deep; the limit only stops hostile bodies from
 /// exhausting the stack.
 const MAX_DEPTH: usize = 64;
-
-/// How a message's JSON differs from an object of its fields.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Special {
-    None,
-    Time,
-    MicroTime,
-    Duration,
-    /// JSON carried as bytes in field 1 (RawExtension, FieldsV1, apiextensions JSON).
-    RawJson,
-    IntOrString,
-    Quantity,
-    /// apiextensions' JSONSchemaPropsOr{Bool,Array,StringArray}: Go writes one of the two
-    /// fields as the value itself (a schema, or a bool / list), never an object of both.
-    SchemaOrBool,
-    SchemaOrArray,
-    SchemaOrStringArray,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum MapValue {
-    Str,
-    Bytes,
-    Msg(u16),
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    I32,
-    I64,
-    Bool,
-    F64,
-    Str,
-    Bytes,
-    Msg(u16),
-    Map(MapValue),
-}
-
-const REPEATED: u8 = 1;
-/// Keep a zero value: Go's encoder writes every non-pointer field, so zeros are normally noise
-/// that Kubernetes JSON omits, but for these fields an explicit zero differs from unset.
-const KEEP_ZERO: u8 = 2;
-/// An embedded Go struct (`json:",inline"`): its fields go into the parent object.
-const INLINE: u8 = 4;
-
-/// One field: tag, JSON name, kind, flags. A tuple so the generated table stays compact.
-#[derive(Debug)]
-struct F(u32, &'static str, Kind, u8);
-
-#[derive(Debug)]
-struct Message {
-    name: &'static str,
-    special: Special,
-    /// Sorted by tag.
-    fields: &'static [F],
-}
-
-include!(concat!(env!("OUT_DIR"), "/protobuf_schema.rs"));
-
-impl Message {
-    fn field(&self, tag: u32) -> Option<&'static F> {
-        self.fields.binary_search_by_key(&tag, |f| f.0).ok().and_then(|i| self.fields.get(i))
-    }
-}
 
 fn malformed(msg: impl Into<String>) -> ProtobufError {
     ProtobufError::Malformed(format!("error decoding protobuf request body: {}", msg.into()))
@@ -146,25 +84,12 @@ fn decode_envelope(body: &[u8], depth: usize) -> Result<Value> {
     Ok(Value::Object(object))
 }
 
-fn message_for(api_version: &str, kind: &str) -> Option<u16> {
-    if let Ok(i) = RESOURCES.binary_search_by(|(v, k, _)| (*v, *k).cmp(&(api_version, kind))) {
-        return RESOURCES.get(i).map(|r| r.2);
-    }
-    // Lists and options have no `Resource` entry; they live in the module of the group version,
-    // or, for the meta kinds every group version accepts (DeleteOptions, Status), in meta/v1.
-    let module = MODULES.iter().find(|(v, _)| *v == api_version).map(|(_, m)| *m);
-    let by_name = |name: &str| MESSAGES.binary_search_by(|m| m.name.cmp(name)).ok().and_then(|i| u16::try_from(i).ok());
-    module
-        .and_then(|m| by_name(&format!("{m}.{kind}")))
-        .or_else(|| by_name(&format!("apimachinery.pkg.apis.meta.v1.{kind}")))
-}
-
 /// `None` means the value is absent in JSON (a zero `Time`, an empty `RawExtension`).
 fn decode_message(index: u16, bytes: &[u8], depth: usize) -> Result<Option<Value>> {
     if depth > MAX_DEPTH {
         return Err(malformed("objects are nested too deeply"));
     }
-    let message = MESSAGES.get(usize::from(index)).ok_or_else(|| malformed("schema index out of range"))?;
+    let message = message(index).ok_or_else(|| malformed("schema index out of range"))?;
     match message.special {
         Special::None => {
             let mut object = Map::new();
@@ -204,7 +129,7 @@ fn decode_fields(message: &Message, bytes: &[u8], depth: usize, object: &mut Map
             r.skip(wire)?;
             continue;
         };
-        let F(_, json, kind, flags) = *field;
+        let F(_, json, kind, flags, _) = *field;
         let wrong_wire = || malformed(format!("field {json:?} of {}: unexpected wire type {wire}", message.name));
         match kind {
             Kind::Map(value_kind) => {
@@ -218,7 +143,7 @@ fn decode_fields(message: &Message, bytes: &[u8], depth: usize, object: &mut Map
                 }
             }
             Kind::Msg(index) if flags & INLINE != 0 => {
-                let inner = MESSAGES.get(usize::from(index)).ok_or_else(|| malformed("schema index out of range"))?;
+                let inner = crate::schema::message(index).ok_or_else(|| malformed("schema index out of range"))?;
                 if depth + 1 > MAX_DEPTH {
                     return Err(malformed("objects are nested too deeply"));
                 }

@@ -17,9 +17,10 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::api::{self, DeleteOptions, Deleted, Part, Target};
+use super::api::{self, DeleteOptions, Deleted, Ownership, Part, Target};
 use super::auth;
 use super::change::{Event, EventType};
+use super::managed::Writer;
 use super::patch::PatchType;
 use super::query::{self, Filter};
 use super::resources::ResourceType;
@@ -119,6 +120,7 @@ struct Ctx {
     query: HashMap<String, String>,
     accept: String,
     content_type: String,
+    user_agent: String,
 }
 
 impl Ctx {
@@ -135,6 +137,24 @@ impl Ctx {
         self.query.get("includeObject").map(String::as_str).unwrap_or("Metadata")
     }
 
+    /// Who the request writes as, for managedFields: `fieldManager`, else its User-Agent's
+    /// first word, as kube-apiserver.
+    fn writer(&self, state: &State, rt: &ResourceType, subresource: &'static str) -> Result<Writer, ApiError> {
+        let manager = match self.query.get("fieldManager") {
+            Some(m) if m.chars().count() > 128 => {
+                return Err(ApiError::bad_request("fieldManager: Too long: may not be more than 128 bytes"));
+            }
+            Some(m) if m.chars().any(char::is_control) => {
+                return Err(ApiError::bad_request(
+                    "fieldManager: Invalid value: must only contain printable characters",
+                ));
+            }
+            Some(m) => m.clone(),
+            None => Writer::default_manager(&self.user_agent),
+        };
+        Ok(Writer { manager, api_version: rt.api_version(), subresource, time: state.now_rfc3339() })
+    }
+
     fn wants(&self, view: &str) -> bool {
         self.accept.split(',').any(|part| part.contains(&format!("as={view}")))
     }
@@ -145,7 +165,13 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     let query: HashMap<String, String> =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
     let header = |name| parts.headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).unwrap_or("").to_string();
-    let ctx = Ctx { method: parts.method.clone(), query, accept: header(ACCEPT), content_type: header(CONTENT_TYPE) };
+    let ctx = Ctx {
+        method: parts.method.clone(),
+        query,
+        accept: header(ACCEPT),
+        content_type: header(CONTENT_TYPE),
+        user_agent: header(USER_AGENT),
+    };
     let segs: Vec<&str> = parts.uri.path().split('/').filter(|s| !s.is_empty()).collect();
     if !matches!(ctx.include_object(), "None" | "Metadata" | "Object") {
         return Err(ApiError::bad_request(format!("includeObject: Unsupported value: {:?}", ctx.include_object())));
@@ -216,7 +242,8 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                     return Err(ApiError::not_found("", "namespaces", ""));
                 }
                 let object = parse_object(&ctx, &body)?;
-                let created = api::create(state, &rt, &namespace, object, ctx.dry_run())?;
+                let writer = ctx.writer(state, &rt, "")?;
+                let created = api::create(state, &rt, &namespace, object, ctx.dry_run(), Ownership::Update(&writer))?;
                 Ok(object_response(StatusCode::CREATED, &rt, &created, &ctx))
             }
             Method::DELETE => delete_collection(state, &rt, &namespace, &ctx, &body),
@@ -241,12 +268,20 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         Some(_) => return Err(not_found_path()),
     };
     let dry_run = ctx.dry_run();
+    let subresource = match part {
+        Part::Main => "",
+        Part::Status => "status",
+        Part::Scale => "scale",
+    };
+    let writer = ctx.writer(state, &rt, subresource)?;
+    let owner = Ownership::Update(&writer);
+    let mut code = StatusCode::OK;
     let written = match (ctx.method.clone(), part) {
         (Method::GET, Part::Scale) => Arc::new(api::scale_of(&*api::get(state, &target)?)),
         (Method::GET, _) => api::get(state, &target)?,
-        (Method::PUT, Part::Main) => api::update(state, &target, parse_object(&ctx, &body)?, dry_run)?,
-        (Method::PUT, Part::Status) => api::update_status(state, &target, parse_object(&ctx, &body)?, dry_run)?,
-        (Method::PUT, Part::Scale) => api::update_scale(state, &target, parse_object(&ctx, &body)?, dry_run)?,
+        (Method::PUT, Part::Main) => api::update(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
+        (Method::PUT, Part::Status) => api::update_status(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
+        (Method::PUT, Part::Scale) => api::update_scale(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
         (Method::PATCH, part) => {
             let media = ctx.content_type.split(';').next().unwrap_or("").trim();
             let ty = PatchType::from_content_type(media).ok_or_else(|| {
@@ -256,7 +291,23 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                      application/strategic-merge-patch+json (got {media:?})"
                 ))
             })?;
-            api::patch(state, &target, part, ty, &body, dry_run)?
+            let force = ctx.flag("force");
+            if ty != PatchType::Apply {
+                if force {
+                    return Err(ApiError::bad_request("force may not be specified for non-apply patch"));
+                }
+                api::patch(state, &target, part, ty, &body, dry_run, owner)?
+            } else {
+                if !ctx.query.contains_key("fieldManager") {
+                    return Err(ApiError::bad_request("fieldManager is required for apply requests"));
+                }
+                let config = apply_config(&body)?;
+                let (written, created) = api::apply(state, &target, part, config, dry_run, &writer, force)?;
+                if created {
+                    code = StatusCode::CREATED;
+                }
+                written
+            }
         }
         (Method::DELETE, Part::Main) => {
             let opts = delete_options(&ctx, &body)?;
@@ -269,7 +320,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     if part == Part::Scale {
         return Ok(json_response(StatusCode::OK, &written));
     }
-    Ok(object_response(StatusCode::OK, &rt, &written, &ctx))
+    Ok(object_response(code, &rt, &written, &ctx))
 }
 
 fn not_found_path() -> ApiError {
@@ -284,6 +335,17 @@ async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
         }
         Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
+}
+
+/// An apply configuration: YAML (JSON is YAML), as `application/apply-patch+yaml` sends it.
+fn apply_config(body: &[u8]) -> Result<Value, ApiError> {
+    let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the apply configuration is not UTF-8"))?;
+    let config: Value =
+        serde_saphyr::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request("the apply configuration must be an object"));
+    }
+    Ok(config)
 }
 
 fn parse_object(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {

@@ -91,6 +91,12 @@ impl ApiError {
         e
     }
 
+    /// The same error with these causes in its details (an apply conflict's fields).
+    pub fn with_causes(mut self, causes: Vec<Cause>) -> Self {
+        self.details.get_or_insert_with(Default::default).causes = causes;
+        self
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }

@@ -2,6 +2,7 @@
 //! kubectl against a running server, and the protobuf schema its build generates. A module per
 //! area: `cargo test -p wasmcm-apiserver --test it rbac::` runs one.
 
+mod apply;
 mod cluster;
 mod kubectl;
 mod protobuf;
