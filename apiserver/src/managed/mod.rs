@@ -89,7 +89,9 @@ impl Entry {
             Some("Apply") => Operation::Apply,
             Some("Update") => Operation::Update,
             other => {
-                return Err(format!("operation: Unsupported value: {other:?}: supported values: \"Apply\", \"Update\""));
+                return Err(format!(
+                    "operation: Unsupported value: {other:?}: supported values: \"Apply\", \"Update\""
+                ));
             }
         };
         if let Some(t) = text("fieldsType").filter(|t| t != "FieldsV1") {

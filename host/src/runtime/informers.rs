@@ -215,15 +215,34 @@ pub(crate) struct Served {
 
 impl<'de> Deserialize<'de> for Served {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let json = Box::<RawValue>::deserialize(d)?;
+        let json = without_managed_fields(json).map_err(serde::de::Error::custom)?;
         #[derive(Deserialize)]
         struct Metadata {
             #[serde(default)]
             metadata: ObjectMeta,
         }
-        let json = Box::<RawValue>::deserialize(d)?;
         let Metadata { metadata } = serde_json::from_str(json.get()).map_err(serde::de::Error::custom)?;
         Ok(Served { metadata, json })
     }
+}
+
+/// The object without `metadata.managedFields`: who owns which field is the API server's
+/// bookkeeping, no plugin's business, and a third of a pod's JSON. Dropped as
+/// controller-runtime's `TransformStripManagedFields` drops it, by re-joining the raw pieces
+/// of the object and of its metadata (no `Value` built); objects without it are kept as served.
+fn without_managed_fields(json: Box<RawValue>) -> serde_json::Result<Box<RawValue>> {
+    if !json.get().contains("\"managedFields\"") {
+        return Ok(json);
+    }
+    let mut object: BTreeMap<String, Box<RawValue>> = serde_json::from_str(json.get())?;
+    let Some(meta) = object.get("metadata") else { return Ok(json) };
+    let mut meta: BTreeMap<String, Box<RawValue>> = serde_json::from_str(meta.get())?;
+    if meta.remove("managedFields").is_none() {
+        return Ok(json);
+    }
+    object.insert("metadata".into(), serde_json::value::to_raw_value(&meta)?);
+    serde_json::value::to_raw_value(&object)
 }
 
 /// As `DynamicObject`'s: the kind is known at run time, from discovery.
@@ -645,5 +664,26 @@ impl<F: Fn(&str) -> bool + Send + Sync> Cache for ScopedCache<F> {
         let mut objects = informer.list_controlled(namespace, owner_uid, orphans);
         objects.retain(|o| (self.admits)(&o.namespace));
         copied(objects)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_objects_carry_no_managed_fields_and_keep_the_rest() {
+        let served: Served = serde_json::from_str(
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n","resourceVersion":"7",
+                "managedFields":[{"manager":"m","operation":"Update","fieldsV1":{"f:spec":{}}}]},"spec":{"x":1}}"#,
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(served.json.get()).unwrap();
+        assert_eq!(v["metadata"].get("managedFields"), None);
+        assert_eq!((v["metadata"]["name"].as_str(), v["spec"]["x"].as_i64()), (Some("p"), Some(1)));
+        assert_eq!(served.metadata.resource_version.as_deref(), Some("7"));
+        let plain = r#"{"metadata":{"name":"q"}}"#;
+        let served: Served = serde_json::from_str(plain).unwrap();
+        assert_eq!(served.json.get(), plain, "an object without them is kept as served");
     }
 }
