@@ -170,11 +170,13 @@ pub(crate) fn create(
     if rt.tracks_generation() {
         m.insert("generation".into(), json!(1));
     }
-    if rt.status {
-        // Status is not settable on create; strategies start it empty (defaults may seed it).
-        if let Some(o) = object.as_object_mut() {
-            o.remove("status");
-        }
+    // Status is not settable on create; strategies start it empty (defaults may seed it).
+    // A Node's is (upstream's node strategy keeps all fields on create).
+    if rt.status
+        && rt.id() != "/nodes"
+        && let Some(o) = object.as_object_mut()
+    {
+        o.remove("status");
     }
     defaults::apply(&rt.api_version(), &rt.kind, &mut object);
     owner.record(rt, None, &mut object)?;
@@ -513,6 +515,15 @@ pub(crate) enum Deleted {
     Pending(Arc<Value>),
 }
 
+/// The namespaces kube-apiserver's NamespaceLifecycle admission never lets go.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// Whether a delete that removes the object at once answers with it (upstream's registries with
+/// `ReturnDeletedObject`) rather than with a `Status` of success.
+pub(crate) fn returns_deleted_object(rt: &ResourceType) -> bool {
+    matches!(rt.id().as_str(), "/pods" | "/serviceaccounts" | "/services")
+}
+
 pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
     let current = get(state, t)?;
     let check = |current: &Value| -> Result<(), ApiError> {
@@ -539,6 +550,19 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
     check(&current)?;
     let is_pod = t.rt.id() == "/pods";
     let is_namespace = t.rt.id() == "/namespaces";
+    if is_namespace && IMMORTAL_NAMESPACES.contains(&t.name.as_str()) {
+        let mut e = ApiError::new(
+            403,
+            "Forbidden",
+            format!("namespaces {:?} is forbidden: this namespace may not be deleted", t.name),
+        );
+        e.details = Some(Box::new(wasmcm_core::Details {
+            name: t.name.clone(),
+            kind: "namespaces".into(),
+            ..Default::default()
+        }));
+        return Err(e);
+    }
     let deleting = current.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null());
     // A bound pod is deleted gracefully (the kubelet finishes it); an unbound one at once.
     let grace = if is_pod && !str_at(&current, "/spec/nodeName").is_empty() {

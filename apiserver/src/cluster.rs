@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::{AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
-use crate::{api, audit, auth, faults, gc, kubelet, resources, server, store, tls};
+use crate::{audit, auth, faults, gc, kubelet, resources, server, store, tls};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {
@@ -182,7 +182,7 @@ impl Cluster {
             )
         });
         state.faults.set(config.faults.clone());
-        bootstrap(&state)?;
+        crate::bootstrap::bootstrap(&state)?;
 
         let mut tasks = JoinSet::new();
         tasks.spawn(accept_loop(state.clone(), listener, acceptor));
@@ -260,25 +260,13 @@ impl Cluster {
     }
 }
 
-/// The namespaces every cluster starts with.
 /// A bootstrapped state on a fixed clock, for the unit tests of the server's own loops.
 #[cfg(test)]
 pub(crate) fn test_state() -> State {
     let sources = Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() };
     let state = State::new(store::Store::default(), sources);
-    bootstrap(&state).expect("bootstrap");
+    crate::bootstrap::bootstrap(&state).expect("bootstrap");
     state
-}
-
-pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
-    let rt = state.registry.lookup("", "v1", "namespaces").context("the namespaces type is built in")?;
-    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        api::create(state, &rt, "", object, false, api::Ownership::Unrecorded)
-            .map_err(|e| anyhow::anyhow!("creating namespace {ns}: {e}"))?;
-    }
-    gc::pass(state);
-    Ok(())
 }
 
 /// Drops watches and compacts the history on the configured fault intervals.

@@ -14,6 +14,7 @@
 mod api;
 mod audit;
 mod auth;
+mod bootstrap;
 mod change;
 mod cluster;
 mod defaults;

@@ -4,8 +4,9 @@
 //! optimistic concurrency, status subresources, graceful deletion — at a fixed time, with
 //! names and uids drawn from a seeded sequence, so one input always gives one output.
 //!
-//! No loops run: no kubelet, no garbage collector. The namespaces every cluster has, and those
-//! the loaded objects are in, exist without being listed in [`Offline::objects`].
+//! No loops run: no kubelet, no garbage collector. What every cluster starts with (its
+//! namespaces, `default/kubernetes`, the default RBAC policy) and the namespaces the loaded
+//! objects are in exist without being listed in [`Offline::objects`].
 
 use std::collections::BTreeSet;
 
@@ -14,8 +15,9 @@ use wasmcm_core::{ApiError, Kind, str_at};
 
 use crate::State;
 use crate::api::{self, DeleteOptions, Target};
+use crate::bootstrap::bootstrap;
 use crate::change::Key;
-use crate::cluster::{Sources, bootstrap};
+use crate::cluster::Sources;
 use crate::resources::ResourceType;
 use crate::store::Store;
 

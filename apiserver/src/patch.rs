@@ -266,7 +266,9 @@ fn schema_for(api_version: &str, kind: &str) -> Option<Fields> {
         ("apps/v1", "Deployment" | "ReplicaSet") => Some(WORKLOAD),
         ("v1", "Service") => Some(SERVICE),
         ("policy/v1", "PodDisruptionBudget") => Some(POD_DISRUPTION_BUDGET),
-        ("v1", "Event" | "ConfigMap" | "Secret")
+        // Endpoints' subsets and an EndpointSlice's endpoints and ports are atomic lists.
+        ("v1", "Event" | "ConfigMap" | "Secret" | "Endpoints")
+        | ("discovery.k8s.io/v1", "EndpointSlice")
         | ("events.k8s.io/v1", "Event")
         | ("coordination.k8s.io/v1", "Lease")
         | ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding")

@@ -79,19 +79,24 @@ pub(crate) fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<FieldRequi
     Ok(reqs)
 }
 
-/// Whether the field reads as `wanted`: a missing field or null reads as "", a string as
-/// itself, anything else as its JSON.
+/// Selectable fields that are Go booleans: kube-apiserver compares `fmt.Sprint` of the field,
+/// so an unset one reads `false`.
+const BOOLEAN_FIELDS: &[&str] = &["spec.unschedulable", "spec.hostNetwork"];
+
+/// Whether the field reads as `wanted`: a missing field or null reads as "" (as `false` for a
+/// boolean field), a string as itself, anything else as its JSON.
 fn field_is(object: &Value, field: &str, wanted: &str) -> bool {
+    let unset = if BOOLEAN_FIELDS.contains(&field) { "false" } else { "" };
     let mut v = object;
     for part in field.split('.') {
         match v.get(part) {
             Some(next) => v = next,
-            None => return wanted.is_empty(),
+            None => return wanted == unset,
         }
     }
     match v {
         Value::String(s) => s == wanted,
-        Value::Null => wanted.is_empty(),
+        Value::Null => wanted == unset,
         // As its JSON text (`Value == &str` would only ever match a string).
         other => {
             let text = other.to_string();

@@ -6,14 +6,13 @@
 //!
 //! Rules are read from the store on every request, so role and binding changes apply to the
 //! next request with nothing to invalidate. ClusterRole aggregation is not run: an aggregated
-//! ClusterRole grants the rules stored in it. The bootstrap policy that lets every
-//! authenticated user discover the API and ask about itself (system:discovery,
-//! system:public-info-viewer, system:basic-user) is built in rather than stored, and members
-//! of system:masters (the kubeconfig's admin) are allowed everything, as upstream's
-//! privileged-group authorizer does.
+//! ClusterRole grants the rules stored in it. The default policy (system:discovery,
+//! system:basic-user, cluster-admin, ...) is stored at start by `bootstrap`, so it is read,
+//! listed and changed as any other; members of system:masters (the kubeconfig's admin) are
+//! allowed everything besides, as upstream's privileged-group authorizer does.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -143,39 +142,6 @@ impl Grant {
     }
 }
 
-/// The bootstrap ClusterRoles every authenticated user is bound to (through ClusterRoleBindings
-/// of the same name to the group system:authenticated).
-static BOOTSTRAP: LazyLock<Vec<(&'static str, Arc<Value>)>> = LazyLock::new(|| {
-    let get = |urls: &[&str]| json!({"rules": [{"verbs": ["get"], "nonResourceURLs": urls}]});
-    vec![
-        (
-            "system:basic-user",
-            Arc::new(json!({"rules": [
-                {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
-                    "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},
-                {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"]},
-            ]})),
-        ),
-        (
-            "system:discovery",
-            Arc::new(get(&[
-                "/api",
-                "/api/*",
-                "/apis",
-                "/apis/*",
-                "/healthz",
-                "/livez",
-                "/openapi",
-                "/openapi/*",
-                "/readyz",
-                "/version",
-                "/version/",
-            ])),
-        ),
-        ("system:public-info-viewer", Arc::new(get(&["/healthz", "/livez", "/readyz", "/version", "/version/"]))),
-    ]
-});
-
 /// Go's `%q` for the names in messages.
 fn q(s: &str) -> String {
     format!("{s:?}")
@@ -231,18 +197,6 @@ fn role_of(state: &State, binding: &Value, binding_namespace: &str) -> Result<Ar
 fn grants(state: &State, user: &UserInfo, namespace: &str) -> (Vec<Grant>, Vec<String>) {
     let mut out = Vec::new();
     let mut errors = Vec::new();
-    if user.groups.iter().any(|g| g == "system:authenticated") {
-        for (name, role) in BOOTSTRAP.iter() {
-            out.push(Grant {
-                source: format!(
-                    "ClusterRoleBinding {} of ClusterRole {} to Group \"system:authenticated\"",
-                    q(name),
-                    q(name)
-                ),
-                role: role.clone(),
-            });
-        }
-    }
     let id = format!("{RBAC_GROUP}/clusterrolebindings");
     for binding in state.store.list(&id, None, &Filter::for_type(&id)).0 {
         let Some(subject) = subject_for(user, &binding, "") else { continue };

@@ -98,6 +98,8 @@ fn builtins() -> Vec<ResourceType> {
         builtin("", "v1", "secrets", "Secret", true, &[], false, false, &[]),
         builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false, false, &[]),
         builtin("", "v1", "services", "Service", true, &["svc"], true, false, &["all"]),
+        builtin("", "v1", "endpoints", "Endpoints", true, &["ep"], false, false, &[]),
+        builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, &[], false, false, &[]),
         builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true, true, &["all"]),
         builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true, true, &["all"]),
         builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"], false, false, &[]),

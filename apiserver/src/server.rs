@@ -312,6 +312,15 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         (Method::DELETE, Part::Main) => {
             let opts = delete_options(&ctx, &body)?;
             match api::delete(state, &target, &opts)? {
+                Deleted::Gone(o) if !api::returns_deleted_object(&rt) => {
+                    let mut details = json!({"name": target.name, "kind": rt.resource,
+                                             "uid": o.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)});
+                    if !rt.group.is_empty() {
+                        details["group"] = json!(rt.group);
+                    }
+                    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
+                    return Ok(json_response(StatusCode::OK, &status));
+                }
                 Deleted::Gone(o) | Deleted::Pending(o) => o,
             }
         }

@@ -12,7 +12,7 @@
 //!
 //! The printers are split by API group, each file holding its kinds' column definitions next to their rows:
 //! `core` (pods, nodes, services, events of both groups, ...), `apps` (deployments, replica sets), `coordination`
-//! (leases), `policy` (disruption budgets), `rbac` (bindings) and `custom` (custom resources' additionalPrinterColumns
+//! (leases), `policy` (disruption budgets), `rbac` (bindings), `discovery` (endpoints and endpoint slices) and `custom` (custom resources' additionalPrinterColumns
 //! and the JSONPath subset they use). This file is the shared machinery: `render` and the choice of printer by kind,
 //! column plumbing, the default convertor, `human_duration`, and the field accessors every printer reads JSON with.
 
@@ -20,6 +20,7 @@ mod apps;
 mod coordination;
 mod core;
 mod custom;
+mod discovery;
 mod policy;
 mod rbac;
 #[cfg(test)]
@@ -181,6 +182,8 @@ impl Printer {
             ("", "Secret") => (core::SECRET_COLUMNS, core::secret_row),
             ("", "ServiceAccount") => (core::SERVICE_ACCOUNT_COLUMNS, core::service_account_row),
             ("", "Service") => (core::SERVICE_COLUMNS, core::service_row),
+            ("", "Endpoints") => (discovery::ENDPOINTS_COLUMNS, discovery::endpoints_row),
+            ("discovery.k8s.io", "EndpointSlice") => (discovery::ENDPOINT_SLICE_COLUMNS, discovery::endpoint_slice_row),
             ("policy", "PodDisruptionBudget") => {
                 (policy::POD_DISRUPTION_BUDGET_COLUMNS, policy::pod_disruption_budget_row)
             }

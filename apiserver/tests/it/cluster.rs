@@ -1,13 +1,15 @@
 //! The embedded API server through a real client (kube-rs over HTTPS with the written
 //! kubeconfig): CRUD, subresources, optimistic concurrency, watch semantics, garbage
-//! collection, the simulated kubelet, and what bad requests get.
+//! collection, the simulated kubelet, what a new cluster holds, and what bad requests get.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Namespace, Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -179,6 +181,88 @@ async fn namespaces_must_exist_and_deleting_one_deletes_its_contents() {
         (nss.get("team").await.is_err() && cms.get("x").await.is_err()).then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_new_cluster_has_what_kube_apiserver_makes_at_start() {
+    let (cluster, client) = start().await;
+    // default/kubernetes names this server, on the first address of the service range.
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let kubernetes = services.get("kubernetes").await.expect("default/kubernetes");
+    let spec = kubernetes.spec.expect("a spec");
+    assert_eq!(spec.cluster_ip.as_deref(), Some("10.96.0.1"));
+    assert_eq!(spec.ports.expect("ports")[0].port, 443);
+    let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), "default");
+    let subset = endpoints.get("kubernetes").await.expect("its Endpoints").subsets.expect("a subset").remove(0);
+    let address = subset.addresses.expect("an address").remove(0).ip;
+    assert_eq!(address, cluster.addr.ip().to_string());
+    assert_eq!(subset.ports.expect("a port")[0].port, i32::from(cluster.addr.port()));
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    let slice = slices.get("kubernetes").await.expect("its EndpointSlice");
+    assert_eq!(slice.endpoints.expect("endpoints")[0].addresses, vec![address]);
+
+    // The default RBAC policy is stored, so it can be read and listed.
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    for name in ["cluster-admin", "admin", "edit", "view", "system:discovery", "system:basic-user"] {
+        roles.get(name).await.unwrap_or_else(|e| panic!("ClusterRole {name}: {e}"));
+    }
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let admins = bindings.get("cluster-admin").await.expect("the cluster-admin binding");
+    assert_eq!(admins.subjects.expect("subjects")[0].name, "system:masters");
+
+    // The system namespaces may not be deleted; a new one may.
+    let nss: Api<Namespace> = Api::all(client.clone());
+    for name in ["default", "kube-system", "kube-public"] {
+        let e = nss.delete(name, &DeleteParams::default()).await.expect_err("an immortal namespace");
+        let kube::Error::Api(status) = e else { panic!("an API error") };
+        assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+        assert_eq!(status.message, format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"));
+    }
+    nss.get("default").await.expect("default is still there");
+
+    // Nodes are Ready from the start, and a boolean field selector matches an unset field.
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually("the nodes", || async {
+        let list = nodes.list(&ListParams::default().fields("spec.unschedulable=false")).await.ok()?;
+        let ready = |n: &Node| {
+            n.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Ready").map(|c| c.status == "True")
+        };
+        (list.items.len() == 3 && list.items.iter().all(|n| ready(n) == Some(true))).then_some(())
+    })
+    .await;
+    assert!(nodes.list(&ListParams::default().fields("spec.unschedulable=true")).await.unwrap().items.is_empty());
+}
+
+#[tokio::test]
+async fn deleting_answers_a_status_or_the_object_as_upstream_does() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = cms
+        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap())
+        .await
+        .unwrap();
+    // A ConfigMap's registry answers a Status of success naming what went.
+    let status = cms.delete("x", &DeleteParams::default()).await.unwrap().right().expect("a Status");
+    assert_eq!(status.status, Some(kube::core::response::StatusSummary::Success));
+    let details = status.details.expect("details");
+    assert_eq!(
+        (details.name.as_str(), details.kind.as_str(), details.uid),
+        ("x", "configmaps", cm.metadata.uid.unwrap())
+    );
+    // A Deployment's (apps) also names its group; one being deleted in the foreground is returned.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    deployments.create(&PostParams::default(), &deployment("d", 0)).await.unwrap();
+    let status = deployments.delete("d", &DeleteParams::default()).await.unwrap().right().expect("a Status");
+    assert_eq!(status.details.expect("details").group, "apps");
+    deployments.create(&PostParams::default(), &deployment("f", 1)).await.unwrap();
+    let pending = deployments.delete("f", &DeleteParams::foreground()).await.unwrap().left().expect("the object");
+    assert!(pending.metadata.deletion_timestamp.is_some());
+    // A Pod's registry returns the deleted object (here gracefully, so still there).
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap()).await.unwrap();
+    let deleted = pods.delete("p", &DeleteParams::default()).await.unwrap().left().expect("the Pod");
+    assert_eq!(deleted.metadata.name.as_deref(), Some("p"));
 }
 
 #[tokio::test]

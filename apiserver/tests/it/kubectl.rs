@@ -106,6 +106,46 @@ fn version_api_resources_and_api_versions() {
 }
 
 #[test]
+fn a_new_cluster_prints_as_a_real_one_does() {
+    let e = env();
+    e.eventually("three Ready nodes", || {
+        let nodes = e.ok(&["get", "nodes", "--no-headers"]);
+        nodes.lines().count() == 3 && nodes.lines().all(|l| l.split_whitespace().nth(1) == Some("Ready"))
+    });
+    let schedulable = e.ok(&["get", "nodes", "--field-selector", "spec.unschedulable=false", "-o", "name"]);
+    assert_eq!(schedulable.lines().count(), 3, "{schedulable}");
+    let address = e._cluster.addr.to_string();
+    let endpoints = e.ok(&["get", "endpoints", "kubernetes", "--no-headers"]);
+    assert_eq!(endpoints.split_whitespace().take(2).collect::<Vec<_>>(), ["kubernetes", address.as_str()]);
+    let slices = e.ok(&["get", "endpointslices", "kubernetes", "--no-headers"]);
+    let port = e._cluster.addr.port().to_string();
+    let ip = e._cluster.addr.ip().to_string();
+    assert_eq!(
+        slices.split_whitespace().take(4).collect::<Vec<_>>(),
+        ["kubernetes", "IPv4", port.as_str(), ip.as_str()]
+    );
+    let service = e.ok(&["get", "service", "kubernetes", "--no-headers"]);
+    assert_eq!(
+        service.split_whitespace().take(5).collect::<Vec<_>>(),
+        ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    );
+    let roles = e.ok(&["get", "clusterroles", "cluster-admin", "view", "-o", "name"]);
+    assert_eq!(
+        roles,
+        "clusterrole.rbac.authorization.k8s.io/cluster-admin\nclusterrole.rbac.authorization.k8s.io/view\n"
+    );
+    let out = e.run(&["delete", "namespace", "kube-system"], None);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): namespaces \"kube-system\" is forbidden: this namespace may not be deleted"
+    );
+    let cm = e.ok(&["create", "configmap", "c"]);
+    assert_eq!(cm.trim(), "configmap/c created");
+    assert_eq!(e.ok(&["delete", "configmap", "c"]).trim(), "configmap \"c\" deleted from default namespace");
+}
+
+#[test]
 fn create_apply_replace_get_and_delete_from_files() {
     let e = env();
     assert!(e.apply_stdin(&["create"], POD).contains("pod/solo created"));

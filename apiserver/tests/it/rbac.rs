@@ -803,3 +803,36 @@ async fn deleting_the_service_account_invalidates_its_tokens() {
     let cms: Api<ConfigMap> = Api::namespaced(fresh, "wasmcm");
     assert!(cms.list(&ListParams::default()).await.is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_roles_view_and_edit_grant_what_upstream_grants() {
+    let env = start().await;
+    let sa = account(&env, "wasmcm", "wasmcm").await;
+    namespace(&env, "team").await;
+    create(&env, pod("team", "p")).await;
+    create(&env, binding(Some("team"), "viewers", "ClusterRole", "view")).await;
+
+    // view reads workloads but not Secrets, and writes nothing.
+    let pods: Api<Pod> = Api::namespaced(sa.client.clone(), "team");
+    assert_eq!(pods.list(&ListParams::default()).await.unwrap().items.len(), 1);
+    let can_i = |verb: &str, what: &str| {
+        let out = kubectl(&sa.kubeconfig, &["auth", "can-i", verb, what, "-n", "team"], None);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(can_i("list", "deployments.apps"), "yes");
+    assert_eq!(can_i("get", "secrets"), "no");
+    assert_eq!(can_i("create", "configmaps"), "no");
+    let cms: Api<ConfigMap> = Api::namespaced(sa.client.clone(), "team");
+    let cm = serde_json::from_value(json!({"metadata": {"name": "c"}})).unwrap();
+    assert_eq!(status_of(cms.create(&PostParams::default(), &cm).await.unwrap_err()).0, 403);
+
+    // edit writes them, and Secrets, but not the namespace's RBAC.
+    create(&env, binding(Some("team"), "editors", "ClusterRole", "edit")).await;
+    cms.create(&PostParams::default(), &cm).await.expect("edit creates ConfigMaps");
+    assert_eq!(can_i("create", "secrets"), "yes");
+    assert_eq!(can_i("create", "rolebindings.rbac.authorization.k8s.io"), "no");
+    assert_eq!(can_i("list", "pods"), "yes");
+    // Only in the namespace bound.
+    let out = kubectl(&sa.kubeconfig, &["auth", "can-i", "list", "pods", "-n", "default"], None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no");
+}

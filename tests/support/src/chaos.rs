@@ -934,6 +934,10 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
         let due = cycle.mul_f64(cycle_no as f64 + steps[step].0);
         if chaos_start.elapsed() >= due {
             next_fault += 1;
+            // A leader that the stall deposed has exited and may still name the Lease until a
+            // standby takes it: until the next step is due, a kill or freeze waits for a live one.
+            let next_due = cycle.mul_f64(cycle_no as f64 + steps.get(step + 1).map_or(1.0 + steps[0].0, |s| s.0));
+            let mut retry = false;
             match steps[step].1 {
                 Step::Spike => {
                     cluster.set_faults(FaultConfig { latency: Duration::from_millis(300), ..background.clone() })
@@ -951,6 +955,8 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
                     {
                         let _ = slot.child.kill();
                         report.kills += 1;
+                    } else {
+                        retry = chaos_start.elapsed() < next_due;
                     }
                 }
                 Step::Freeze => {
@@ -962,10 +968,16 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
                         slot.frozen = true;
                         frozen = Some(leader);
                         report.freezes += 1;
+                    } else {
+                        retry = chaos_start.elapsed() < next_due;
                     }
                 }
                 // Resumed only after its lease expired and another took over: it must not write.
                 Step::Thaw => thaw(&hosts, frozen.take()),
+            }
+            if retry {
+                next_fault -= 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
             }
             continue;
         }
