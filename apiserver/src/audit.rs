@@ -1,10 +1,14 @@
 //! The write audit: for every request that would change something, who sent it (the user after
 //! impersonation, and its User-Agent), when it arrived, what it asked for, how it was answered,
-//! and who held a named Lease when it arrived, read from the Lease's own `holderIdentity`,
-//! `renewTime` and `leaseDurationSeconds` — the fields of a kube-apiserver audit event (`user`,
-//! `userAgent`, `verb`, `objectRef`, `responseStatus`, `requestReceivedTimestamp`) plus the one a
-//! leader-election test needs. With it a test proves that no write came from a process that
-//! was not the Lease's valid holder at the time.
+//! and who held the Lease that entitles a writer when it arrived, read from the Lease's own
+//! `holderIdentity`, `renewTime` and `leaseDurationSeconds` — the fields of a kube-apiserver
+//! audit event (`user`, `userAgent`, `verb`, `objectRef`, `responseStatus`,
+//! `requestReceivedTimestamp`) plus the one a leader-election test needs. With it a test proves
+//! that no write came from a process that was not the Lease's valid holder at the time.
+//!
+//! The Lease is one named Lease (a leader's), or, for writers sharded by namespace, the Lease
+//! of the shard the write's namespace falls in ([`AuditLease::Shards`], placed by the same hash
+//! as `shardSelector`).
 //!
 //! Off unless a Lease is named. It records; it judges nothing and refuses nothing.
 
@@ -34,8 +38,19 @@ pub struct AuditRecord {
     pub name: String,
     /// The answer's HTTP status.
     pub code: u16,
+    /// The audited Lease's name (the shard's, for [`AuditLease::Shards`]).
+    pub lease_name: String,
     /// The audited Lease as it stood when the request arrived; `None` if it did not exist.
     pub lease: Option<LeaseState>,
+}
+
+/// Which Lease entitles a write.
+#[derive(Clone, Debug)]
+pub enum AuditLease {
+    /// One Lease, every write (leader election).
+    Single { namespace: String, name: String },
+    /// The Lease of the write's shard: `leases[shard_of(namespace, leases.len())]`.
+    Shards { namespace: String, leases: Vec<String> },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -57,14 +72,25 @@ impl AuditRecord {
 }
 
 pub(crate) struct Audit {
-    lease: Key,
+    lease: AuditLease,
     records: Mutex<Vec<AuditRecord>>,
 }
 
 impl Audit {
-    pub(crate) fn new(namespace: &str, name: &str) -> Self {
-        let lease = Key { id: "coordination.k8s.io/leases".into(), namespace: namespace.into(), name: name.into() };
+    pub(crate) fn new(lease: AuditLease) -> Self {
         Audit { lease, records: Mutex::default() }
+    }
+
+    /// The Lease a write in `namespace` is entitled by.
+    fn lease_for(&self, namespace: &str) -> Key {
+        let (namespace, name) = match &self.lease {
+            AuditLease::Single { namespace, name } => (namespace, name.clone()),
+            AuditLease::Shards { namespace: lease_namespace, leases } => {
+                let shard = wasmcm_core::shard_of(namespace, leases.len() as u32) as usize;
+                (lease_namespace, leases.get(shard).cloned().unwrap_or_default())
+            }
+        };
+        Key { id: "coordination.k8s.io/leases".into(), namespace: namespace.clone(), name }
     }
 
     /// The record of a request arriving now, if it is a write; completed by [`Audit::answered`].
@@ -80,7 +106,8 @@ impl Audit {
         {
             return None;
         }
-        let lease = state.store.get(&self.lease).map(|l| {
+        let key = self.lease_for(&request.namespace);
+        let lease = state.store.get(&key).map(|l| {
             let spec = l.get("spec").cloned().unwrap_or(Value::Null);
             LeaseState {
                 holder: spec.get("holderIdentity").and_then(Value::as_str).unwrap_or("").into(),
@@ -101,6 +128,7 @@ impl Audit {
             namespace: request.namespace.clone(),
             name: request.name.clone(),
             code: 0,
+            lease_name: key.name,
             lease,
         })
     }

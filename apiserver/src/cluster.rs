@@ -13,7 +13,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::{AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
+use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
 use crate::{audit, auth, faults, gc, kubelet, resources, server, store, tls};
 
 /// Shared by the HTTP layer and the cluster's own loops.
@@ -114,9 +114,9 @@ pub struct ClusterConfig {
     /// the version it replaced): the older ones go when either bound is passed.
     pub history_bytes: usize,
     pub faults: FaultConfig,
-    /// Record every write with who held this Lease (namespace, name) when it arrived:
+    /// Record every write with who held the Lease entitling it when it arrived:
     /// [`Cluster::take_audit`].
-    pub audit_lease: Option<(String, String)>,
+    pub audit_lease: Option<AuditLease>,
 }
 
 impl Default for ClusterConfig {
@@ -175,7 +175,7 @@ impl Cluster {
         let state = Arc::new(State {
             token: token.clone(),
             server_address: addr.to_string(),
-            audit: config.audit_lease.as_ref().map(|(namespace, name)| audit::Audit::new(namespace, name)),
+            audit: config.audit_lease.clone().map(audit::Audit::new),
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
                 Sources::System,

@@ -39,7 +39,7 @@ mod tls;
 mod user;
 mod validation;
 
-pub use audit::{AuditRecord, LeaseState};
+pub use audit::{AuditLease, AuditRecord, LeaseState};
 pub use cluster::{Cluster, ClusterConfig};
 pub use faults::{FaultConfig, FaultCounts};
 pub use kubelet::KubeletConfig;

@@ -1,5 +1,6 @@
 //! List and watch queries: label and field selectors as the API accepts them in `?labelSelector=`
-//! and `?fieldSelector=`, and the filter a list or watch applies.
+//! and `?fieldSelector=`, the shard selector of `?shardSelector=` (KEP-5866, whose hashing is
+//! `wasmcm_core`'s, shared with the host), and the filter a list or watch applies.
 //!
 //! Matching reads the object's JSON in place: a filter is tested against every event a watch
 //! of its type sees and every object a scan passes, so it allocates nothing for string fields
@@ -10,7 +11,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use wasmcm_core::{Operator, Selector};
+use wasmcm_core::{Operator, Selector, ShardSelector};
 
 use super::change::{Event, EventType, Key};
 
@@ -135,6 +136,8 @@ pub(crate) struct Filter {
     pub namespace: Option<String>,
     pub labels: Selector,
     pub fields: Vec<FieldRequirement>,
+    /// `?shardSelector=` (KEP-5866): the hash ranges of namespace or uid selected.
+    pub shards: Option<ShardSelector>,
 }
 
 impl Filter {
@@ -149,6 +152,10 @@ impl Filter {
     pub(crate) fn matches(&self, object: &Value) -> bool {
         (self.labels.is_empty() || selector_matches(&self.labels, labels_of(object)))
             && self.fields.iter().all(|r| field_is(object, &r.field, &r.value) == r.equal)
+            && self.shards.as_ref().is_none_or(|s| {
+                let meta = |field: &str| object.pointer(field).and_then(Value::as_str).unwrap_or("");
+                s.matches(meta("/metadata/namespace"), meta("/metadata/uid"))
+            })
     }
 
     /// The label terms an object must satisfy that a label index can answer: each is a key

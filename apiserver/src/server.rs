@@ -468,16 +468,30 @@ fn filter_from(rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Filter, 
         Some(s) => query::parse_field_selector(s, &rt.kind).map_err(ApiError::bad_request)?,
         None => Vec::new(),
     };
-    Ok(Filter { id: rt.id(), namespace: (!namespace.is_empty()).then(|| namespace.to_string()), labels, fields })
+    let shards = match ctx.query.get("shardSelector").filter(|s| !s.is_empty()) {
+        Some(s) => Some(
+            wasmcm_core::ShardSelector::parse(s)
+                .map_err(|why| ApiError::bad_request(format!("invalid shardSelector: {why}")))?,
+        ),
+        None => None,
+    };
+    Ok(Filter {
+        id: rt.id(),
+        namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+        labels,
+        fields,
+        shards,
+    })
 }
 
-/// The position a `continue` token resumes after.
-fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
+/// The position a `continue` token resumes after, and the resourceVersion of the list's first
+/// page.
+fn decode_continue(token: &str) -> Result<(String, String, Option<u64>), ApiError> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| ApiError::bad_request("invalid continue token"))?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| ApiError::bad_request("invalid continue token"))?;
-    Ok((v["ns"].as_str().unwrap_or("").into(), v["name"].as_str().unwrap_or("").into()))
+    Ok((v["ns"].as_str().unwrap_or("").into(), v["name"].as_str().unwrap_or("").into(), v["rv"].as_u64()))
 }
 
 fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
@@ -492,10 +506,14 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
         &rt.id(),
         filter.namespace.as_deref(),
         &filter,
-        after.as_ref().map(|(ns, name)| (ns.as_str(), name.as_str())),
+        after.as_ref().map(|(ns, name, _)| (ns.as_str(), name.as_str())),
         limit.unwrap_or(usize::MAX),
     );
-    let rv = page.rv;
+    // Every page of a list answers the first page's resourceVersion, as kube-apiserver's
+    // (which serves them from that snapshot): a client then watches from there and sees every
+    // change made while it paged. Answering each page's own version made a watch start after
+    // changes to objects already listed, which the client then never saw.
+    let rv = after.as_ref().and_then(|(_, _, rv)| *rv).unwrap_or(page.rv);
     if ctx.query.get("resourceVersionMatch").map(String::as_str) == Some("Exact")
         && let Some(wanted) = ctx.query.get("resourceVersion")
         && *wanted != rv.to_string()
@@ -514,10 +532,16 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
         && let Some(last) = items.last()
     {
         let (ns, name) = position(last);
-        let token =
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"ns": ns, "name": name}).to_string());
+        let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(json!({"ns": ns, "name": name, "rv": rv}).to_string());
         metadata["continue"] = json!(token);
         metadata["remainingItemCount"] = json!(page.remaining);
+    }
+    // Echoed as given: how a client tells a sharded list from a server that ignored the selector.
+    if filter.shards.is_some()
+        && let Some(selector) = ctx.query.get("shardSelector")
+    {
+        metadata["shardInfo"] = json!({"selector": selector});
     }
     if ctx.wants("Table") {
         let items: Vec<Value> = items.iter().map(|v| as_served(rt, v)).collect();

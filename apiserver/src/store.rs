@@ -783,7 +783,7 @@ mod tests {
                         id: "/pods".into(),
                         namespace: namespace.map(String::from),
                         labels: Selector::parse(selector).unwrap(),
-                        fields: Vec::new(),
+                        ..Default::default()
                     };
                     let want = expected(&s, &filter);
                     let (got, _) = s.list("/pods", namespace, &filter);

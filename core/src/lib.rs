@@ -1,7 +1,7 @@
 //! Kubernetes helpers shared by wasmcm's embedded API server (`wasmcm-apiserver`), its host
 //! (`wasmcm`) and its guest SDK (`wasmcm-guest`), as kube-core is for kube-rs: kinds, label
-//! selectors, access to objects held as JSON, name formats, generated names, resource
-//! quantities and the API error `Status`.
+//! selectors, shards (sharded list and watch), access to objects held as JSON, name formats,
+//! generated names, resource quantities and the API error `Status`.
 //!
 //! Plain functions and types: no I/O, no clock (but [`now_rfc3339`]), no randomness (callers
 //! supply it), so it also compiles for the guests' wasm32 target.
@@ -12,12 +12,14 @@ pub mod names;
 mod object;
 pub mod quantity;
 mod selector;
+mod shard;
 pub mod validation;
 
 pub use error::{ApiError, Cause, Details};
 pub use kind::Kind;
 pub use object::{key, meta_mut, spec_part, str_at};
 pub use selector::{Operator, Requirement, Selector};
+pub use shard::{ShardField, ShardRange, ShardSelector, shard_hash, shard_of, shard_start};
 
 /// The current time in whole seconds, RFC 3339, as the API server stamps objects.
 pub fn now_rfc3339() -> String {

@@ -37,6 +37,7 @@ pub use runtime::host::{Host, HostConfig};
 pub use runtime::informers::{Change, Informers, PluginCache, SyncStatus};
 pub use runtime::leader::{Fence, LeaderConfig, default_identity};
 pub use runtime::queue::RateLimit;
+pub use runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardConfig, assign_shards, describe_shards};
 pub use writes::kube::{ClientRate, KubeApi};
 pub use writes::scope::{HostIdentity, Scope};
 pub use writes::writer::{Report, WriteApi, write_outcome};

@@ -53,6 +53,24 @@ enum Command {
     /// Inspect plugin files, or list and steer the plugins of a running host.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// Which replica holds which shard, and the live members, read from the shard Leases of
+    /// hosts run with --shards.
+    Shards(ShardsArgs),
+}
+
+#[derive(Args)]
+struct ShardsArgs {
+    /// The cluster's kubeconfig (else in-cluster credentials).
+    #[arg(long, env = "WASMCM_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    #[arg(long, env = "WASMCM_CONTEXT")]
+    context: Option<String>,
+    /// The hosts' --leader-elect-resource-namespace.
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAMESPACE", default_value = "kube-system")]
+    namespace: String,
+    /// The hosts' --leader-elect-resource-name (the shard group's prefix).
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAME", default_value = "wasmcm")]
+    name: String,
 }
 
 #[derive(Subcommand)]
@@ -155,6 +173,13 @@ struct RunArgs {
     /// Elect a leader through a Lease so that only one replica reconciles.
     #[arg(long, env = "WASMCM_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
     leader_elect: bool,
+    /// Split the keys into this many shards (by a hash of their namespace), each a Lease that
+    /// one replica at a time holds, so every replica reconciles its share (replaces leader
+    /// election; 0 = off). The --leader-elect-* flags then name the shard group (its Leases are
+    /// `<name>-shard-<i>` and `<name>-member-<identity>`) and time its Leases. Every replica
+    /// must use the same number.
+    #[arg(long, env = "WASMCM_SHARDS", default_value_t = 0)]
+    shards: u32,
     /// Namespace of the leader-election Lease.
     #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAMESPACE", default_value = "kube-system")]
     leader_elect_resource_namespace: String,
@@ -264,6 +289,9 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
     if let Command::Cluster(args) = command {
         return run_cluster(args);
     }
+    if let Command::Shards(args) = command {
+        return show_shards(args);
+    }
     let precompiled_dir = if cli.no_cache { None } else { cli.cache_dir.or_else(default_cache_dir) };
     let memory_budget = match &cli.plugin_memory_budget {
         Some(q) => Some(
@@ -307,7 +335,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Command::Cluster(_) => unreachable!("handled above"),
+        Command::Cluster(_) | Command::Shards(_) => unreachable!("handled above"),
         Command::Plugins(PluginsCommand::Inspect { plugins }) => {
             let names: Vec<String> =
                 if plugins.is_empty() { builtin::names().map(String::from).collect() } else { plugins };
@@ -488,6 +516,48 @@ fn pod_namespace() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The cluster of `kubeconfig` (its `context`), else in-cluster credentials in a pod; `None`
+/// when neither is given.
+async fn cluster_config(kubeconfig: Option<&PathBuf>, context: Option<String>) -> anyhow::Result<Option<kube::Config>> {
+    if let Some(path) = kubeconfig {
+        let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+        let opts = kube::config::KubeConfigOptions { context, ..Default::default() };
+        return Ok(Some(kube::Config::from_custom_kubeconfig(kc, &opts).await?));
+    }
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        let dir = wasmcm::service_account_dir();
+        let config = wasmcm::in_cluster_config(&dir)
+            .with_context(|| format!("in-cluster credentials from {}", dir.display()))?;
+        return Ok(Some(config));
+    }
+    Ok(None)
+}
+
+fn show_shards(args: ShardsArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let config = cluster_config(args.kubeconfig.as_ref(), args.context.clone())
+            .await?
+            .context("no cluster: give --kubeconfig (or run in a pod)")?;
+        let client = kube::Client::try_from(config)?;
+        let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+            kube::Api::namespaced(client, &args.namespace);
+        let selector = format!("{}={}", wasmcm::SHARD_GROUP_LABEL, args.name);
+        let list = leases
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+            .with_context(|| format!("listing Leases {selector} in {}", args.namespace))?;
+        if list.items.is_empty() {
+            anyhow::bail!(
+                "no shard Leases {selector} in namespace {}: are the hosts run with --shards?",
+                args.namespace
+            );
+        }
+        print!("{}", wasmcm::describe_shards(&list.items, jiff::Timestamp::now()));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
 fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     use wasmcm::ClientRate;
     use wasmcm::ControllerConfig;
@@ -496,21 +566,9 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     use wasmcm_apiserver::{Cluster, ClusterConfig};
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
-        let (cluster, config) = match (&args.kubeconfig, in_cluster) {
-            (Some(path), _) => {
-                let kc =
-                    kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
-                let opts = kube::config::KubeConfigOptions { context: args.context.clone(), ..Default::default() };
-                (None, kube::Config::from_custom_kubeconfig(kc, &opts).await?)
-            }
-            (None, true) => {
-                let dir = wasmcm::service_account_dir();
-                let config = wasmcm::in_cluster_config(&dir)
-                    .with_context(|| format!("in-cluster credentials from {}", dir.display()))?;
-                (None, config)
-            }
-            (None, false) => {
+        let (cluster, config) = match cluster_config(args.kubeconfig.as_ref(), args.context.clone()).await? {
+            Some(config) => (None, config),
+            None => {
                 let cluster = Cluster::start(ClusterConfig::default()).await?;
                 let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
                 let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
@@ -541,12 +599,15 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
         let identity = wasmcm::default_identity();
-        let leader = args.leader_elect.then(|| LeaderConfig {
+        let lease = LeaderConfig {
             lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
             renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
             retry_period: Duration::from_secs(args.leader_elect_retry_period),
             ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
-        });
+        };
+        let sharded = args.shards > 0;
+        let leader = (args.leader_elect && !sharded).then(|| lease.clone());
+        let shards = sharded.then_some(wasmcm::ShardConfig { count: args.shards, lease });
         let host_config = HostConfig {
             controller: ControllerConfig {
                 workers: args.workers,
@@ -554,7 +615,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 strict: args.strict,
                 host: wasmcm::HostIdentity {
                     namespace: pod_namespace(),
-                    lease: args.leader_elect.then(|| {
+                    lease: (args.leader_elect || sharded).then(|| {
                         (args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())
                     }),
                 },
@@ -562,6 +623,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
             leader,
+            shards,
         };
         let metrics = std::sync::Arc::new(wasmcm::Metrics::default());
         let (ready, ready_rx) = tokio::sync::watch::channel(false);

@@ -652,6 +652,101 @@ async fn lists_page_with_limit_and_continue_and_filter_by_fields() {
     assert_eq!(on_node.items.len(), 1);
 }
 
+/// Every page of a list answers the first page's resourceVersion (kube-apiserver serves the
+/// pages from that snapshot), so a watch from it shows a change made, while paging, to an object
+/// already listed. Answering each page's own version lost that change for good.
+#[tokio::test]
+async fn a_paged_list_answers_its_first_pages_version_so_a_watch_misses_nothing() {
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..4 {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("page-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let first = cms.list(&ListParams::default().limit(2)).await.unwrap();
+    let listed_at = first.metadata.resource_version.clone().unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    // Changed after it was listed, before the last page.
+    cms.patch("page-0", &PatchParams::default(), &Patch::Merge(json!({"data": {"changed": "yes"}}))).await.unwrap();
+    let rest = cms.list(&ListParams::default().limit(2).continue_token(&token)).await.unwrap();
+    assert_eq!(rest.metadata.resource_version.as_deref(), Some(listed_at.as_str()), "every page: the first's version");
+    let mut events = cms.watch(&WatchParams::default(), &listed_at).await.unwrap().boxed();
+    let event = tokio::time::timeout(PATIENCE, events.try_next()).await.unwrap().unwrap().unwrap();
+    match event {
+        WatchEvent::Modified(cm) => assert_eq!(cm.metadata.name.as_deref(), Some("page-0")),
+        other => panic!("the change made while paging, not {other:?}"),
+    }
+}
+
+/// KEP-5866's `shardSelector`: shards of the namespace hash split lists and watches exactly, the
+/// list echoes the selector in `metadata.shardInfo`, and a bad selector is refused.
+#[tokio::test]
+async fn a_shard_selector_splits_lists_and_watches_by_namespace_hash() {
+    use wasmcm_core::{ShardField, ShardSelector};
+    let (cluster, client) = start().await;
+    let names: Vec<String> = (0..8).map(|i| format!("shard-ns-{i}")).collect();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for ns in &names {
+        namespaces
+            .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap())
+            .await
+            .unwrap();
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "c"}})).unwrap())
+            .await
+            .unwrap();
+    }
+    let halves = [0, 1].map(|i| ShardSelector::of_shards(ShardField::Namespace, [i], 2).to_string());
+    let mut seen = Vec::new();
+    for half in &halves {
+        let path = format!("/api/v1/configmaps?shardSelector={}", urlencoding(half));
+        let text = client.request_text(http::Request::get(path).body(Vec::new()).unwrap()).await.unwrap();
+        let list: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(list["metadata"]["shardInfo"]["selector"], json!(half));
+        let mine: Vec<String> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["metadata"]["namespace"].as_str().unwrap().to_string())
+            .filter(|ns| names.contains(ns))
+            .collect();
+        seen.extend(mine);
+    }
+    seen.sort();
+    assert_eq!(seen, names, "each namespace's objects in exactly one half");
+    // Exactly the namespaces named by their hashes.
+    let two = ShardSelector::of_values(ShardField::Namespace, ["shard-ns-2", "shard-ns-5"]).to_string();
+    let path = format!("/api/v1/configmaps?watch=true&resourceVersion=0&shardSelector={}", urlencoding(&two));
+    let mut watch =
+        client.request_events::<ConfigMap>(http::Request::get(path).body(Vec::new()).unwrap()).await.unwrap().boxed();
+    let mut added = Vec::new();
+    while added.len() < 2 {
+        match tokio::time::timeout(PATIENCE, watch.try_next()).await.unwrap().unwrap().unwrap() {
+            WatchEvent::Added(cm) => added.push(cm.metadata.namespace.unwrap()),
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    added.sort();
+    assert_eq!(added, ["shard-ns-2", "shard-ns-5"]);
+    let bad = client
+        .request_text(
+            http::Request::get("/api/v1/configmaps?shardSelector=shardRange(object.metadata.name,%270x0%27,%270x1%27)")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    let text = format!("{bad:?}");
+    assert_eq!(api_error(bad).0, 400);
+    assert!(text.contains("invalid shardSelector: unsupported field"), "{text}");
+    drop(cluster);
+}
+
+fn urlencoding(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
 #[tokio::test]
 async fn label_selected_lists_follow_label_changes_and_a_history_bounded_by_bytes_answers_410() {
     let config = wasmcm_apiserver::ClusterConfig { history_bytes: 40_000, ..wasmcm_test_support::quick_config() };

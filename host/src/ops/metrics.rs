@@ -71,6 +71,23 @@ pub(crate) struct LoadLabels {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct ShardLabels {
+    pub shard: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct ShardPluginLabels {
+    pub plugin: String,
+    pub shard: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct HandoverLabels {
+    /// acquired, released, lost.
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
 pub(crate) struct KindLabels {
     pub kind: String,
 }
@@ -172,6 +189,10 @@ pub struct Metrics {
     pub(crate) plugin_synced: Family<PluginLabels, Gauge>,
     pub(crate) informer_objects: Family<KindLabels, Gauge>,
     pub(crate) informer_bytes: Family<BytesLabels, Gauge>,
+    pub(crate) shard_held: Family<ShardLabels, Gauge>,
+    pub(crate) shard_handovers: Family<HandoverLabels, Counter>,
+    pub(crate) shard_keys: Family<ShardPluginLabels, Gauge>,
+    pub(crate) shard_queue_depth: Family<ShardPluginLabels, Gauge>,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
     refreshers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
@@ -202,6 +223,10 @@ impl Default for Metrics {
             plugin_synced: Family::default(),
             informer_objects: Family::default(),
             informer_bytes: Family::default(),
+            shard_held: Family::default(),
+            shard_handovers: Family::default(),
+            shard_keys: Family::default(),
+            shard_queue_depth: Family::default(),
             refreshers: Mutex::new(Vec::new()),
             registry: Registry::default(),
         };
@@ -286,6 +311,22 @@ impl Default for Metrics {
             "wasmcm_informer_bytes",
             "Heap bytes of each informer's cache: the objects' JSON, and entries and indexes besides",
             m.informer_bytes.clone(),
+        );
+        registry.register("wasmcm_shard_held", "1 for each shard whose Lease this replica holds", m.shard_held.clone());
+        registry.register(
+            "wasmcm_shard_handovers",
+            "Shard Leases this replica acquired, released (handed over) or lost (not renewed in time)",
+            m.shard_handovers.clone(),
+        );
+        registry.register(
+            "wasmcm_shard_keys",
+            "Primaries cached in each shard this replica runs, by plugin",
+            m.shard_keys.clone(),
+        );
+        registry.register(
+            "wasmcm_shard_queue_depth",
+            "Keys waiting in each plugin's work queue, by the shard they fall in",
+            m.shard_queue_depth.clone(),
         );
         Metrics { registry, ..m }
     }

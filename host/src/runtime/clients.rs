@@ -45,10 +45,12 @@ pub(crate) struct Clients {
     identity: String,
 }
 
-/// A write refused because this host does not hold the leader lease (or its renewal is
-/// overdue); it was never sent.
+/// A write refused because this host does not hold the Lease that entitles it (the leader's,
+/// or its shard's), or its renewal is overdue; it was never sent.
 #[derive(Debug, thiserror::Error)]
-#[error("this host does not hold the leader lease (or could not renew it in time): the write was not sent")]
+#[error(
+    "this host does not hold the lease for this write (the leader's or its shard's), or could not renew it in time: the write was not sent"
+)]
 pub(crate) struct Deposed;
 
 impl Clients {
@@ -97,7 +99,8 @@ impl Clients {
             .option_layer(config.auth_layer()?)
             .layer(config.extra_headers_layer()?)
             .map_request(move |request: http::Request<kube::client::Body>| {
-                request.map(|body| FencedBody { body, fence: body_fence.clone(), checked: false })
+                let fence = body_fence.for_path(request.uri().path());
+                request.map(|body| FencedBody { body, fence, checked: false })
             })
             .map_err(BoxError::from)
             .service(hyper);
@@ -173,9 +176,9 @@ struct Fenced<S> {
     fence: Fence,
 }
 
-impl<S, R> tower::Service<R> for Fenced<S>
+impl<S, B> tower::Service<http::Request<B>> for Fenced<S>
 where
-    S: tower::Service<R>,
+    S: tower::Service<http::Request<B>>,
     S::Response: Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
@@ -188,10 +191,10 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, request: R) -> Self::Future {
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
         // The last moment before the request leaves: nothing that waited (rate limit,
         // concurrency cap, a slow caller) can carry a write past the lease.
-        if !self.fence.holds() {
+        if !self.fence.for_path(request.uri().path()).holds() {
             return Box::pin(std::future::ready(Err(BoxError::from(Deposed))));
         }
         let sent = self.inner.call(request);

@@ -19,11 +19,13 @@ use crate::engine::CallError;
 use crate::lifecycle::loader::Version;
 use crate::lifecycle::rollout::{Offered, Reverted, Rollout};
 use crate::ops::metrics::{
-    BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, TrapLabels, VersionLabels,
+    BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, ShardPluginLabels, TrapLabels,
+    VersionLabels,
 };
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache, ScopedCache};
 use crate::runtime::queue::{RateLimit, WorkQueue};
+use crate::runtime::shards::ShardGate;
 use crate::writes::scope::{HostIdentity, Tenancy};
 use crate::writes::writer::{self, Refusal, WriteApi};
 
@@ -78,6 +80,8 @@ pub struct PluginController<A> {
     host: Arc<HostIdentity>,
     /// When each refusal cause was last reported.
     reported: Mutex<BTreeMap<String, std::time::Instant>>,
+    /// On a sharded host: which keys it takes (those of the shards it runs).
+    shards: std::sync::OnceLock<Arc<ShardGate>>,
     config: ControllerConfig,
     metrics: Arc<Metrics>,
 }
@@ -154,6 +158,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             host: Arc::new(config.host.clone()),
             reported: Mutex::default(),
             routes: Mutex::new(None),
+            shards: std::sync::OnceLock::new(),
             api,
             primary,
             config,
@@ -202,6 +207,55 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
 
     pub fn queue(&self) -> &Arc<WorkQueue<String>> {
         &self.queue
+    }
+
+    /// Takes only the keys of the shards `gate` runs, and reports keys and queue depth per shard.
+    pub(crate) fn set_shards(&self, gate: Arc<ShardGate>) {
+        let (queue, primary, m, plugin) =
+            (self.queue.clone(), self.primary.clone(), self.metrics.clone(), self.rollout.name().to_string());
+        let scraped = gate.clone();
+        self.metrics.on_scrape(move || {
+            let count = scraped.count() as usize;
+            let (mut keys, mut queued) = (vec![0i64; count], vec![0i64; count]);
+            for o in primary.list("", &Selector::everything()) {
+                keys[scraped.shard_of(&o.namespace) as usize] += 1;
+            }
+            for key in queue.queued() {
+                queued[scraped.shard_of(namespace_of(&key)) as usize] += 1;
+            }
+            for shard in 0..count {
+                let l = ShardPluginLabels { plugin: plugin.clone(), shard: shard.to_string() };
+                m.shard_keys.get_or_create(&l).set(keys[shard]);
+                m.shard_queue_depth.get_or_create(&l).set(queued[shard]);
+            }
+        });
+        let _ = self.shards.set(gate);
+    }
+
+    /// A shard this replica now runs (its caches hold a list begun after it was acquired):
+    /// nothing is expected of its keys any more, and every primary in it is reconciled.
+    pub(crate) fn shard_started(&self, shard: u32) {
+        let Some(gate) = self.shards.get() else { return };
+        self.expectations.forget_where(|key| gate.shard_of(namespace_of(key)) == shard);
+        for o in self.primary.list("", &Selector::everything()) {
+            if gate.shard_of(&o.namespace) == shard {
+                self.queue.add(o.key());
+            }
+        }
+    }
+
+    /// Queues `key` if this replica takes it (always, unless sharded).
+    fn add(&self, key: String) {
+        if self.shards.get().is_none_or(|g| g.admits(namespace_of(&key))) {
+            self.queue.add(key);
+        }
+    }
+
+    /// Resolves once every informer it reads holds a list begun at or after `since`.
+    pub(crate) async fn fresh_since(&self, since: tokio::time::Instant) {
+        for i in self.all_informers() {
+            i.fresh_since(since).await;
+        }
     }
 
     pub fn rollout(&self) -> &Arc<Rollout> {
@@ -294,9 +348,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// KCM's controllers wait for informers started afresh), routes changes and runs the
     /// workers until the queue is shut down.
     pub async fn run(self: Arc<Self>, since: tokio::time::Instant) {
-        for i in self.all_informers() {
-            i.fresh_since(since).await;
-        }
+        self.fresh_since(since).await;
         if let Ok(mut routes) = self.routes.lock() {
             let mut set = tokio::task::JoinSet::new();
             for informer in self.cache.informers() {
@@ -322,7 +374,20 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             let me = self.clone();
             workers.spawn(async move {
                 while let Some(key) = me.queue.get().await {
+                    // A shard handed over meanwhile: its next holder reconciles the key.
+                    let in_flight = match me.shards.get() {
+                        None => None,
+                        Some(gate) => match gate.enter(namespace_of(&key)) {
+                            Some(in_flight) => Some(in_flight),
+                            None => {
+                                me.queue.forget(&key);
+                                me.queue.done(&key);
+                                continue;
+                            }
+                        },
+                    };
                     me.process(&key).await;
+                    drop(in_flight);
                     me.queue.done(&key);
                 }
             });
@@ -337,7 +402,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
 
     fn enqueue_all(&self) {
         for o in self.primary.list("", &Selector::everything()) {
-            self.queue.add(o.key());
+            self.add(o.key());
         }
     }
 
@@ -350,7 +415,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             if change.deleted {
                 self.expectations.forget(&o.key());
             }
-            self.queue.add(o.key());
+            self.add(o.key());
             return;
         }
         let owner_key = |obj: &Object| {
@@ -371,7 +436,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                     if change.old.is_none() && !change.deleted {
                         self.expectations.creation_observed(&key);
                     }
-                    self.queue.add(key);
+                    self.add(key);
                 }
                 // An orphan: every primary that could adopt it takes a look (as KCM does).
                 None if !change.deleted => self.enqueue_matching_primaries(o),
@@ -381,7 +446,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             if let Some(old_key) = change.old.as_deref().and_then(owner_key)
                 && Some(&old_key) != owner_key(o).as_ref()
             {
-                self.queue.add(old_key);
+                self.add(old_key);
             }
             return;
         }
@@ -397,13 +462,13 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
         // Its controller is either the primary or an owned object.
         if let Some(key) = owner_key(o) {
-            self.queue.add(key);
+            self.add(key);
         } else if let Some(c) = &o.controller
             && let Some(parent_kind) = info.owns.iter().find(|k| c.refers_to(k))
             && let Some(parent) = self.cache.informer(parent_kind).and_then(|i| i.get(&o.namespace, &c.name))
             && let Some(key) = owner_key(&parent)
         {
-            self.queue.add(key);
+            self.add(key);
         }
     }
 
@@ -415,7 +480,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 .and_then(|s| serde_json::from_value(s).ok())
                 .and_then(|ls| Selector::from_label_selector(&ls).ok());
             if selector.is_some_and(|s| !s.is_empty() && s.matches(&orphan.labels)) {
-                self.queue.add(p.key());
+                self.add(p.key());
             }
         }
     }
@@ -641,6 +706,11 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
         self.queue.add_rate_limited(key);
     }
+}
+
+/// The namespace of a key (`""` for a cluster-scoped object's).
+fn namespace_of(key: &str) -> &str {
+    key.split_once('/').map_or("", |(namespace, _)| namespace)
 }
 
 /// A namespace's labels, from the Namespace informer when one runs.

@@ -126,6 +126,16 @@ impl Expectations {
     pub fn forget(&self, key: &str) {
         Self::remove(&mut self.lock(), key);
     }
+
+    /// Forgets every key `which` picks: a shard taken over anew expects nothing of what it
+    /// expected when this replica last held it.
+    pub fn forget_where(&self, which: impl Fn(&str) -> bool) {
+        let mut inner = self.lock();
+        let keys: Vec<String> = inner.pending.keys().filter(|k| which(k)).cloned().collect();
+        for key in keys {
+            Self::remove(&mut inner, &key);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,11 @@
 //! workers run only while this host leads and only for plugins whose caches have synced, a lost
 //! lease closes the fence at once (nothing more is sent) and stops new reconciles, and a
 //! shutdown lets reconciles in flight finish before releasing the lease.
+//!
+//! With shards (`runtime::shards`) there is no leader: every replica runs its workers from the
+//! start, each controller takes only the keys of the shards the replica runs, a shard's keys
+//! start once the caches hold a list begun after its Lease was acquired, and a shutdown hands
+//! every shard back once the reconciles in flight are done.
 
 use std::sync::Arc;
 
@@ -15,8 +20,9 @@ use crate::ops::metrics::{Metrics, PluginLabels};
 use crate::runtime::clients::Clients;
 use crate::runtime::controller::{ControllerConfig, PluginController};
 use crate::runtime::discovery::Discovery;
-use crate::runtime::informers::Informers;
+use crate::runtime::informers::{Informers, ShardScope, server_filters_shards};
 use crate::runtime::leader::{Elector, Fence, LeaderConfig};
+use crate::runtime::shards::{ShardConfig, ShardGate, Shards};
 use crate::writes::kube::{ClientRate, KubeApi};
 use crate::writes::writer::WriteApi;
 
@@ -26,6 +32,8 @@ pub struct HostConfig {
     pub client_rate: ClientRate,
     /// `None` runs without leader election (a single replica).
     pub leader: Option<LeaderConfig>,
+    /// Split the keys between active replicas instead of electing one leader.
+    pub shards: Option<ShardConfig>,
 }
 
 pub struct Host {
@@ -38,6 +46,7 @@ pub struct Host {
     _always: Option<watch::Sender<bool>>,
     stop: watch::Sender<bool>,
     elector: Option<tokio::task::JoinHandle<bool>>,
+    shards: Option<(Arc<ShardGate>, tokio::task::JoinHandle<()>)>,
 }
 
 impl Host {
@@ -55,12 +64,46 @@ impl Host {
             Some(l) => l.identity.clone(),
             None => crate::runtime::leader::default_identity(),
         };
+        let instance = match &config.shards {
+            Some(s) => s.lease.identity.clone(),
+            None => instance,
+        };
+        if config.leader.is_some() && config.shards.is_some() {
+            anyhow::bail!("leader election and shards exclude each other: with shards every replica is active");
+        }
         let clients = Clients::new(kube, &instance);
         let read = clients.read()?;
         // One discovery for the informers and the writers.
         let discovery = Discovery::new(read.clone());
-        let informers = Arc::new(Informers::new(read, discovery.clone()));
-        let fence = if config.leader.is_some() { Fence::closed() } else { Fence::open() };
+        let mut informers = Informers::new(read.clone(), discovery.clone());
+        let mut fence = if config.leader.is_some() { Fence::closed() } else { Fence::open() };
+        let mut sharding = None;
+        let mut selector = None;
+        if let Some(sc) = &config.shards {
+            let (shards, gate, acquired) = Shards::new(clients.lease(&sc.lease)?, sc.clone(), metrics.clone());
+            fence = shards.fence();
+            if server_filters_shards(&read, &sc.lease.namespace).await {
+                tracing::info!(
+                    shards = sc.count,
+                    "the server filters by shardSelector: each replica caches its shards' objects"
+                );
+                let (tx, rx) = watch::channel(None);
+                informers = informers.sharded(ShardScope { selector: rx });
+                selector = Some(tx);
+            } else {
+                tracing::warn!(
+                    shards = sc.count,
+                    "the server does not filter by shardSelector (KEP-5866): every replica caches every object and filters keys itself"
+                );
+            }
+            sharding = Some((shards, gate, acquired));
+        }
+        let informers = Arc::new(informers);
+        let mut tasks = tokio::task::JoinSet::new();
+        if let (Some(tx), Some((_, gate, _))) = (selector, &sharding) {
+            let namespaces = informers.informer(&Kind::new("v1", "Namespace"));
+            tasks.spawn(publish_selector(namespaces, gate.clone(), tx));
+        }
         let mut controllers = Vec::new();
         for version in plugins {
             let name = version.name().to_string();
@@ -85,19 +128,23 @@ impl Host {
                 metrics.clone(),
             ));
         }
+        if let Some((_, gate, _)) = &sharding {
+            for c in &controllers {
+                c.set_shards(gate.clone());
+            }
+        }
         futures_util::future::join_all(controllers.iter().map(|c| c.settled())).await;
         let (stop, stop_rx) = watch::channel(false);
         let (leading, always, elector) = match config.leader.clone() {
             Some(lc) => {
                 let e = Elector::new(clients.lease(&lc)?, lc, fence.clone());
-                (e.leading(), None, Some(e.run(stop_rx)))
+                (e.leading(), None, Some(e.run(stop_rx.clone())))
             }
             None => {
                 let (tx, rx) = watch::channel(true);
                 (rx, Some(tx), None)
             }
         };
-        let mut tasks = tokio::task::JoinSet::new();
         // The host's own events, about itself, come from any replica: not fenced.
         let reporter = Arc::new(KubeApi::new(
             clients.write("host", None, Fence::open())?,
@@ -105,7 +152,7 @@ impl Host {
             &config.client_rate,
             &instance,
         ));
-        let regarding = config.leader.as_ref().map(|l| ObjectRef {
+        let regarding = config.leader.as_ref().or(config.shards.as_ref().map(|s| &s.lease)).map(|l| ObjectRef {
             kind: Kind::new("coordination.k8s.io/v1", "Lease"),
             namespace: l.namespace.clone(),
             name: l.name.clone(),
@@ -115,13 +162,23 @@ impl Host {
         }
         // Campaign only once the caches are warm (or known broken), so a new leader can act at once.
         let elector = elector.map(tokio::spawn);
+        let shards = match sharding {
+            None => None,
+            Some((shards, gate, acquired)) => {
+                tasks.spawn(start_shards(controllers.clone(), gate.clone(), acquired));
+                Some((gate, tokio::spawn(shards.run(stop_rx.clone()))))
+            }
+        };
+        let sharded = shards.is_some();
         let (workers, mut lead, electing) = (controllers.clone(), leading.clone(), config.leader.is_some());
         let gauge = metrics.clone();
         tasks.spawn(async move {
             if lead.wait_for(|l| *l).await.is_err() {
                 return;
             }
-            gauge.leader.set(1);
+            if !sharded {
+                gauge.leader.set(1);
+            }
             // What the previous leader wrote up to the moment this host took over is in lists
             // begun from now on (a standby's warm caches may lag, and hold no expectations).
             let since = if electing { tokio::time::Instant::now() } else { started };
@@ -138,7 +195,7 @@ impl Host {
             // A controller still waiting for its caches has nothing in flight.
             runs.shutdown().await;
         });
-        Ok(Host { controllers, tasks, informers, leading, fence, _always: always, stop, elector })
+        Ok(Host { controllers, tasks, informers, leading, fence, _always: always, stop, elector, shards })
     }
 
     /// True while this host leads (always, without election).
@@ -164,6 +221,11 @@ impl Host {
         &self.informers
     }
 
+    /// The shards whose keys this host takes now (none unless sharded).
+    pub fn active_shards(&self) -> Vec<u32> {
+        self.shards.as_ref().map(|(gate, _)| gate.active()).unwrap_or_default()
+    }
+
     /// Stops starting reconciles, waits for those in flight, then releases the lease.
     pub async fn shutdown(mut self) {
         for c in &self.controllers {
@@ -172,6 +234,9 @@ impl Host {
         self.stop.send_replace(true);
         if let Some(e) = self.elector.take() {
             let _ = e.await;
+        }
+        if let Some((_, shards)) = self.shards.take() {
+            let _ = shards.await;
         }
         self._always.take();
         self.tasks.shutdown().await;
@@ -225,6 +290,64 @@ impl Drop for Host {
     fn drop(&mut self) {
         if let Some(e) = self.elector.take() {
             e.abort();
+        }
+        if let Some((_, shards)) = self.shards.take() {
+            shards.abort();
+        }
+    }
+}
+
+/// Keeps the sharded informers' `shardSelector` at the namespaces of the shards held: each
+/// namespace by its exact hash, as the server hashes it (`wasmcm_core::shard`).
+async fn publish_selector(
+    namespaces: Arc<crate::runtime::informers::Informer>,
+    gate: Arc<ShardGate>,
+    selector: watch::Sender<Option<String>>,
+) {
+    let mut held = gate.held();
+    let mut changes = namespaces.subscribe();
+    namespaces.wait_synced().await;
+    loop {
+        let shards = held.borrow_and_update().clone();
+        let listed = namespaces.list("", &wasmcm_guest::Selector::everything());
+        let names: Vec<&str> =
+            listed.iter().map(|o| o.name.as_str()).filter(|n| shards.contains(&gate.shard_of(n))).collect();
+        let wanted = (!names.is_empty())
+            .then(|| wasmcm_core::ShardSelector::of_values(wasmcm_core::ShardField::Namespace, names).to_string());
+        selector.send_if_modified(|s| {
+            let changed = *s != wanted;
+            *s = wanted;
+            changed
+        });
+        tokio::select! {
+            r = held.changed() => if r.is_err() { return },
+            r = changes.recv() => if matches!(r, Err(tokio::sync::broadcast::error::RecvError::Closed)) { return },
+        }
+    }
+}
+
+/// Starts each acquired shard once every controller's caches hold a list begun after it was
+/// acquired (the previous holder's last writes are then in them): acquisitions that arrive
+/// together share one wait.
+async fn start_shards(
+    controllers: Vec<Arc<PluginController<KubeApi>>>,
+    gate: Arc<ShardGate>,
+    mut acquired: tokio::sync::mpsc::UnboundedReceiver<(u32, u64, tokio::time::Instant)>,
+) {
+    while let Some(first) = acquired.recv().await {
+        let mut batch = vec![first];
+        while let Ok(next) = acquired.try_recv() {
+            batch.push(next);
+        }
+        let since = batch.iter().map(|(_, _, at)| *at).max().unwrap_or_else(tokio::time::Instant::now);
+        futures_util::future::join_all(controllers.iter().map(|c| c.fresh_since(since))).await;
+        for (shard, generation, _) in batch {
+            if gate.activate(shard, generation) {
+                tracing::info!(shard, "shard started");
+                for c in &controllers {
+                    c.shard_started(shard);
+                }
+            }
         }
     }
 }

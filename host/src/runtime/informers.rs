@@ -16,6 +16,15 @@
 //! expectations. So a new leader asks each informer for a list begun after it took over
 //! ([`Informer::fresh_since`]), as kube-controller-manager starts its informers afresh.
 //!
+//! A sharded host's informers of namespaced kinds follow the shards it holds
+//! (`runtime::shards`): where the server filters by KEP-5866's `shardSelector` (it echoes the
+//! selector in `metadata.shardInfo`), each list and watch asks for the objects of the
+//! namespaces in the held shards alone, each named by its exact hash, and a change of the held
+//! set (or a namespace created in or deleted from it) starts the watch over with the new
+//! selector, so each replica caches about its share. Where the server ignores it, the informers cache everything
+//! and the controllers filter keys by shard: memory is then not split. Cluster-scoped kinds
+//! are never sharded. A replica holding no shard lists nothing of a sharded kind.
+//!
 //! It owns reading from the cluster and nothing else: no keys, no queues, no writes.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,6 +39,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
+use wasmcm_core::{ShardField, ShardSelector};
 use wasmcm_guest::{Cache, Kind, Selector};
 
 use crate::runtime::discovery::Discovery;
@@ -456,10 +466,18 @@ impl Informer {
     }
 }
 
+/// What a sharded host's informers of namespaced kinds ask the server for: the `shardSelector`
+/// of the namespaces in the shards it holds (`None`: it holds none, and lists nothing).
+#[derive(Clone)]
+pub(crate) struct ShardScope {
+    pub(crate) selector: watch::Receiver<Option<String>>,
+}
+
 /// The informers of one host, by kind.
 pub struct Informers {
     client: kube::Client,
     discovery: Discovery,
+    shards: Option<ShardScope>,
     by_kind: Mutex<BTreeMap<Kind, Arc<Informer>>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
 }
@@ -469,9 +487,15 @@ impl Informers {
         Informers {
             client,
             discovery,
+            shards: None,
             by_kind: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(tokio::task::JoinSet::new()),
         }
+    }
+
+    /// Namespaced kinds list and watch only the shards `scope` holds (the server filters).
+    pub(crate) fn sharded(self, scope: ShardScope) -> Self {
+        Informers { shards: Some(scope), ..self }
     }
 
     /// The informer of `kind`, started on first use; it syncs on its own ([`Informer::status`]).
@@ -490,7 +514,7 @@ impl Informers {
         });
         by_kind.insert(kind.clone(), informer.clone());
         if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.spawn(run(self.client.clone(), self.discovery.clone(), informer.clone()));
+            tasks.spawn(run(self.client.clone(), self.discovery.clone(), self.shards.clone(), informer.clone()));
         }
         informer
     }
@@ -504,7 +528,7 @@ impl Informers {
 const RESOLVE_BACKOFF: (std::time::Duration, std::time::Duration) =
     (std::time::Duration::from_secs(1), std::time::Duration::from_secs(30));
 
-async fn run(client: kube::Client, discovery: Discovery, informer: Arc<Informer>) {
+async fn run(client: kube::Client, discovery: Discovery, shards: Option<ShardScope>, informer: Arc<Informer>) {
     let mut backoff = RESOLVE_BACKOFF.0;
     let resource = loop {
         match discovery.resolve(&informer.kind).await {
@@ -517,22 +541,92 @@ async fn run(client: kube::Client, discovery: Discovery, informer: Arc<Informer>
             }
         }
     };
-    let api: Api<Served> = Api::all_with(client, &resource.api);
+    let mut shards = shards.filter(|_| resource.namespaced);
     let mut asked = informer.list_wanted.subscribe();
     loop {
+        let started = Instant::now();
         asked.borrow_and_update();
-        let mut events = watcher(api.clone(), watcher::Config::default()).default_backoff().boxed();
-        tokio::select! {
-            () = follow(&informer, &mut events) => return,
-            // A list begun now is asked for: start over.
-            _ = asked.changed() => {}
+        let api: Api<Served> = match shards.as_mut() {
+            None => Api::all_with(client.clone(), &resource.api),
+            Some(scope) => {
+                let Some(selector) = scope.selector.borrow_and_update().clone() else {
+                    // Nothing to list: the cache is empty, and fresh as of now.
+                    informer.relisted(&BTreeSet::new());
+                    informer.last_list.send_replace(Some(started));
+                    tokio::select! {
+                        _ = scope.selector.changed() => {}
+                        _ = asked.changed() => {}
+                    }
+                    continue;
+                };
+                Api::all_with(with_query(client.clone(), "shardSelector", &selector), &resource.api)
+            }
+        };
+        let events = watcher(api, watcher::Config::default()).default_backoff().boxed();
+        let follow = follow(&informer, events);
+        tokio::pin!(follow);
+        loop {
+            let held_changed = async {
+                match shards.as_mut() {
+                    Some(scope) => scope.selector.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = &mut follow => return,
+                // A list begun after this watch started is asked for: start over.
+                Ok(()) = asked.changed() => {
+                    if asked.borrow_and_update().is_some_and(|t| t > started) {
+                        break;
+                    }
+                }
+                // Other shards held, or namespaces added to or gone from them: list and watch
+                // those instead.
+                true = held_changed => break,
+            }
+        }
+    }
+}
+
+/// `client` with `name=value` added to every request's query (the informer's lists and watches).
+fn with_query(client: kube::Client, name: &str, value: &str) -> kube::Client {
+    let pair: String = form_urlencoded::Serializer::new(String::new()).append_pair(name, value).finish();
+    let service = tower::service_fn(move |mut request: http::Request<kube::client::Body>| {
+        let client = client.clone();
+        let uri = request.uri().to_string();
+        let joined = if uri.contains('?') { format!("{uri}&{pair}") } else { format!("{uri}?{pair}") };
+        let parsed = joined.parse::<http::Uri>();
+        async move {
+            *request.uri_mut() = parsed.map_err(|e| kube::Error::Service(e.into()))?;
+            client.send(request).await
+        }
+    });
+    kube::Client::new(service, "default")
+}
+
+/// Whether the server filters lists by `shardSelector` (KEP-5866): it echoes the selector in
+/// the list's `metadata.shardInfo`; a server without the feature ignores the parameter.
+pub(crate) async fn server_filters_shards(client: &kube::Client, namespace: &str) -> bool {
+    let selector = ShardSelector::of_shards(ShardField::Namespace, [0], 1).to_string();
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("limit", "1")
+        .append_pair("shardSelector", &selector)
+        .finish();
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases?{query}");
+    let Ok(request) = http::Request::get(path).body(Vec::new()) else { return false };
+    match client.request_text(request).await {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|v| v.pointer("/metadata/shardInfo/selector").is_some()),
+        Err(e) => {
+            tracing::warn!("probing for shardSelector support: {e}");
+            false
         }
     }
 }
 
 async fn follow(
     informer: &Informer,
-    events: &mut (impl futures_util::Stream<Item = watcher::Result<watcher::Event<Served>>> + Unpin),
+    mut events: impl futures_util::Stream<Item = watcher::Result<watcher::Event<Served>>> + Unpin,
 ) {
     // What the re-list in progress has brought: the rest of the store is gone at its end.
     let mut listed = BTreeSet::new();

@@ -20,13 +20,13 @@
 //! and kube-lease-manager judge expiry from the timestamps in the record against the local
 //! clock, and neither has a renew deadline after which a leader stops at once on its own.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
-use serde_json::json;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -73,52 +73,187 @@ impl LeaderConfig {
 }
 
 /// Until when this process may write: checked immediately before every write is sent.
+///
+/// A leader's fence is one deadline for every write; a sharded host's is one per shard, and a
+/// write is judged by the shard of the namespace in its path (`runtime::shards`).
 #[derive(Clone, Debug)]
-pub struct Fence {
+pub struct Fence(Kind);
+
+#[derive(Clone, Debug)]
+enum Kind {
+    /// Without election: always open.
+    Open,
     /// `None`: not leading.
-    until: Arc<Mutex<Option<Instant>>>,
-    /// Without election, always open.
-    always: bool,
+    Until(Arc<Mutex<Option<Instant>>>),
+    /// One fence per shard, by `shard_of(namespace, len)`.
+    Shards(Arc<[Fence]>),
 }
 
 impl Fence {
     /// Open for good: a host that does not elect writes whenever it likes.
     pub fn open() -> Fence {
-        Fence { until: Arc::default(), always: true }
+        Fence(Kind::Open)
     }
 
     /// Closed until an elector opens it.
     pub(crate) fn closed() -> Fence {
-        Fence { until: Arc::default(), always: false }
+        Fence(Kind::Until(Arc::default()))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
-        self.until.lock().unwrap_or_else(|e| e.into_inner())
+    /// A fence per shard, each closed until its shard's Lease is acquired.
+    pub(crate) fn sharded(count: u32) -> Fence {
+        Fence(Kind::Shards((0..count.max(1)).map(|_| Fence::closed()).collect()))
     }
 
-    /// Whether a write may be sent now.
+    /// The fence of shard `index` of a sharded fence.
+    pub(crate) fn shard(&self, index: u32) -> Option<&Fence> {
+        match &self.0 {
+            Kind::Shards(fences) => fences.get(index as usize),
+            _ => None,
+        }
+    }
+
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Option<Instant>>> {
+        match &self.0 {
+            Kind::Until(until) => Some(until.lock().unwrap_or_else(|e| e.into_inner())),
+            _ => None,
+        }
+    }
+
+    /// Whether a write may be sent now: for a sharded fence, whether any shard is held.
     pub fn holds(&self) -> bool {
-        self.always || self.lock().is_some_and(|until| Instant::now() < until)
+        match &self.0 {
+            Kind::Open => true,
+            Kind::Until(_) => self.lock().is_some_and(|until| until.is_some_and(|u| Instant::now() < u)),
+            Kind::Shards(fences) => fences.iter().any(Fence::holds),
+        }
     }
 
-    fn until(&self) -> Option<Instant> {
-        *self.lock()
+    /// The fence a request to `path` is judged by: for a sharded fence, that of the shard of
+    /// the namespace the path names (`""` for cluster-scoped objects); else this one.
+    pub(crate) fn for_path(&self, path: &str) -> Fence {
+        match &self.0 {
+            Kind::Shards(fences) => {
+                let shard = wasmcm_core::shard_of(namespace_of_path(path), fences.len() as u32);
+                fences.get(shard as usize).cloned().unwrap_or_else(Fence::closed)
+            }
+            _ => self.clone(),
+        }
     }
 
-    fn extend(&self, until: Instant) {
-        *self.lock() = Some(until);
+    pub(crate) fn until(&self) -> Option<Instant> {
+        self.lock().and_then(|u| *u)
     }
 
-    fn close(&self) {
-        *self.lock() = None;
+    pub(crate) fn extend(&self, until: Instant) {
+        if let Some(mut u) = self.lock() {
+            *u = Some(until);
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        if let Some(mut u) = self.lock() {
+            *u = None;
+        }
     }
 }
 
-/// What we last saw of the lease, and when.
-struct Observed {
+/// The namespace a request path names: `/api/v1/namespaces/<ns>/…` or
+/// `/apis/<group>/<version>/namespaces/<ns>/…`; `""` for cluster-scoped paths. A Namespace
+/// object's own path names it too, so it falls in its own shard.
+pub(crate) fn namespace_of_path(path: &str) -> &str {
+    let mut parts = path.trim_start_matches('/').split('/');
+    let skip = match parts.next() {
+        Some("api") => 1,
+        Some("apis") => 2,
+        _ => return "",
+    };
+    let mut parts = parts.skip(skip);
+    match (parts.next(), parts.next()) {
+        (Some("namespaces"), Some(ns)) => ns,
+        _ => "",
+    }
+}
+
+/// What we last saw of a Lease's holder and renewal, and when: expiry is judged by when *we*
+/// saw the record last change, so clocks need not agree.
+pub(crate) struct Observed {
     holder: String,
     renew: Option<MicroTime>,
     at: Instant,
+}
+
+impl Observed {
+    /// Notes `spec` as seen now, if it changed since it was last seen.
+    pub(crate) fn see(seen: &mut Option<Observed>, spec: &LeaseSpec) {
+        let holder = spec.holder_identity.clone().unwrap_or_default();
+        if seen.as_ref().is_none_or(|o| o.holder != holder || o.renew != spec.renew_time) {
+            *seen = Some(Observed { holder, renew: spec.renew_time.clone(), at: Instant::now() });
+        }
+    }
+
+    /// Whether the holder we saw has renewed within `duration` of now.
+    pub(crate) fn fresh(seen: &Option<Observed>, duration: Duration) -> bool {
+        seen.as_ref().is_some_and(|o| o.at.elapsed() < duration)
+    }
+}
+
+/// The spec that makes `identity` the holder of a Lease read as `spec`, or `None` while
+/// another holder's renewal is fresh as we saw it (client-go's `tryAcquireOrRenew`).
+pub(crate) fn claim(
+    spec: &LeaseSpec,
+    seen: &mut Option<Observed>,
+    identity: &str,
+    duration: Duration,
+) -> Option<LeaseSpec> {
+    Observed::see(seen, spec);
+    let holder = spec.holder_identity.clone().unwrap_or_default();
+    let term = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+    if !holder.is_empty() && holder != identity && Observed::fresh(seen, term) {
+        return None;
+    }
+    let now = now_micro();
+    let mut new = spec.clone();
+    if holder != identity {
+        new.acquire_time = Some(now.clone());
+        new.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + if holder.is_empty() { 0 } else { 1 });
+    }
+    new.holder_identity = Some(identity.into());
+    new.lease_duration_seconds = Some(duration.as_secs() as i32);
+    new.renew_time = Some(now);
+    Some(new)
+}
+
+/// A new Lease held by `identity`.
+pub(crate) fn new_lease(
+    namespace: &str,
+    name: &str,
+    labels: BTreeMap<String, String>,
+    identity: &str,
+    duration: Duration,
+) -> Lease {
+    let now = now_micro();
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            labels: Some(labels).filter(|l| !l.is_empty()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(identity.into()),
+            lease_duration_seconds: Some(duration.as_secs() as i32),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now),
+            lease_transitions: Some(0),
+            ..Default::default()
+        }),
+    }
+}
+
+/// `spec` given up: no holder, so a candidate takes it at once.
+pub(crate) fn released(spec: &LeaseSpec) -> LeaseSpec {
+    LeaseSpec { holder_identity: None, lease_duration_seconds: Some(1), renew_time: Some(now_micro()), ..spec.clone() }
 }
 
 pub(crate) struct Elector {
@@ -211,7 +346,6 @@ impl Elector {
 
     async fn try_acquire_or_renew(&mut self) -> bool {
         let c = &self.config;
-        let now = now_micro();
         let current = match self.api.get_opt(&c.name).await {
             Ok(l) => l,
             Err(e) => {
@@ -220,43 +354,18 @@ impl Elector {
             }
         };
         let Some(mut lease) = current else {
-            let lease: Lease = match serde_json::from_value(json!({
-                "metadata": {"name": c.name, "namespace": c.namespace},
-                "spec": {"holderIdentity": c.identity, "leaseDurationSeconds": c.lease_duration.as_secs(),
-                         "acquireTime": now, "renewTime": now, "leaseTransitions": 0},
-            })) {
-                Ok(l) => l,
-                Err(_) => return false,
-            };
+            let lease = new_lease(&c.namespace, &c.name, BTreeMap::new(), &c.identity, c.lease_duration);
             return self.api.create(&PostParams::default(), &lease).await.is_ok();
         };
         let spec = lease.spec.clone().unwrap_or_default();
-        let holder = spec.holder_identity.clone().unwrap_or_default();
-        let changed = self.observed.as_ref().is_none_or(|o| o.holder != holder || o.renew != spec.renew_time);
-        if changed {
-            self.observed =
-                Some(Observed { holder: holder.clone(), renew: spec.renew_time.clone(), at: Instant::now() });
-        }
-        let held_by_other = !holder.is_empty() && holder != c.identity;
-        let duration = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
-        if held_by_other && self.observed.as_ref().is_some_and(|o| o.at.elapsed() < duration) {
+        let Some(new_spec) = claim(&spec, &mut self.observed, &c.identity, c.lease_duration) else {
             return false;
-        }
-        let mut new_spec = spec.clone();
-        if holder != c.identity {
-            new_spec.acquire_time = Some(now.clone());
-            new_spec.lease_transitions =
-                Some(spec.lease_transitions.unwrap_or(0) + if holder.is_empty() { 0 } else { 1 });
-        }
-        new_spec.holder_identity = Some(c.identity.clone());
-        new_spec.lease_duration_seconds = Some(c.lease_duration.as_secs() as i32);
-        new_spec.renew_time = Some(now);
+        };
         lease.spec = Some(new_spec.clone());
         // The resourceVersion makes this a compare-and-swap: of two candidates, one wins.
         match self.api.replace(&c.name, &PostParams::default(), &lease).await {
             Ok(_) => {
-                self.observed =
-                    Some(Observed { holder: c.identity.clone(), renew: new_spec.renew_time, at: Instant::now() });
+                Observed::see(&mut self.observed, &new_spec);
                 true
             }
             Err(e) => {
@@ -279,9 +388,7 @@ impl Elector {
         if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
             return;
         }
-        spec.holder_identity = None;
-        spec.lease_duration_seconds = Some(1);
-        spec.renew_time = Some(now_micro());
+        *spec = released(spec);
         match self.api.replace(&self.config.name, &PostParams::default(), &lease).await {
             Ok(_) => tracing::info!(identity = %self.config.identity, "released the lease"),
             Err(e) => tracing::warn!("releasing the lease: {e}"),

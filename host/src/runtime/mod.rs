@@ -1,6 +1,6 @@
 //! The controller runtime on a live API, as kube-controller-manager's: shared informers (and
 //! the discovery they and the writer resolve kinds with), one controller per plugin with its
-//! work queue and expectations, leader election, and the host that starts, leads and stops
+//! work queue and expectations, leader election or shards, and the host that starts, leads and stops
 //! them. Connecting to the cluster (in-cluster credentials) starts here too.
 
 pub(crate) mod clients;
@@ -13,3 +13,4 @@ pub(crate) mod informers;
 pub(crate) mod leader;
 pub(crate) mod queue;
 pub(crate) mod rate;
+pub(crate) mod shards;

@@ -205,6 +205,11 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         self.lock().queue.len()
     }
 
+    /// The keys waiting to be handed out, in order.
+    pub fn queued(&self) -> Vec<K> {
+        self.lock().queue.iter().cloned().collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

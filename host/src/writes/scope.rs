@@ -30,7 +30,8 @@ pub struct Scope {
 pub struct HostIdentity {
     /// The namespace the host runs in, when it runs in one (in a pod).
     pub namespace: Option<String>,
-    /// The leader-election Lease, (namespace, name): never writable by a plugin.
+    /// The leader-election Lease, (namespace, name), or the prefix of the shard group's
+    /// (`<name>-shard-<i>`, `<name>-member-<identity>`): never writable by a plugin.
     pub lease: Option<(String, String)>,
 }
 
@@ -88,9 +89,10 @@ impl Tenancy<'_> {
             && kind.kind == "Lease"
             && kind.api_version.starts_with("coordination.k8s.io/")
             && namespace == lease_namespace
-            && name == lease
+            && (name == lease
+                || [format!("{lease}-shard-"), format!("{lease}-member-")].iter().any(|p| name.starts_with(p)))
         {
-            return Err(format!("Lease {namespace}/{name} is the host's leader lease"));
+            return Err(format!("Lease {namespace}/{name} is the host's leader or shard lease"));
         }
         Ok(())
     }
@@ -115,6 +117,7 @@ mod tests {
         let lease = Kind::new("coordination.k8s.io/v1", "Lease");
         assert!(t.admits_write(&lease, "kube-system", "wasmcm", true).unwrap_err().contains("leader lease"));
         assert!(t.admits_write(&lease, "kube-system", "other", true).is_ok());
+        assert!(t.admits_write(&lease, "kube-system", "wasmcm-shard-3", true).unwrap_err().contains("shard lease"));
         let role = Kind::new("rbac.authorization.k8s.io/v1", "ClusterRole");
         assert!(t.admits_write(&role, "", "admin", false).unwrap_err().contains("cluster-scoped"));
 

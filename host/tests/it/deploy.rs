@@ -391,6 +391,22 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
         impersonable(&rendered),
         serde_json::json!(["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback"])
     );
+    // Shards: the flag, the Lease flags naming the group, and deploy/sharding's Role exactly.
+    let sharded = documents(&helm_template(&["--set", "shards.count=32,replicaCount=3"]));
+    assert_known_fields(&sharded);
+    let args = deployment_args(&sharded);
+    for flag in ["--shards=32", "--leader-elect-resource-name=wasmcm", "--leader-elect-lease-duration=15"] {
+        assert!(args.contains(&flag.to_string()), "{flag} in {args:?}");
+    }
+    let sharding_text = std::fs::read_to_string(common::workspace_root().join("deploy/sharding/role.yaml")).unwrap();
+    let sharding = documents(&sharding_text);
+    for kind in ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"] {
+        let chart = without_helm_labels(find(&sharded, kind, "wasmcm-shards").clone());
+        assert_eq!(&chart, find(&sharding, kind, "wasmcm-shards"), "the chart's {kind} wasmcm-shards differs");
+    }
+    assert!(!names(&rendered).contains(&"Role/wasmcm-shards".to_string()), "no shard Role unless sharded");
+    assert!(!deployment_args(&rendered).iter().any(|a| a.starts_with("--shards")));
+
     let applied = kubectl(&kc, &["apply", "-n", "wasmcm", "-f", "-"], Some(&overridden_text));
     assert!(applied.contains("deployment.apps/wasmcm configured"), "{applied}");
     assert_served_as_written(&kc, &overridden);

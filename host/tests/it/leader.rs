@@ -15,7 +15,7 @@ use wasmcm::LeaderConfig;
 use wasmcm::Version;
 use wasmcm::{Engine, EngineConfig, Limits, Plugin};
 use wasmcm::{Host, HostConfig};
-use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
+use wasmcm_apiserver::{AuditLease, Cluster, ClusterConfig, KubeletConfig};
 use wasmcm_test_support::{client, eventually};
 
 fn plugin() -> Arc<Plugin> {
@@ -139,7 +139,7 @@ async fn a_stalled_api_deposes_the_leader_within_its_renew_deadline() {
 async fn a_deposed_leader_sends_no_write_once_its_lease_has_lapsed() {
     let config = ClusterConfig {
         kubelet: KubeletConfig { start_delay: Duration::from_millis(50), ..KubeletConfig::default() },
-        audit_lease: Some(("kube-system".into(), "wasmcm".into())),
+        audit_lease: Some(AuditLease::Single { namespace: "kube-system".into(), name: "wasmcm".into() }),
         ..ClusterConfig::default()
     };
     let cluster = Cluster::start(config).await.unwrap();

@@ -22,4 +22,5 @@ mod lifecycle;
 mod plugin_loading;
 mod reproducible;
 mod sandbox;
+mod shards;
 mod simulate_cli;

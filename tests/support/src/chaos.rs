@@ -42,7 +42,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::json;
 use tokio::time::Instant;
-use wasmcm_apiserver::{Cluster, ClusterConfig, FaultConfig, FaultCounts, KubeletConfig};
+use wasmcm_apiserver::{AuditLease, Cluster, ClusterConfig, FaultConfig, FaultCounts, KubeletConfig};
 
 /// The leader Lease the hosts elect through (`wasmcm run`'s default).
 const LEASE: (&str, &str) = ("kube-system", "wasmcm");
@@ -845,7 +845,7 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
             start_delay: Duration::from_millis(200),
             ..KubeletConfig::default()
         },
-        audit_lease: Some((LEASE.0.into(), LEASE.1.into())),
+        audit_lease: Some(AuditLease::Single { namespace: LEASE.0.into(), name: LEASE.1.into() }),
         ..ClusterConfig::default()
     })
     .await

@@ -1,0 +1,653 @@
+//! Active-active replicas: the keys split into a fixed number of shards by a hash of their
+//! namespace, each shard a coordination.k8s.io Lease that one replica at a time holds, as
+//! kubernetes-controller-sharding assigns objects to shard leases. A Deployment, its
+//! ReplicaSets and their pods share a namespace, so they always fall in one shard together
+//! (a uid hash would scatter them, and a reconcile reads its owned objects), and KEP-5866's
+//! `shardSelector` hashes the namespace the same way (`wasmcm_core::shard`), so a server can
+//! hand each replica its shards' objects alone.
+//!
+//! Every replica renews a membership Lease (`<prefix>-member-<identity>`) and, every retry
+//! period, reads all the group's Leases in one list. From the live members (those it saw renew
+//! within a lease duration) each replica computes the same assignment — rendezvous hashing
+//! with bounded loads, so no replica is given more than `ceil(shards / members)` and a member
+//! joining or leaving moves few shards — and then, per shard:
+//!
+//! - assigned to it and free (no holder, or a holder it has not seen renew within the lease
+//!   duration): it acquires the Lease by compare-and-swap, its fence for the shard opens, and
+//!   once its informers hold a list begun after that moment the shard's keys are taken;
+//! - held and still assigned: it renews, extending the shard's fence to the renewal's start
+//!   plus the renew deadline (as the leader's: `runtime::leader`);
+//! - held but assigned elsewhere: it stops taking the shard's keys, waits (renewing) until the
+//!   reconciles of the shard in flight have finished, closes the fence and releases the Lease,
+//!   so the next holder starts only after the last write of this one;
+//! - held but not renewed within the renew deadline: the fence has already lapsed, and the
+//!   shard is dropped (the process goes on with its other shards).
+//!
+//! Writes are fenced per shard: the write clients judge each request by the shard of the
+//! namespace in its path (`Fence::for_path`). Cluster-scoped primaries fall in the shard of
+//! `""`.
+//!
+//! It owns the shard and membership Leases, the per-shard fences and the [`ShardGate`]; the
+//! controllers consult the gate, and the informers follow the held set.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::time::Instant;
+
+use crate::ops::metrics::{Metrics, ShardLabels};
+use crate::runtime::leader::{Fence, LeaderConfig, Observed, claim, new_lease, released};
+
+/// The label every Lease of a shard group carries, valued with the group's prefix.
+pub const SHARD_GROUP_LABEL: &str = "wasmcm.dev/shard-group";
+/// `member` or `shard`.
+pub const SHARD_ROLE_LABEL: &str = "wasmcm.dev/shard-role";
+
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    /// How many shards the keys split into; every replica must agree.
+    pub count: u32,
+    /// The Leases' namespace, this replica's identity and the timings (KCM's by default);
+    /// `name` is the prefix of the group's Lease names.
+    pub lease: LeaderConfig,
+}
+
+impl ShardConfig {
+    pub fn shard_lease(&self, index: u32) -> String {
+        format!("{}-shard-{index}", self.lease.name)
+    }
+
+    fn member_lease(&self, identity: &str) -> String {
+        format!("{}-member-{identity}", self.lease.name)
+    }
+
+    fn labels(&self, role: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([(SHARD_GROUP_LABEL.into(), self.lease.name.clone()), (SHARD_ROLE_LABEL.into(), role.into())])
+    }
+}
+
+/// Which member each shard goes to: rendezvous hashing with bounded loads. Shards in order
+/// pick the member that ranks them highest (FNV-1a of `member/shard`) among those below
+/// `ceil(count / members)`. Every replica with the same member set computes the same answer.
+pub fn assign_shards(count: u32, members: &BTreeSet<String>) -> Vec<Option<String>> {
+    if members.is_empty() {
+        return vec![None; count as usize];
+    }
+    let capacity = (count as usize).div_ceil(members.len());
+    let mut load: BTreeMap<&str, usize> = members.iter().map(|m| (m.as_str(), 0)).collect();
+    (0..count)
+        .map(|shard| {
+            let mut ranked: Vec<&str> = members.iter().map(String::as_str).collect();
+            ranked.sort_by_key(|m| (std::cmp::Reverse(wasmcm_core::shard_hash(&format!("{m}/{shard}"))), *m));
+            let chosen = ranked.into_iter().find(|m| load.get(m).is_some_and(|l| *l < capacity))?;
+            *load.entry(chosen).or_default() += 1;
+            Some(chosen.to_string())
+        })
+        .collect()
+}
+
+/// The shard group as its Leases tell it, for `wasmcm shards`: each shard's holder and how long
+/// ago it renewed, then each member with the shards it holds.
+pub fn describe_shards(leases: &[Lease], now: jiff::Timestamp) -> String {
+    let role = |l: &Lease, r: &str| {
+        l.metadata.labels.as_ref().and_then(|m| m.get(SHARD_ROLE_LABEL)).map(String::as_str) == Some(r)
+    };
+    let holder = |l: &Lease| l.spec.as_ref().and_then(|s| s.holder_identity.clone()).unwrap_or_default();
+    let age = |l: &Lease| match l.spec.as_ref().and_then(|s| s.renew_time.as_ref()) {
+        Some(t) => format!("{:.0}s ago", now.duration_since(t.0).as_secs_f64().max(0.0)),
+        None => "never".into(),
+    };
+    let index = |l: &Lease| {
+        let name = l.metadata.name.as_deref().unwrap_or("");
+        name.rsplit_once("-shard-").and_then(|(_, i)| i.parse::<u32>().ok()).unwrap_or(u32::MAX)
+    };
+    let mut shards: Vec<&Lease> = leases.iter().filter(|l| role(l, "shard")).collect();
+    shards.sort_by_key(|l| index(l));
+    let mut held: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut out = format!("{:<6} {:<40} {}\n", "SHARD", "HOLDER", "RENEWED");
+    for l in &shards {
+        let h = holder(l);
+        let shown = if h.is_empty() { "<none>".to_string() } else { h.clone() };
+        out += &format!("{:<6} {:<40} {}\n", index(l), shown, age(l));
+        if !h.is_empty() {
+            held.entry(h).or_default().push(index(l));
+        }
+    }
+    out += &format!("\n{:<40} {:<10} {}\n", "MEMBER", "RENEWED", "SHARDS");
+    let mut members: Vec<&Lease> = leases.iter().filter(|l| role(l, "member")).collect();
+    members.sort_by_key(|l| holder(l));
+    for l in members {
+        let h = holder(l);
+        let mine = held.get(&h).map(|v| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).unwrap_or_default();
+        out += &format!("{:<40} {:<10} {}\n", h, age(l), mine);
+    }
+    out
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not held.
+    Off,
+    /// Held; its keys wait for the informers to list afresh.
+    Starting,
+    /// Held; its keys are taken.
+    On,
+    /// Held, being handed over: no new keys, the ones in flight finish.
+    Draining,
+}
+
+struct Slot {
+    state: State,
+    /// Bumped at each acquisition, so a late activation of an earlier one is ignored.
+    generation: u64,
+    in_flight: usize,
+}
+
+/// What the controllers ask before taking a key: whether its shard is held and running here,
+/// and which reconciles of each shard are in flight (a shard is released only once none is).
+pub(crate) struct ShardGate {
+    slots: Vec<Mutex<Slot>>,
+    idle: Notify,
+    /// The shards this replica holds (starting, on or draining): what its informers list.
+    held: watch::Sender<BTreeSet<u32>>,
+    /// Shards acquired, to be started once the caches are fresh: (shard, generation, when).
+    acquired: mpsc::UnboundedSender<(u32, u64, Instant)>,
+}
+
+/// One reconcile of a shard in flight; the shard is not released while it lives.
+pub(crate) struct InFlight<'a> {
+    gate: &'a ShardGate,
+    shard: u32,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(mut slot) = self.gate.slot(self.shard) {
+            slot.in_flight = slot.in_flight.saturating_sub(1);
+        }
+        self.gate.idle.notify_waiters();
+    }
+}
+
+impl ShardGate {
+    fn new(count: u32) -> (Arc<ShardGate>, mpsc::UnboundedReceiver<(u32, u64, Instant)>) {
+        let (acquired, rx) = mpsc::unbounded_channel();
+        let slots =
+            (0..count.max(1)).map(|_| Mutex::new(Slot { state: State::Off, generation: 0, in_flight: 0 })).collect();
+        let gate = ShardGate { slots, idle: Notify::new(), held: watch::channel(BTreeSet::new()).0, acquired };
+        (Arc::new(gate), rx)
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// The shard of a key's namespace.
+    pub(crate) fn shard_of(&self, namespace: &str) -> u32 {
+        wasmcm_core::shard_of(namespace, self.count())
+    }
+
+    fn slot(&self, shard: u32) -> Option<std::sync::MutexGuard<'_, Slot>> {
+        self.slots.get(shard as usize).map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn state(&self, shard: u32) -> State {
+        self.slot(shard).map_or(State::Off, |s| s.state)
+    }
+
+    /// Whether keys of `namespace` are taken here now.
+    pub(crate) fn admits(&self, namespace: &str) -> bool {
+        self.state(self.shard_of(namespace)) == State::On
+    }
+
+    /// Counts a reconcile of a key in `namespace` in flight, if its shard is taken here; the
+    /// check and the count are one step, so a handover never misses it.
+    pub(crate) fn enter(&self, namespace: &str) -> Option<InFlight<'_>> {
+        let shard = self.shard_of(namespace);
+        let mut slot = self.slot(shard)?;
+        if slot.state != State::On {
+            return None;
+        }
+        slot.in_flight += 1;
+        Some(InFlight { gate: self, shard })
+    }
+
+    /// The shards held here, and each change of them.
+    pub(crate) fn held(&self) -> watch::Receiver<BTreeSet<u32>> {
+        self.held.subscribe()
+    }
+
+    /// The shards whose keys are taken here now.
+    pub(crate) fn active(&self) -> Vec<u32> {
+        (0..self.count()).filter(|s| self.state(*s) == State::On).collect()
+    }
+
+    fn set_held(&self, shard: u32, held: bool) {
+        self.held.send_if_modified(|set| if held { set.insert(shard) } else { set.remove(&shard) });
+    }
+
+    /// Acquired at `at`: held, its keys wait for [`ShardGate::activate`].
+    fn start(&self, shard: u32, at: Instant) {
+        let Some(mut slot) = self.slot(shard) else { return };
+        slot.state = State::Starting;
+        slot.generation += 1;
+        let generation = slot.generation;
+        drop(slot);
+        self.set_held(shard, true);
+        let _ = self.acquired.send((shard, generation, at));
+    }
+
+    /// Takes the shard's keys from now, if it is still the acquisition `generation`.
+    pub(crate) fn activate(&self, shard: u32, generation: u64) -> bool {
+        let Some(mut slot) = self.slot(shard) else { return false };
+        if slot.state != State::Starting || slot.generation != generation {
+            return false;
+        }
+        slot.state = State::On;
+        true
+    }
+
+    /// Stops taking the shard's keys; true once none is in flight.
+    fn drain(&self, shard: u32) -> bool {
+        let Some(mut slot) = self.slot(shard) else { return true };
+        if slot.state != State::Off {
+            slot.state = State::Draining;
+        }
+        slot.in_flight == 0
+    }
+
+    /// Not held any more.
+    fn off(&self, shard: u32) {
+        if let Some(mut slot) = self.slot(shard) {
+            slot.state = State::Off;
+        }
+        self.set_held(shard, false);
+    }
+
+    fn is_held(&self, shard: u32) -> bool {
+        self.state(shard) != State::Off
+    }
+
+    /// Resolves once no reconcile of any shard is in flight.
+    async fn all_idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if (0..self.count()).all(|s| self.slot(s).is_none_or(|slot| slot.in_flight == 0)) {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+/// A Lease write decided in one round.
+enum Write {
+    Create(u32, Lease),
+    Acquire(u32, Lease),
+    Renew(u32, Lease),
+    Release(u32, Lease),
+}
+
+pub(crate) struct Shards {
+    api: Api<Lease>,
+    config: ShardConfig,
+    gate: Arc<ShardGate>,
+    /// The sharded fence, one per shard.
+    fence: Fence,
+    /// What was last seen of each Lease of the group, by name.
+    seen: BTreeMap<String, Option<Observed>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Shards {
+    /// `client` is for Leases alone (no retries of its own: `runtime::clients`).
+    pub(crate) fn new(
+        client: kube::Client,
+        config: ShardConfig,
+        metrics: Arc<Metrics>,
+    ) -> (Shards, Arc<ShardGate>, mpsc::UnboundedReceiver<(u32, u64, Instant)>) {
+        let (gate, acquired) = ShardGate::new(config.count);
+        for shard in 0..gate.count() {
+            metrics.shard_held.get_or_create(&ShardLabels { shard: shard.to_string() }).set(0);
+        }
+        let shards = Shards {
+            api: Api::namespaced(client, &config.lease.namespace),
+            fence: Fence::sharded(config.count),
+            config,
+            gate: gate.clone(),
+            seen: BTreeMap::new(),
+            metrics,
+        };
+        (shards, gate, acquired)
+    }
+
+    pub(crate) fn fence(&self) -> Fence {
+        self.fence.clone()
+    }
+
+    fn shard_fence(&self, shard: u32) -> Fence {
+        self.fence.shard(shard).cloned().unwrap_or_else(Fence::closed)
+    }
+
+    /// Takes part until `stop` fires, then hands every shard back and leaves the group.
+    pub(crate) async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let timeout = self.config.lease.attempt_timeout();
+        loop {
+            if *stop.borrow() {
+                break;
+            }
+            let round = Instant::now();
+            if tokio::time::timeout(timeout, self.round(round, false)).await.is_err() {
+                tracing::debug!("shard round timed out");
+            }
+            self.expire();
+            tokio::select! {
+                _ = tokio::time::sleep(self.config.lease.retry_period) => {}
+                _ = stop.changed() => {}
+            }
+        }
+        self.leave().await;
+    }
+
+    /// Shards whose fence lapsed (no renewal within the renew deadline) are dropped.
+    fn expire(&mut self) {
+        for shard in 0..self.gate.count() {
+            if self.gate.is_held(shard) && !self.shard_fence(shard).holds() {
+                tracing::warn!(
+                    identity = %self.config.lease.identity,
+                    shard,
+                    "shard lost: could not renew its lease within {:?}",
+                    self.config.lease.renew_deadline
+                );
+                self.lost(shard, "lost");
+            }
+        }
+    }
+
+    fn lost(&self, shard: u32, how: &str) {
+        self.shard_fence(shard).close();
+        self.gate.off(shard);
+        self.held_gauge(shard, false);
+        self.handover(how);
+    }
+
+    fn held_gauge(&self, shard: u32, held: bool) {
+        self.metrics.shard_held.get_or_create(&ShardLabels { shard: shard.to_string() }).set(held as i64);
+    }
+
+    fn handover(&self, how: &str) {
+        self.metrics.shard_handovers.get_or_create(&crate::ops::metrics::HandoverLabels { kind: how.into() }).inc();
+    }
+
+    /// One round: read the group, renew membership, decide and perform each shard's write.
+    /// `leaving` hands back every shard (once its reconciles in flight are done).
+    async fn round(&mut self, round: Instant, leaving: bool) {
+        let c = self.config.clone();
+        let me = c.lease.identity.as_str();
+        let selector = format!("{SHARD_GROUP_LABEL}={}", c.lease.name);
+        let leases = match self.api.list(&ListParams::default().labels(&selector)).await {
+            Ok(l) => l.items,
+            Err(e) => {
+                tracing::debug!("listing shard leases: {e}");
+                return;
+            }
+        };
+        let by_name: BTreeMap<String, Lease> =
+            leases.into_iter().filter_map(|l| Some((l.metadata.name.clone()?, l))).collect();
+        for (name, lease) in &by_name {
+            Observed::see(self.seen.entry(name.clone()).or_default(), &lease.spec.clone().unwrap_or_default());
+        }
+        self.seen.retain(|name, _| by_name.contains_key(name));
+        if !leaving {
+            self.renew_membership(&by_name).await;
+        }
+        let members = self.members(&by_name, leaving);
+        let assignment = assign_shards(c.count, &members);
+        let mut writes = Vec::new();
+        for shard in 0..c.count {
+            let name = c.shard_lease(shard);
+            let lease = by_name.get(&name);
+            let wanted = assignment.get(shard as usize).and_then(Option::as_deref) == Some(me);
+            let holder = lease.and_then(|l| l.spec.as_ref()?.holder_identity.clone()).unwrap_or_default();
+            if self.gate.is_held(shard) {
+                if holder != me {
+                    tracing::warn!(shard, holder, "shard lost: its lease names another holder");
+                    self.lost(shard, "lost");
+                    continue;
+                }
+                let Some(lease) = lease else { continue };
+                if wanted && self.gate.state(shard) == State::Draining {
+                    // Given back to it before the handover finished: its keys start afresh.
+                    self.gate.start(shard, round);
+                }
+                let mut lease = lease.clone();
+                let spec = lease.spec.clone().unwrap_or_default();
+                if !wanted && self.gate.drain(shard) {
+                    // Nothing of the shard runs any more: close the fence, then let it go.
+                    self.shard_fence(shard).close();
+                    self.gate.off(shard);
+                    self.held_gauge(shard, false);
+                    lease.spec = Some(released(&spec));
+                    writes.push(Write::Release(shard, lease));
+                } else if let Some(new) = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration) {
+                    lease.spec = Some(new);
+                    writes.push(Write::Renew(shard, lease));
+                }
+            } else if wanted {
+                match lease {
+                    None => writes.push(Write::Create(
+                        shard,
+                        new_lease(&c.lease.namespace, &name, c.labels("shard"), me, c.lease.lease_duration),
+                    )),
+                    Some(lease) => {
+                        let spec = lease.spec.clone().unwrap_or_default();
+                        if let Some(new) = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration)
+                        {
+                            let mut lease = lease.clone();
+                            lease.spec = Some(new);
+                            writes.push(Write::Acquire(shard, lease));
+                        }
+                    }
+                }
+            }
+        }
+        let api = &self.api;
+        let sent = futures_util::future::join_all(writes.into_iter().map(|w| async move {
+            let result = match &w {
+                Write::Create(_, l) => api.create(&PostParams::default(), l).await,
+                Write::Acquire(_, l) | Write::Renew(_, l) | Write::Release(_, l) => {
+                    let name = l.metadata.name.clone().unwrap_or_default();
+                    api.replace(&name, &PostParams::default(), l).await
+                }
+            };
+            (w, result)
+        }))
+        .await;
+        for (write, result) in sent {
+            let written = match result {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::debug!("writing a shard lease: {e}");
+                    continue;
+                }
+            };
+            if let (Some(name), Some(spec)) = (written.metadata.name.clone(), written.spec.as_ref()) {
+                Observed::see(self.seen.entry(name).or_default(), spec);
+            }
+            let until = round + c.lease.renew_deadline;
+            match write {
+                Write::Renew(shard, _) => self.shard_fence(shard).extend(until),
+                Write::Create(shard, _) | Write::Acquire(shard, _) => {
+                    self.shard_fence(shard).extend(until);
+                    self.gate.start(shard, round);
+                    self.held_gauge(shard, true);
+                    self.handover("acquired");
+                    tracing::info!(identity = %me, shard, "acquired shard");
+                }
+                Write::Release(shard, _) => {
+                    self.handover("released");
+                    tracing::info!(identity = %me, shard, "released shard");
+                }
+            }
+        }
+    }
+
+    /// Creates or renews this replica's membership Lease.
+    async fn renew_membership(&mut self, by_name: &BTreeMap<String, Lease>) {
+        let c = &self.config;
+        let name = c.member_lease(&c.lease.identity);
+        let written = match by_name.get(&name) {
+            None => {
+                let lease =
+                    new_lease(&c.lease.namespace, &name, c.labels("member"), &c.lease.identity, c.lease.lease_duration);
+                self.api.create(&PostParams::default(), &lease).await
+            }
+            Some(lease) => {
+                let mut lease = lease.clone();
+                let spec = lease.spec.clone().unwrap_or_default();
+                // Its own: always claimable.
+                let Some(new) =
+                    claim(&spec, self.seen.entry(name.clone()).or_default(), &c.lease.identity, c.lease.lease_duration)
+                else {
+                    return;
+                };
+                lease.spec = Some(new);
+                self.api.replace(&name, &PostParams::default(), &lease).await
+            }
+        };
+        match written {
+            Ok(l) => {
+                if let Some(spec) = &l.spec {
+                    Observed::see(self.seen.entry(name).or_default(), spec);
+                }
+            }
+            Err(e) => tracing::debug!("renewing membership: {e}"),
+        }
+    }
+
+    /// The members alive as this replica sees them (itself included unless leaving): those
+    /// whose membership Lease it saw renewed within a lease duration. Member Leases not
+    /// renewed for many lease durations are deleted, so a crashed replica's does not linger.
+    fn members(&self, by_name: &BTreeMap<String, Lease>, leaving: bool) -> BTreeSet<String> {
+        let c = &self.config;
+        let mut members = BTreeSet::new();
+        let now = jiff::Timestamp::now();
+        for (name, lease) in by_name {
+            let labels = lease.metadata.labels.clone().unwrap_or_default();
+            if labels.get(SHARD_ROLE_LABEL).map(String::as_str) != Some("member") {
+                continue;
+            }
+            let spec = lease.spec.clone().unwrap_or_default();
+            let Some(holder) = spec.holder_identity.clone().filter(|h| !h.is_empty()) else { continue };
+            let term = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+            // At first sight every record looks fresh; one whose own renewTime is long past
+            // (by more than any clock skew) is a crashed replica's, not a live one.
+            let stale_stamp = spec.renew_time.as_ref().is_some_and(|t| {
+                now.duration_since(t.0).as_secs_f64() > (term * 2 + Duration::from_secs(30)).as_secs_f64()
+            });
+            if holder == c.lease.identity {
+                continue;
+            }
+            let seen = self.seen.get(name).unwrap_or(&None);
+            if Observed::fresh(seen, term) && !stale_stamp {
+                members.insert(holder);
+            } else if stale_stamp || !Observed::fresh(seen, term * 4) {
+                let (api, name, uid, rv) = (
+                    self.api.clone(),
+                    name.clone(),
+                    lease.metadata.uid.clone(),
+                    lease.metadata.resource_version.clone(),
+                );
+                tokio::spawn(async move {
+                    let params = DeleteParams {
+                        preconditions: Some(Preconditions { uid, resource_version: rv }),
+                        ..Default::default()
+                    };
+                    if api.delete(&name, &params).await.is_ok() {
+                        tracing::info!(lease = name, "removed a departed member's lease");
+                    }
+                });
+            }
+        }
+        if !leaving {
+            members.insert(c.lease.identity.clone());
+        }
+        members
+    }
+
+    /// Hands every shard back (each once its reconciles in flight are done, bounded by the
+    /// attempt timeout) and deletes the membership Lease, so the others take over at once.
+    async fn leave(mut self) {
+        let timeout = self.config.lease.attempt_timeout();
+        let _ = tokio::time::timeout(timeout, self.gate.all_idle()).await;
+        let round = Instant::now();
+        if tokio::time::timeout(timeout, self.round(round, true)).await.is_err() {
+            tracing::warn!("releasing shards timed out; the others take them once their leases expire");
+        }
+        for shard in 0..self.gate.count() {
+            self.shard_fence(shard).close();
+        }
+        let name = self.config.member_lease(&self.config.lease.identity);
+        if let Err(e) = tokio::time::timeout(timeout, self.api.delete(&name, &DeleteParams::default())).await {
+            tracing::debug!("leaving the shard group: {e}");
+        }
+        tracing::info!(identity = %self.config.lease.identity, "left the shard group");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn every_shard_goes_to_one_member_within_its_fair_share() {
+        for n in 1..=6usize {
+            let names: Vec<String> = (0..n).map(|i| format!("wasmcm-{i}")).collect();
+            let set: BTreeSet<String> = names.iter().cloned().collect();
+            let a = assign_shards(32, &set);
+            assert!(a.iter().all(|m| m.as_ref().is_some_and(|m| set.contains(m))));
+            for m in &names {
+                let load = a.iter().filter(|x| x.as_ref() == Some(m)).count();
+                assert!(load <= 32usize.div_ceil(n), "{m} holds {load} of 32 among {n}");
+            }
+            assert_eq!(a, assign_shards(32, &set), "the same members give the same answer");
+        }
+    }
+
+    #[test]
+    fn a_member_joining_moves_few_shards() {
+        let before = assign_shards(32, &members(&["a", "b", "c"]));
+        let after = assign_shards(32, &members(&["a", "b", "c", "d"]));
+        let moved = before.iter().zip(&after).filter(|(x, y)| x != y).count();
+        // d's fair share is 8; bounded loads may move a few more to keep everyone at 8.
+        assert!((8..=16).contains(&moved), "{moved} shards moved");
+    }
+
+    #[test]
+    fn a_reconcile_in_flight_holds_its_shard() {
+        let (gate, mut acquired) = ShardGate::new(4);
+        let ns = "team-a";
+        let shard = gate.shard_of(ns);
+        assert!(gate.enter(ns).is_none(), "not held");
+        gate.start(shard, Instant::now());
+        let (s, generation, _) = acquired.try_recv().unwrap();
+        assert_eq!(s, shard);
+        assert!(gate.enter(ns).is_none(), "held but not yet fresh");
+        assert!(gate.activate(shard, generation));
+        let running = gate.enter(ns).unwrap();
+        assert!(!gate.drain(shard), "a reconcile is in flight");
+        assert!(gate.enter(ns).is_none(), "draining takes no new key");
+        drop(running);
+        assert!(gate.drain(shard));
+        gate.off(shard);
+        assert!(!gate.activate(shard, generation), "a late activation of an old acquisition is ignored");
+    }
+}
