@@ -8,7 +8,7 @@ use std::process::Output;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::ReplicationController;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasmcm_apiserver::Cluster;
@@ -122,6 +122,11 @@ fn row<'a>(output: &'a str, name: &str) -> Vec<&'a str> {
     line.split("   ").map(str::trim).filter(|s| !s.is_empty()).collect()
 }
 
+/// Whether a line of `output` is these words, whatever the spacing.
+fn has_line(output: &str, words: &[&str]) -> bool {
+    output.lines().any(|l| l.split_whitespace().eq(words.iter().copied()))
+}
+
 #[test]
 fn kubectl_creates_jobs_and_cron_jobs_and_prints_upstream_columns() {
     let e = env();
@@ -178,6 +183,27 @@ fn kubectl_creates_jobs_and_cron_jobs_and_prints_upstream_columns() {
     let jobs = e.ok(&["get", "jobs"]);
     assert_eq!(row(&jobs, "j")[..4], ["j", "Complete", "1/1", "42s"]);
     assert_eq!(e.ok(&["get", "jobs", "--field-selector=status.successful=1", "-o", "name"]), "job.batch/j\n");
+
+    // A strategic merge patch reaches into the job template and merges its containers by name.
+    let patch = r#"{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox:1.37"}]}}}}}}"#;
+    e.ok(&["patch", "cronjob", "c", "-p", patch]);
+    let cron = e.json(&["get", "cronjob", "c"]);
+    let containers = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers.as_array().map(Vec::len), Some(1), "{containers}");
+    assert_eq!(containers[0]["image"], "busybox:1.37");
+    assert_eq!(cron["metadata"]["generation"], 2);
+
+    // kubectl's describers read what they need.
+    let described = e.ok(&["describe", "job", "j"]);
+    assert!(has_line(&described, &["Completions:", "1"]), "{described}");
+    assert!(
+        has_line(&described, &["Pods", "Statuses:", "0", "Active", "/", "1", "Succeeded", "/", "0", "Failed"]),
+        "{described}"
+    );
+    let described = e.ok(&["describe", "cronjob", "c"]);
+    assert!(has_line(&described, &["Schedule:", "*/1", "*", "*", "*", "*"]), "{described}");
+    let all = e.ok(&["get", "all"]);
+    assert!(all.contains("job.batch/j") && all.contains("cronjob.batch/c"), "{all}");
 
     // A schedule robfig/cron does not parse: refused with its text.
     let out = e.run(&["create", "cronjob", "bad", "--image=busybox", "--schedule=61 * * * *"], None);
@@ -247,6 +273,15 @@ fn kubectl_applies_daemon_sets_and_stateful_sets_and_scales() {
     // A server-side re-apply of the same manifest does not take back what scale set.
     e.ok_stdin(&["apply", "--server-side", "-f", "-"], Some(STATEFUL_SET));
     assert_eq!(e.json(&["get", "sts", "db"])["spec"]["replicas"], 3);
+
+    // rollout restart stamps the template, which counts as a new template generation.
+    e.ok(&["rollout", "restart", "ds/agent"]);
+    let ds = e.json(&["get", "ds", "agent"]);
+    assert!(ds["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].is_string());
+    assert_eq!(ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"], "3");
+    for kind in ["ds/agent", "sts/db", "rc/legacy"] {
+        assert!(e.ok(&["describe", kind]).contains("Pods Status:"), "describe {kind}");
+    }
 
     let all = e.ok(&["get", "ds,sts,rc"]);
     let blocks: Vec<&str> = all.split("\n\n").collect();
@@ -440,4 +475,70 @@ async fn kube_rs_round_trips_defaults_and_the_status_subresource() {
         jobs.get_opt("owned").await.unwrap().is_none().then_some(())
     })
     .await;
+
+    // A Job deleted without a propagation policy keeps its pods (the Job registry's
+    // OrphanDependents default) and says so in a Warning; Background takes them along.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pi = jobs.get("pi").await.unwrap();
+    let pod: Pod =
+        serde_json::from_value(json!({"metadata": {"name": "pi-1", "ownerReferences": [{"apiVersion": "batch/v1",
+        "kind": "Job", "name": "pi", "uid": pi.metadata.uid, "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "pi", "image": "perl"}]}}))
+        .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let req = http::Request::delete("/apis/batch/v1/namespaces/default/jobs/pi")
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let res = client.send(req).await.unwrap();
+    assert_eq!(res.status(), 200);
+    let warning = res.headers().get("warning").and_then(|w| w.to_str().ok()).unwrap_or_default().to_owned();
+    assert!(warning.starts_with("299 - \"child pods are preserved by default when jobs are deleted"), "{warning}");
+    wasmcm_test_support::eventually("the Job is gone", || async {
+        jobs.get_opt("pi").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    let orphan = pods.get("pi-1").await.unwrap();
+    assert!(orphan.metadata.owner_references.unwrap_or_default().is_empty(), "the pod is orphaned, not deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregated_discovery_lists_batch_and_the_subresources() {
+    let (_cluster, client) = wasmcm_test_support::cluster().await;
+    let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let get = |path: &str| http::Request::get(path).header("Accept", accept).body(Vec::new()).unwrap();
+    let apis: Value = serde_json::from_str(&client.request_text(get("/apis")).await.unwrap()).unwrap();
+    assert_eq!(apis["kind"], "APIGroupDiscoveryList");
+    let group =
+        |name: &str| apis["items"].as_array().unwrap().iter().find(|g| g["metadata"]["name"] == name).cloned().unwrap();
+    let resources = |g: &Value| -> Vec<(String, Vec<String>)> {
+        g["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let subs =
+                    r["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap().to_owned());
+                (r["resource"].as_str().unwrap().to_owned(), subs.collect())
+            })
+            .collect()
+    };
+    let batch = group("batch");
+    assert_eq!(batch["versions"][0]["version"], "v1");
+    assert_eq!(
+        resources(&batch),
+        [("cronjobs".to_owned(), vec!["status".to_owned()]), ("jobs".to_owned(), vec!["status".to_owned()])]
+    );
+    let apps = resources(&group("apps"));
+    assert!(apps.contains(&("daemonsets".to_owned(), vec!["status".to_owned()])), "{apps:?}");
+    assert!(apps.contains(&("statefulsets".to_owned(), vec!["status".to_owned(), "scale".to_owned()])), "{apps:?}");
+    let core: Value = serde_json::from_str(&client.request_text(get("/api")).await.unwrap()).unwrap();
+    let rc = core["items"][0]["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "replicationcontrollers")
+        .cloned()
+        .unwrap();
+    assert_eq!(rc["shortNames"], json!(["rc"]));
+    assert_eq!(rc["categories"], json!(["all"]));
 }
