@@ -318,7 +318,14 @@ fn prepare_status_update(
             }
         }
     }
+    // Decoding defaults the new status (counters Go always writes) before the field manager
+    // sees it; the status strategy validates it against the stored object.
+    defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut updated);
     owner.record(&t.rt, Some(current), &mut updated)?;
+    let causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
+    if !causes.is_empty() {
+        return Err(invalid(&t.rt, &t.name, causes));
+    }
     Ok(if updated == *current { None } else { Some(updated) })
 }
 

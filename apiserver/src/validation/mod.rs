@@ -102,6 +102,20 @@ pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Optio
     v.causes
 }
 
+/// Validates a write to the status subresource: `object` is the stored object with the new
+/// status, `old` the stored one. Only the kinds whose status strategies check something have
+/// rules; everything else is accepted as before.
+pub(crate) fn validate_status(api_version: &str, kind: &str, object: &Value, old: &Value) -> Vec<Cause> {
+    let mut v = V::default();
+    match (api_version, kind) {
+        ("apps/v1", "DaemonSet" | "StatefulSet") | ("v1", "ReplicationController") | ("batch/v1", "Job") => {
+            workloads::status(&mut v, kind, object, old);
+        }
+        _ => {}
+    }
+    v.causes
+}
+
 // ---------------------------------------------------------------------------------------------
 // Causes and typed access to untrusted JSON.
 

@@ -178,7 +178,7 @@ fn kubectl_creates_jobs_and_cron_jobs_and_prints_upstream_columns() {
 
     // The status subresource: a Job's completion is written there, and the printer follows it.
     let status = r#"{"status":{"succeeded":1,"startTime":"2026-01-01T00:00:00Z","completionTime":"2026-01-01T00:00:42Z",
-        "conditions":[{"type":"Complete","status":"True"}]}}"#;
+        "conditions":[{"type":"SuccessCriteriaMet","status":"True"},{"type":"Complete","status":"True"}]}}"#;
     e.ok(&["patch", "job", "j", "--subresource=status", "--type=merge", "-p", status]);
     let jobs = e.ok(&["get", "jobs"]);
     assert_eq!(row(&jobs, "j")[..4], ["j", "Complete", "1/1", "42s"]);
@@ -388,6 +388,17 @@ async fn kube_rs_round_trips_defaults_and_the_status_subresource() {
     assert_eq!(after.spec.as_ref().and_then(|s| s.parallelism), Some(3));
     assert_eq!(after.status.as_ref().and_then(|s| s.active), Some(1));
     assert_eq!(after.metadata.generation, Some(2));
+    // The Job status strategy's transition rules: no Complete without SuccessCriteriaMet.
+    let complete = json!({"status": {"startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:01:00Z",
+        "active": 0, "conditions": [{"type": "Complete", "status": "True"}]}});
+    let err = jobs.patch_status("pi", &PatchParams::default(), &Patch::Merge(&complete)).await.unwrap_err();
+    let kube::Error::Api(status) = err else { panic!("{err}") };
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "Job.batch \"pi\" is invalid: status.conditions: Invalid value: cannot set Complete=True condition \
+         without the SuccessCriteriaMet=true condition"
+    );
     // The pod template of a running Job is immutable.
     let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "pi", "image": "perl:2"}]}}}});
     let err = jobs.patch("pi", &PatchParams::default(), &Patch::Strategic(&image)).await.unwrap_err();
