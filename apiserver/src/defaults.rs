@@ -214,12 +214,16 @@ fn job(obj: &mut Map<String, Value>) {
     {
         meta.insert("labels".into(), Value::Object(labels));
     }
+    // Go writes a struct-valued status even when empty (omitempty does not omit structs).
+    child_obj(obj, "status");
 }
 
 /// `SetDefaults_CronJob`. Its job template gets only what the generated defaulter reaches
 /// inside it (the pod spec, pod failure policy patterns), not `SetDefaults_Job`, which is for
 /// Job objects: the cron job controller's Jobs are defaulted when they are created.
 fn cron_job(obj: &mut Map<String, Value>) {
+    // Go writes a struct-valued status even when empty (omitempty does not omit structs).
+    child_obj(obj, "status");
     let Some(spec) = child_obj(obj, "spec") else { return };
     default_str(spec, "concurrencyPolicy", "Allow");
     default_val(spec, "suspend", json!(false));

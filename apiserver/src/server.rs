@@ -622,7 +622,7 @@ fn delete_collection(
         }
     }
     let doc = json!({"apiVersion": rt.api_version(), "kind": rt.list_kind(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted});
-    Ok(json_response(StatusCode::OK, &doc))
+    Ok(with_warning(json_response(StatusCode::OK, &doc), api::delete_warning(rt, &opts)))
 }
 
 fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {

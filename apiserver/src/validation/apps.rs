@@ -54,7 +54,8 @@ pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, kind: &str) 
     let sel = v.obj(sel_value, "spec.selector");
     let check = match sel {
         None => {
-            if sel_value.is_none() {
+            // A DaemonSet's missing selector is only reported as the template mismatch.
+            if sel_value.is_none() && kind != "DaemonSet" {
                 v.required("spec.selector", "");
             }
             TemplateCheck::Nothing

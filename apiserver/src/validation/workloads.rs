@@ -92,10 +92,13 @@ pub(super) fn stateful_set(v: &mut V, obj: &Value, old: Option<&Value>) {
                 v.nonnegative("spec.updateStrategy.rollingUpdate.partition", partition);
                 if r.get("maxUnavailable").is_some_and(|m| !m.is_null()) {
                     let path = "spec.updateStrategy.rollingUpdate.maxUnavailable";
-                    if let Some(m) = int_or_percent(v, r.get("maxUnavailable"), path)
-                        && m.percent().map_or_else(|| m.shown() == "0", |p| p == 0)
-                    {
-                        v.invalid(path, &m.shown(), "must be greater than 0");
+                    if let Some(m) = int_or_percent(v, r.get("maxUnavailable"), path) {
+                        if m.percent().map_or_else(|| m.shown() == "0", |p| p == 0) {
+                            v.invalid(path, &m.shown(), "cannot be 0");
+                        }
+                        if m.percent().is_some_and(|p| p > 100) {
+                            v.invalid(path, &m.shown(), "must not be greater than 100%");
+                        }
                     }
                 }
             }
@@ -119,6 +122,15 @@ pub(super) fn stateful_set(v: &mut V, obj: &Value, old: Option<&Value>) {
     }
     let history = v.int(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit");
     v.nonnegative("spec.revisionHistoryLimit", history);
+    if let Some(ordinals) = v.obj(spec.get("ordinals"), "spec.ordinals") {
+        let start = v.int(ordinals.get("start"), "spec.ordinals.start");
+        v.nonnegative("spec.ordinals.start", start);
+    }
+    // The governing Service's name becomes part of the pods' DNS names.
+    let service = v.string(spec.get("serviceName"), "spec.serviceName");
+    if !service.is_empty() {
+        v.each("spec.serviceName", &q(service), dns1123_label(service));
+    }
     if let Some(old_spec) = old.and_then(|o| o.get("spec")).and_then(Value::as_object) {
         let frozen = |s: &Obj| -> Value {
             Value::Object(

@@ -146,6 +146,7 @@ fn kubectl_creates_jobs_and_cron_jobs_and_prints_upstream_columns() {
     assert_eq!(job["spec"]["template"]["metadata"]["labels"], generated);
     assert_eq!(job["metadata"]["labels"], generated, "a Job without labels shows its pods'");
     assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+    assert_eq!(job["status"], json!({}), "Go writes an empty status struct");
 
     assert!(
         e.ok(&["create", "cronjob", "c", "--image=busybox", "--schedule=*/1 * * * *"])
