@@ -4,7 +4,8 @@
 //!
 //! It owns the workload spec: replicas, selector (and that it matches the template), strategy and
 //! the template's restart rules. The template's metadata and pod spec are checked with `meta`'s
-//! and `pods`' rules, unchanged; nothing pod-specific belongs here.
+//! and `pods`' rules, unchanged; nothing pod-specific belongs here. DaemonSets and StatefulSets
+//! share `workload` (their own rules are `workloads`').
 
 use std::collections::BTreeMap;
 

@@ -6,10 +6,11 @@
 use std::path::PathBuf;
 use std::process::Output;
 
+use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
 use wasmcm_apiserver::Cluster;
 
@@ -553,4 +554,51 @@ async fn aggregated_discovery_lists_batch_and_the_subresources() {
         .unwrap();
     assert_eq!(rc["shortNames"], json!(["rc"]));
     assert_eq!(rc["categories"], json!(["all"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_and_strategic_merge_patches_of_the_new_kinds() {
+    let (_cluster, client) = wasmcm_test_support::cluster().await;
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    let rv = sets.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut events = sets.watch(&WatchParams::default().timeout(10), &rv).await.unwrap().boxed();
+    let sts: StatefulSet = serde_json::from_value(json!({"metadata": {"name": "db"}, "spec": {
+        "selector": {"matchLabels": {"app": "db"}},
+        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [
+            {"name": "db", "image": "postgres:17", "ports": [{"containerPort": 5432}]},
+            {"name": "exporter", "image": "exporter:1"}]}}}}))
+    .unwrap();
+    sets.create(&PostParams::default(), &sts).await.unwrap();
+    // A strategic merge patch merges containers by name and keeps the other one.
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "db", "image": "postgres:18"}]}}}});
+    sets.patch("db", &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    let status = json!({"status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}});
+    sets.patch_status("db", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        match events.next().await {
+            Some(Ok(WatchEvent::Added(s))) => seen.push(("ADDED", s)),
+            Some(Ok(WatchEvent::Modified(s))) => seen.push(("MODIFIED", s)),
+            other => panic!("unexpected watch event {other:?}"),
+        }
+    }
+    assert_eq!(seen.iter().map(|(t, _)| *t).collect::<Vec<_>>(), ["ADDED", "MODIFIED", "MODIFIED"]);
+    let patched = &seen[1].1;
+    let containers = &patched.spec.template.spec.as_ref().unwrap().containers;
+    let images: Vec<_> = containers.iter().map(|c| (c.name.as_str(), c.image.as_deref().unwrap_or_default())).collect();
+    assert_eq!(images, [("db", "postgres:18"), ("exporter", "exporter:1")]);
+    assert_eq!(containers[0].ports.as_ref().map(Vec::len), Some(1), "the patched container keeps its ports");
+    assert_eq!(patched.metadata.generation, Some(2));
+    let with_status = &seen[2].1;
+    assert_eq!(with_status.status.as_ref().and_then(|s| s.ready_replicas), Some(1));
+    assert_eq!(with_status.metadata.generation, Some(2), "a status write does not bump the generation");
+
+    // A status that contradicts itself is refused with the StatefulSet status rules.
+    let bad = json!({"status": {"replicas": 1, "readyReplicas": 2}});
+    let err = sets.patch_status("db", &PatchParams::default(), &Patch::Merge(&bad)).await.unwrap_err();
+    assert!(
+        err.to_string().contains("status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas"),
+        "{err}"
+    );
 }
