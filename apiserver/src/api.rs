@@ -319,8 +319,12 @@ fn prepare_status_update(
         }
     }
     // Decoding defaults the new status (counters Go always writes) before the field manager
-    // sees it; the status strategy validates it against the stored object.
-    defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut updated);
+    // sees it; the status strategy validates it against the stored object. Only for the
+    // workload kinds whose status defaults are all decode defaults: a pod's phase and QoS
+    // class are the pod registry's on create, not a status write's.
+    if strategy::defaults_status(&t.rt.api_version(), &t.rt.kind) {
+        defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut updated);
+    }
     owner.record(&t.rt, Some(current), &mut updated)?;
     let causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
     if !causes.is_empty() {

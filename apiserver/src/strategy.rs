@@ -1,6 +1,7 @@
 //! What the registry strategies of the workload kinds write on create and update beyond
 //! defaulting and validation (pkg/registry/batch/job and pkg/registry/apps/daemonset
-//! strategy.go): a Job's generated selector and pod labels, a DaemonSet's template generation.
+//! strategy.go): a Job's generated selector and pod labels, a DaemonSet's template generation,
+//! and which kinds' status writes are defaulted like decoded objects.
 //!
 //! Server-owned metadata, status resets and `metadata.generation` are `api`'s, defaults are
 //! `defaults`', and whether the result is acceptable is `validation`'s. Input of the wrong shape
@@ -42,6 +43,17 @@ pub(crate) fn prepare_update(api_version: &str, kind: &str, new: &mut Value, old
         let changed = new.pointer("/spec/template") != old.pointer("/spec/template");
         set_template_generation(new, old_generation + i64::from(changed));
     }
+}
+
+/// Whether a write to this kind's `/status` is defaulted as a decoded object is: the workload
+/// kinds, whose status defaults are counters Go always writes.
+pub(crate) fn defaults_status(api_version: &str, kind: &str) -> bool {
+    matches!(
+        (api_version, kind),
+        ("apps/v1", "DaemonSet" | "StatefulSet" | "ReplicaSet")
+            | ("batch/v1", "Job" | "CronJob")
+            | ("v1", "ReplicationController")
+    )
 }
 
 fn set_template_generation(object: &mut Value, generation: i64) {
