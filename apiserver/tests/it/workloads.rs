@@ -285,20 +285,35 @@ fn kubectl_applies_daemon_sets_and_stateful_sets_and_scales() {
         assert!(e.ok(&["describe", kind]).contains("Pods Status:"), "describe {kind}");
     }
 
-    let all = e.ok(&["get", "ds,sts,rc"]);
+    e.ok(&["create", "job", "once", "--image=busybox"]);
+    e.ok(&["create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *"]);
+    let all = e.ok(&["get", "jobs,cronjobs,ds,sts,rc"]);
     let blocks: Vec<&str> = all.split("\n\n").collect();
+    assert_eq!(blocks.len(), 5, "{all}");
+    assert_eq!(header(blocks[0]), ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]);
+    assert_eq!(row(blocks[0], "job.batch/once")[..3], ["job.batch/once", "Running", "0/1"]);
+    assert_eq!(header(blocks[1]), ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]);
     assert_eq!(
-        header(blocks[0]),
+        row(blocks[1], "cronjob.batch/nightly")[..6],
+        ["cronjob.batch/nightly", "0 3 * * *", "<none>", "False", "0", "<none>"]
+    );
+    assert_eq!(
+        header(blocks[2]),
         ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"]
     );
     assert_eq!(
-        row(blocks[0], "daemonset.apps/agent")[..7],
+        row(blocks[2], "daemonset.apps/agent")[..7],
         ["daemonset.apps/agent", "0", "0", "0", "0", "0", "kubernetes.io/os=linux"]
     );
-    assert_eq!(header(blocks[1]), ["NAME", "READY", "AGE"]);
-    assert_eq!(row(blocks[1], "statefulset.apps/db")[..2], ["statefulset.apps/db", "0/3"]);
-    assert_eq!(header(blocks[2]), ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]);
-    assert_eq!(row(blocks[2], "replicationcontroller/legacy")[..4], ["replicationcontroller/legacy", "2", "0", "0"]);
+    assert_eq!(header(blocks[3]), ["NAME", "READY", "AGE"]);
+    assert_eq!(row(blocks[3], "statefulset.apps/db")[..2], ["statefulset.apps/db", "0/3"]);
+    assert_eq!(header(blocks[4]), ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]);
+    assert_eq!(row(blocks[4], "replicationcontroller/legacy")[..4], ["replicationcontroller/legacy", "2", "0", "0"]);
+    let wide = e.ok(&["get", "sts,rc", "-o", "wide"]);
+    let blocks: Vec<&str> = wide.split("\n\n").collect();
+    assert_eq!(header(blocks[0]), ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"]);
+    assert_eq!(header(blocks[1]), ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]);
+    assert!(blocks[1].contains("app=legacy"), "{wide}");
 
     // A StatefulSet's spec beyond the updatable fields is frozen, with upstream's text.
     let out = e.run(&["patch", "sts", "db", "--type=merge", "-p", r#"{"spec":{"serviceName":"other"}}"#], None);
