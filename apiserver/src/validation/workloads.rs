@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::apps::{go_map, go_selector, int_or_percent, workload};
-use super::meta::{NameRule, Scope, annotations, labels, meta, selector};
-use super::pods::pod_spec;
 use wasmcm_core::validation::dns1123_label;
 
+use super::apps::{IntOrStr, go_map, go_selector, int_or_percent, workload};
+use super::meta::{NameRule, Scope, annotations, labels, meta, selector};
+use super::pods::pod_spec;
 use super::{Obj, V, deep_empty, json_short, q, semantic_eq, show};
 
 pub(super) fn daemon_set(v: &mut V, obj: &Value, old: Option<&Value>) {
@@ -27,21 +27,7 @@ pub(super) fn daemon_set(v: &mut V, obj: &Value, old: Option<&Value>) {
         "OnDelete" => {}
         "RollingUpdate" => match v.obj(strategy.get("rollingUpdate"), "spec.updateStrategy.rollingUpdate") {
             None => v.required("spec.updateStrategy.rollingUpdate", ""),
-            Some(rolling) => {
-                let unavailable_path = "spec.updateStrategy.rollingUpdate.maxUnavailable";
-                let unavailable = int_or_percent(v, rolling.get("maxUnavailable"), unavailable_path);
-                let surge = int_or_percent(v, rolling.get("maxSurge"), "spec.updateStrategy.rollingUpdate.maxSurge");
-                let zero = |x: &Option<super::apps::IntOrStr<'_>>| {
-                    x.as_ref().is_some_and(|x| x.percent().map_or_else(|| x.shown() == "0", |p| p == 0))
-                };
-                if zero(&unavailable) && zero(&surge) {
-                    let shown = unavailable.as_ref().map(|u| u.shown()).unwrap_or_default();
-                    v.invalid(unavailable_path, &shown, "cannot be 0 when maxSurge is 0");
-                }
-                if let Some(u) = unavailable.filter(|u| u.percent().is_some_and(|p| p > 100)) {
-                    v.invalid(unavailable_path, &u.shown(), "must not be greater than 100%");
-                }
-            }
+            Some(rolling) => rolling_update_daemon_set(v, rolling),
         },
         _ => v.unsupported(
             "spec.updateStrategy",
@@ -51,6 +37,31 @@ pub(super) fn daemon_set(v: &mut V, obj: &Value, old: Option<&Value>) {
     }
     let history = v.int(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit");
     v.nonnegative("spec.revisionHistoryLimit", history);
+}
+
+/// ValidateRollingUpdateDaemonSet: both bounds are non-negative ints or percents of at most
+/// 100%, and exactly one of them is non-zero.
+fn rolling_update_daemon_set(v: &mut V, rolling: &Obj) {
+    let path = |field: &str| format!("spec.updateStrategy.rollingUpdate.{field}");
+    let unavailable = int_or_percent(v, rolling.get("maxUnavailable"), &path("maxUnavailable"));
+    let surge = int_or_percent(v, rolling.get("maxSurge"), &path("maxSurge"));
+    for (field, bound) in [("maxUnavailable", &unavailable), ("maxSurge", &surge)] {
+        if let Some(b) = bound.as_ref().filter(|b| b.percent().is_some_and(|p| p > 100)) {
+            v.invalid(&path(field), &b.shown(), "must not be greater than 100%");
+        }
+    }
+    // getIntOrPercentValue: a percent counts by its number, anything unparsable as 0.
+    let non_zero = |b: &Option<IntOrStr<'_>>| {
+        b.as_ref().is_some_and(|b| b.percent().map_or_else(|| b.shown().parse::<i64>().unwrap_or(0) != 0, |p| p != 0))
+    };
+    match (non_zero(&unavailable), non_zero(&surge)) {
+        (true, true) => {
+            let shown = surge.as_ref().map(IntOrStr::shown).unwrap_or_default();
+            v.invalid(&path("maxSurge"), &shown, "may not be set when maxUnavailable is non-zero");
+        }
+        (false, false) => v.required(&path("maxUnavailable"), "cannot be 0 when maxSurge is 0"),
+        _ => {}
+    }
 }
 
 /// What a StatefulSet's spec may change on update (ValidateStatefulSetUpdate).
@@ -1195,7 +1206,17 @@ mod tests {
             causes("apps/v1", "DaemonSet", &odd, None),
             [
                 r#"Invalid spec.template.metadata.labels: Invalid value: map[string]string{"app":"y"}: `selector` does not match template `labels`"#,
-                "Invalid spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: cannot be 0 when maxSurge is 0"
+                "Required spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0"
+            ]
+        );
+
+        let mut both = ds.clone();
+        both["spec"]["updateStrategy"]["rollingUpdate"] = json!({"maxUnavailable": "10%", "maxSurge": "150%"});
+        assert_eq!(
+            causes("apps/v1", "DaemonSet", &both, None),
+            [
+                "Invalid spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 150%: must not be greater than 100%",
+                "Invalid spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 150%: may not be set when maxUnavailable is non-zero"
             ]
         );
 
