@@ -14,7 +14,7 @@ use super::change::Key;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
-use super::{defaults, services, validation};
+use super::{defaults, services, strategy, table, validation};
 use wasmcm_core::{ApiError, Cause, meta_mut, spec_part, str_at};
 
 /// Where an object lives.
@@ -180,6 +180,9 @@ pub(crate) fn create(
     }
     defaults::apply(&rt.api_version(), &rt.kind, &mut object);
     owner.record(rt, None, &mut object)?;
+    // After the writer's fields are recorded: upstream's field manager runs before the
+    // registry strategy, so what the strategy writes belongs to no manager.
+    strategy::prepare_create(&rt.api_version(), &rt.kind, &mut object);
     validate(rt, &object, None)?;
     if rt.id() == "/services" {
         let causes = services::allocate(state, &mut object);
@@ -268,6 +271,7 @@ fn prepare_update(
     }
     defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
     owner.record(&t.rt, Some(current), &mut new)?;
+    strategy::prepare_update(&t.rt.api_version(), &t.rt.kind, &mut new, current);
     validate(&t.rt, &new, Some(current))?;
     if t.rt.tracks_generation() && spec_part(&new) != spec_part(current) {
         let generation = current_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
@@ -314,7 +318,18 @@ fn prepare_status_update(
             }
         }
     }
+    // Decoding defaults the new status (counters Go always writes) before the field manager
+    // sees it; the status strategy validates it against the stored object. Only for the
+    // workload kinds whose status defaults are all decode defaults: a pod's phase and QoS
+    // class are the pod registry's on create, not a status write's.
+    if strategy::defaults_status(&t.rt.api_version(), &t.rt.kind) {
+        defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut updated);
+    }
     owner.record(&t.rt, Some(current), &mut updated)?;
+    let causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
+    if !causes.is_empty() {
+        return Err(invalid(&t.rt, &t.name, causes));
+    }
     Ok(if updated == *current { None } else { Some(updated) })
 }
 
@@ -440,19 +455,24 @@ pub(crate) fn apply(
     Ok((written, false))
 }
 
-/// The autoscaling/v1 Scale of a Deployment or ReplicaSet (or a custom resource's scale
-/// subresource at its default paths).
+/// The autoscaling/v1 Scale of a Deployment, ReplicaSet, StatefulSet or ReplicationController
+/// (or a custom resource's scale subresource at its default paths), with the selector as
+/// `labels.Selector.String()` prints it.
 pub(crate) fn scale_of(object: &Value) -> Value {
-    let selector = object
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            let mut pairs: Vec<String> =
-                m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
-            pairs.sort();
-            pairs.join(",")
-        })
-        .unwrap_or_default();
+    let selector = object.pointer("/spec/selector");
+    let selector = if str_at(object, "/kind") == "ReplicationController" {
+        // A plain label map (labels.SelectorFromSet).
+        let mut pairs: Vec<String> = selector
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
+        pairs.sort();
+        pairs.join(",")
+    } else {
+        table::selector_string(selector).unwrap_or_default()
+    };
     let mut scale_meta = json!({});
     for f in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
         if let Some(v) = object.pointer(&format!("/metadata/{f}")) {
@@ -518,6 +538,20 @@ pub(crate) enum Deleted {
 /// The namespaces kube-apiserver's NamespaceLifecycle admission never lets go.
 const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
+/// Kinds whose `DefaultGarbageCollectionPolicy` is OrphanDependents: batch/v1 Jobs keep their
+/// pods unless the delete asks for a propagation policy (for compatibility with old clients).
+fn orphans_by_default(rt: &ResourceType) -> bool {
+    rt.id() == "batch/jobs"
+}
+
+/// The `Warning` a delete answers with: the Job registry's, when its pods are kept by default.
+pub(crate) fn delete_warning(rt: &ResourceType, opts: &DeleteOptions) -> Option<&'static str> {
+    (opts.propagation_policy.is_none() && orphans_by_default(rt)).then_some(
+        "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove \
+         them or set propagationPolicy=Orphan to suppress this warning",
+    )
+}
+
 /// Whether a delete that removes the object at once answers with it (upstream's registries with
 /// `ReturnDeletedObject`) rather than with a `Status` of success.
 pub(crate) fn returns_deleted_object(rt: &ResourceType) -> bool {
@@ -577,6 +611,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
     let extra_finalizer = match opts.propagation_policy.as_deref() {
         Some("Foreground") => Some("foregroundDeletion"),
         Some("Orphan") => Some("orphan"),
+        None if orphans_by_default(&t.rt) => Some("orphan"),
         _ => None,
     };
     let has_finalizers =

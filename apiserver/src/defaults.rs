@@ -14,6 +14,11 @@ pub(crate) fn apply(api_version: &str, kind: &str, object: &mut Value) {
     match (api_version, kind) {
         ("apps/v1", "Deployment") => deployment(obj),
         ("apps/v1", "ReplicaSet") => replica_set(obj),
+        ("apps/v1", "DaemonSet") => daemon_set(obj),
+        ("apps/v1", "StatefulSet") => stateful_set(obj),
+        ("batch/v1", "Job") => job(obj),
+        ("batch/v1", "CronJob") => cron_job(obj),
+        ("v1", "ReplicationController") => replication_controller(obj),
         ("v1", "Pod") => pod(obj),
         ("v1", "Namespace") => namespace(obj),
         ("v1", "Secret") => secret(obj),
@@ -108,6 +113,162 @@ fn replica_set(obj: &mut Map<String, Value>) {
         template(spec);
     }
     // ReplicaSetStatus.replicas has no omitempty, so a real server always shows it.
+    if let Some(status) = child_obj(obj, "status") {
+        default_val(status, "replicas", json!(0));
+    }
+}
+
+/// `SetDefaults_DaemonSet`. The four counters of DaemonSetStatus without omitempty always show.
+fn daemon_set(obj: &mut Map<String, Value>) {
+    if let Some(spec) = child_obj(obj, "spec") {
+        if let Some(strategy) = child_obj(spec, "updateStrategy") {
+            default_str(strategy, "type", "RollingUpdate");
+            if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate")
+                && let Some(rolling) = child_obj(strategy, "rollingUpdate")
+            {
+                default_val(rolling, "maxUnavailable", json!(1));
+                default_val(rolling, "maxSurge", json!(0));
+            }
+        }
+        default_val(spec, "revisionHistoryLimit", json!(10));
+        template(spec);
+    }
+    if let Some(status) = child_obj(obj, "status") {
+        for counter in ["currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"] {
+            default_val(status, counter, json!(0));
+        }
+    }
+}
+
+/// `SetDefaults_StatefulSet` with MaxUnavailableStatefulSet on (beta, hence default, in 1.35),
+/// plus the claim templates' PersistentVolumeClaim defaults the generated defaulter applies.
+fn stateful_set(obj: &mut Map<String, Value>) {
+    if let Some(spec) = child_obj(obj, "spec") {
+        default_str(spec, "podManagementPolicy", "OrderedReady");
+        if let Some(strategy) = child_obj(spec, "updateStrategy") {
+            // A rollingUpdate is made only together with the defaulted type: an explicit
+            // RollingUpdate without one stays without (and means partition 0 to the controller).
+            if is_unset_str(strategy.get("type")) {
+                strategy.insert("type".into(), json!("RollingUpdate"));
+                default_val(strategy, "rollingUpdate", json!({}));
+            }
+            if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate")
+                && let Some(rolling) = strategy.get_mut("rollingUpdate").and_then(Value::as_object_mut)
+            {
+                default_val(rolling, "partition", json!(0));
+                default_val(rolling, "maxUnavailable", json!(1));
+            }
+        }
+        if let Some(policy) = child_obj(spec, "persistentVolumeClaimRetentionPolicy") {
+            default_str(policy, "whenDeleted", "Retain");
+            default_str(policy, "whenScaled", "Retain");
+        }
+        default_val(spec, "replicas", json!(1));
+        default_val(spec, "revisionHistoryLimit", json!(10));
+        template(spec);
+        for claim in objects_mut(spec.get_mut("volumeClaimTemplates")) {
+            if let Some(claim_spec) = child_obj(claim, "spec") {
+                default_val(claim_spec, "volumeMode", json!("Filesystem"));
+            }
+            if let Some(status) = child_obj(claim, "status") {
+                default_str(status, "phase", "Pending");
+            }
+        }
+    }
+    // StatefulSetStatus.replicas and .availableReplicas have no omitempty.
+    if let Some(status) = child_obj(obj, "status") {
+        default_val(status, "replicas", json!(0));
+        default_val(status, "availableReplicas", json!(0));
+    }
+}
+
+/// `SetDefaults_Job` (JobPodReplacementPolicy is GA). The selector and its template labels are
+/// the registry's (`strategy`), which runs between two passes of this: the second pass is the
+/// defaulting upstream applies whenever it reads the stored Job back, which is how a Job
+/// created without labels shows the generated ones in `metadata.labels` too.
+fn job(obj: &mut Map<String, Value>) {
+    let template_labels = obj
+        .get("spec")
+        .and_then(|s| s.pointer("/template/metadata/labels"))
+        .and_then(Value::as_object)
+        .filter(|l| !l.is_empty())
+        .cloned();
+    if let Some(spec) = child_obj(obj, "spec") {
+        let unset = |spec: &Map<String, Value>, key: &str| spec.get(key).is_none_or(Value::is_null);
+        if unset(spec, "completions") && unset(spec, "parallelism") {
+            spec.insert("completions".into(), json!(1));
+        }
+        default_val(spec, "parallelism", json!(1));
+        let per_index = !unset(spec, "backoffLimitPerIndex");
+        default_val(spec, "backoffLimit", json!(if per_index { i64::from(i32::MAX) } else { 6 }));
+        default_val(spec, "completionMode", json!("NonIndexed"));
+        default_val(spec, "suspend", json!(false));
+        let replacement = if unset(spec, "podFailurePolicy") { "TerminatingOrFailed" } else { "Failed" };
+        default_val(spec, "podReplacementPolicy", json!(replacement));
+        default_val(spec, "manualSelector", json!(false));
+        job_spec(spec);
+    }
+    if let Some(labels) = template_labels
+        && let Some(meta) = child_obj(obj, "metadata")
+        && is_empty_map(meta.get("labels"))
+    {
+        meta.insert("labels".into(), Value::Object(labels));
+    }
+    // Go writes a struct-valued status even when empty (omitempty does not omit structs).
+    child_obj(obj, "status");
+}
+
+/// `SetDefaults_CronJob`. Its job template gets only what the generated defaulter reaches
+/// inside it (the pod spec, pod failure policy patterns), not `SetDefaults_Job`, which is for
+/// Job objects: the cron job controller's Jobs are defaulted when they are created.
+fn cron_job(obj: &mut Map<String, Value>) {
+    // Go writes a struct-valued status even when empty (omitempty does not omit structs).
+    child_obj(obj, "status");
+    let Some(spec) = child_obj(obj, "spec") else { return };
+    default_str(spec, "concurrencyPolicy", "Allow");
+    default_val(spec, "suspend", json!(false));
+    default_val(spec, "successfulJobsHistoryLimit", json!(3));
+    default_val(spec, "failedJobsHistoryLimit", json!(1));
+    if let Some(job_spec_obj) =
+        spec.get_mut("jobTemplate").and_then(|t| t.get_mut("spec")).and_then(Value::as_object_mut)
+    {
+        job_spec(job_spec_obj);
+    }
+}
+
+/// What a JobSpec's nested types default to, in a Job or a CronJob's job template.
+fn job_spec(spec: &mut Map<String, Value>) {
+    template(spec);
+    let rules = spec.get_mut("podFailurePolicy").and_then(|p| p.get_mut("rules"));
+    for rule in objects_mut(rules) {
+        for pattern in objects_mut(rule.get_mut("onPodConditions")) {
+            default_str(pattern, "status", "True");
+        }
+    }
+}
+
+/// `SetDefaults_ReplicationController`: selector and labels from the template's labels.
+fn replication_controller(obj: &mut Map<String, Value>) {
+    // Go's `labels != nil`: any labels map, even an empty one, counts as given.
+    let template_labels =
+        obj.get("spec").and_then(|s| s.pointer("/template/metadata/labels")).and_then(Value::as_object).cloned();
+    if let Some(labels) = template_labels {
+        if let Some(spec) = child_obj(obj, "spec")
+            && is_empty_map(spec.get("selector"))
+        {
+            spec.insert("selector".into(), Value::Object(labels.clone()));
+        }
+        if let Some(meta) = child_obj(obj, "metadata")
+            && is_empty_map(meta.get("labels"))
+        {
+            meta.insert("labels".into(), Value::Object(labels));
+        }
+    }
+    if let Some(spec) = child_obj(obj, "spec") {
+        default_val(spec, "replicas", json!(1));
+        template(spec);
+    }
+    // ReplicationControllerStatus.replicas has no omitempty.
     if let Some(status) = child_obj(obj, "status") {
         default_val(status, "replicas", json!(0));
     }
@@ -453,7 +614,7 @@ fn crd(obj: &mut Map<String, Value>) {
 }
 
 /// The child object `key`, created when absent or null; None when it holds something else.
-fn child_obj<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+pub(crate) fn child_obj<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
     let slot = map.entry(key.to_owned()).or_insert(Value::Null);
     if slot.is_null() {
         *slot = json!({});
@@ -476,6 +637,16 @@ fn default_val(map: &mut Map<String, Value>, key: &str, value: Value) {
 fn default_str(map: &mut Map<String, Value>, key: &str, value: &str) {
     if is_unset_str(map.get(key)) {
         map.insert(key.to_owned(), json!(value));
+    }
+}
+
+/// An absent, null or empty map (`len(m) == 0`); a value of another type is not, so that
+/// defaulting never replaces what validation must report.
+fn is_empty_map(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(_) => false,
     }
 }
 

@@ -34,6 +34,7 @@ mod schema;
 mod server;
 mod services;
 mod store;
+mod strategy;
 mod table;
 mod tls;
 mod user;

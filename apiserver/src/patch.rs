@@ -239,11 +239,25 @@ const NAMESPACE: Fields = &[METADATA, ("status", Field::Object(CONDITIONS_STATUS
 
 const SERVICE_ACCOUNT: Fields = &[METADATA, ("secrets", keyed("name"))];
 
-// apps/v1 Deployment and ReplicaSet share every tagged path.
+// apps/v1 Deployment, ReplicaSet, DaemonSet and StatefulSet, batch/v1 Job and v1 ReplicationController share
+// every tagged path: a pod template and status conditions merged by type (a StatefulSet's volumeClaimTemplates
+// and a Job's podFailurePolicy rules are untagged, hence replaced).
 const WORKLOAD: Fields = &[
     METADATA,
     ("spec", Field::Object(&[("template", Field::Object(POD_TEMPLATE_SPEC))])),
     ("status", Field::Object(CONDITIONS_STATUS)),
+];
+
+// batch/v1 CronJob: the job template's metadata and pod template; status.active is atomic.
+const CRON_JOB: Fields = &[
+    METADATA,
+    (
+        "spec",
+        Field::Object(&[(
+            "jobTemplate",
+            Field::Object(&[METADATA, ("spec", Field::Object(&[("template", Field::Object(POD_TEMPLATE_SPEC))]))]),
+        )]),
+    ),
 ];
 
 // k8s.io/api/core/v1 ServiceSpec ports (merge key port) and ServiceStatus conditions.
@@ -263,7 +277,10 @@ fn schema_for(api_version: &str, kind: &str) -> Option<Fields> {
         ("v1", "Node") => Some(NODE),
         ("v1", "Namespace") => Some(NAMESPACE),
         ("v1", "ServiceAccount") => Some(SERVICE_ACCOUNT),
-        ("apps/v1", "Deployment" | "ReplicaSet") => Some(WORKLOAD),
+        ("apps/v1", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet")
+        | ("batch/v1", "Job")
+        | ("v1", "ReplicationController") => Some(WORKLOAD),
+        ("batch/v1", "CronJob") => Some(CRON_JOB),
         ("v1", "Service") => Some(SERVICE),
         ("policy/v1", "PodDisruptionBudget") => Some(POD_DISRUPTION_BUDGET),
         // Endpoints' subsets and an EndpointSlice's endpoints and ports are atomic lists.

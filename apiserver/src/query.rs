@@ -55,7 +55,8 @@ fn selectable_fields(kind: &str) -> &'static [&'static str] {
         "Namespace" => &["status.phase"],
         "Secret" => &["type"],
         "Node" => &["spec.unschedulable"],
-        "ReplicaSet" => &["status.replicas"],
+        "ReplicaSet" | "ReplicationController" => &["status.replicas"],
+        "Job" => &["status.successful"],
         _ => &[],
     }
 }
@@ -84,10 +85,21 @@ pub(crate) fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<FieldRequi
 /// so an unset one reads `false`.
 const BOOLEAN_FIELDS: &[&str] = &["spec.unschedulable", "spec.hostNetwork"];
 
+/// Selectable fields that are Go integers, read with `strconv.Itoa`: an unset one reads `0`.
+const INTEGER_FIELDS: &[&str] = &["status.replicas", "status.successful"];
+
 /// Whether the field reads as `wanted`: a missing field or null reads as "" (as `false` for a
-/// boolean field), a string as itself, anything else as its JSON.
+/// boolean field, `0` for an integer one), a string as itself, anything else as its JSON.
 fn field_is(object: &Value, field: &str, wanted: &str) -> bool {
-    let unset = if BOOLEAN_FIELDS.contains(&field) { "false" } else { "" };
+    let unset = if BOOLEAN_FIELDS.contains(&field) {
+        "false"
+    } else if INTEGER_FIELDS.contains(&field) {
+        "0"
+    } else {
+        ""
+    };
+    // A Job's selectable `status.successful` is its `status.succeeded` (JobToSelectableFields).
+    let field = if field == "status.successful" { "status.succeeded" } else { field };
     let mut v = object;
     for part in field.split('.') {
         match v.get(part) {

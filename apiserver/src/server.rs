@@ -276,6 +276,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     let writer = ctx.writer(state, &rt, subresource)?;
     let owner = Ownership::Update(&writer);
     let mut code = StatusCode::OK;
+    let mut warning = None;
     let written = match (ctx.method.clone(), part) {
         (Method::GET, Part::Scale) => Arc::new(api::scale_of(&*api::get(state, &target)?)),
         (Method::GET, _) => api::get(state, &target)?,
@@ -311,6 +312,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         }
         (Method::DELETE, Part::Main) => {
             let opts = delete_options(&ctx, &body)?;
+            warning = api::delete_warning(&rt, &opts);
             match api::delete(state, &target, &opts)? {
                 Deleted::Gone(o) if !api::returns_deleted_object(&rt) => {
                     let mut details = json!({"name": target.name, "kind": rt.resource,
@@ -319,7 +321,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                         details["group"] = json!(rt.group);
                     }
                     let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
-                    return Ok(json_response(StatusCode::OK, &status));
+                    return Ok(with_warning(json_response(StatusCode::OK, &status), warning));
                 }
                 Deleted::Gone(o) | Deleted::Pending(o) => o,
             }
@@ -329,7 +331,18 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     if part == Part::Scale {
         return Ok(json_response(StatusCode::OK, &written));
     }
-    Ok(object_response(code, &rt, &written, &ctx))
+    Ok(with_warning(object_response(code, &rt, &written, &ctx), warning))
+}
+
+/// Adds a `Warning` header as kube-apiserver writes them (code 299, no agent), which client-go
+/// and kubectl print.
+fn with_warning(mut r: Response<Body>, warning: Option<&str>) -> Response<Body> {
+    if let Some(text) = warning
+        && let Ok(value) = HeaderValue::from_str(&format!("299 - {text:?}"))
+    {
+        r.headers_mut().append("warning", value);
+    }
+    r
 }
 
 fn not_found_path() -> ApiError {
@@ -398,10 +411,17 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, ApiError> {
     };
     let mut policy =
         doc.get("propagationPolicy").and_then(Value::as_str).map(String::from).or_else(|| q("propagationPolicy"));
-    if doc.get("orphanDependents").and_then(Value::as_bool) == Some(true)
-        || q("orphanDependents").as_deref() == Some("true")
-    {
-        policy = Some("Orphan".into());
+    let orphan_dependents =
+        doc.get("orphanDependents").and_then(Value::as_bool).or(match q("orphanDependents").as_deref() {
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            _ => None,
+        });
+    match orphan_dependents {
+        Some(true) => policy = Some("Orphan".into()),
+        // An explicit false deletes dependents, whatever the kind's default policy.
+        Some(false) if policy.is_none() => policy = Some("Background".into()),
+        _ => {}
     }
     if let Some(p) = &policy
         && !matches!(p.as_str(), "Background" | "Foreground" | "Orphan")
@@ -626,7 +646,7 @@ fn delete_collection(
         }
     }
     let doc = json!({"apiVersion": rt.api_version(), "kind": rt.list_kind(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted});
-    Ok(json_response(StatusCode::OK, &doc))
+    Ok(with_warning(json_response(StatusCode::OK, &doc), api::delete_warning(rt, &opts)))
 }
 
 fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {

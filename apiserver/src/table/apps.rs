@@ -114,7 +114,7 @@ pub(super) fn replica_set_row(obj: &Value, now: Timestamp) -> Row {
 
 /// metav1.LabelSelectorAsSelector(...).String(): requirements sorted by key, values of set operators sorted.
 /// Err for selectors upstream refuses to convert (unknown operator, wrong value count, invalid key or value).
-fn label_selector(selector: Option<&Value>) -> Result<String, ()> {
+pub(super) fn label_selector(selector: Option<&Value>) -> Result<String, ()> {
     let Some(selector) = selector.filter(|s| !s.is_null()) else {
         return Ok(String::new());
     };
@@ -166,7 +166,7 @@ fn valid_value(value: &str) -> bool {
 }
 
 /// layoutContainerCells: comma-joined container names and images of a pod template.
-fn container_cells(obj: &Value, pointer: &str) -> (Value, Value) {
+pub(super) fn container_cells(obj: &Value, pointer: &str) -> (Value, Value) {
     let containers = items(obj, pointer);
     let names: Vec<&str> = containers.iter().map(|c| text(c, "/name")).collect();
     let images: Vec<&str> = containers.iter().map(|c| text(c, "/image")).collect();

@@ -12,7 +12,8 @@
 //!
 //! The printers are split by API group, each file holding its kinds' column definitions next to their rows:
 //! `core` (pods, nodes, services, events of both groups, ...), `apps` (deployments, replica sets), `coordination`
-//! (leases), `policy` (disruption budgets), `rbac` (bindings), `discovery` (endpoints and endpoint slices) and `custom` (custom resources' additionalPrinterColumns
+//! (leases), `policy` (disruption budgets), `workloads` (jobs, cron jobs, daemon sets, stateful sets, replication
+//! controllers), `rbac` (bindings), `discovery` (endpoints and endpoint slices) and `custom` (custom resources' additionalPrinterColumns
 //! and the JSONPath subset they use). This file is the shared machinery: `render` and the choice of printer by kind,
 //! column plumbing, the default convertor, `human_duration`, and the field accessors every printer reads JSON with.
 
@@ -25,6 +26,7 @@ mod policy;
 mod rbac;
 #[cfg(test)]
 mod tests;
+mod workloads;
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value, json};
@@ -70,6 +72,12 @@ pub(crate) fn render(
         "columnDefinitions": printer.columns(),
         "rows": rows,
     })
+}
+
+/// `metav1.LabelSelectorAsSelector(selector).String()`, as a Scale's `status.selector` shows it;
+/// Err for a selector upstream refuses to convert.
+pub(crate) fn selector_string(selector: Option<&Value>) -> Result<String, ()> {
+    apps::label_selector(selector)
 }
 
 /// kubectl's duration.HumanDuration as used in AGE columns ("0s", "45s", "3m2s", "10m", "5h3m", "2d3h", "25d",
@@ -190,6 +198,13 @@ impl Printer {
             ("rbac.authorization.k8s.io", "RoleBinding") => (rbac::ROLE_BINDING_COLUMNS, rbac::binding_row),
             ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
                 (rbac::CLUSTER_ROLE_BINDING_COLUMNS, rbac::binding_row)
+            }
+            ("batch", "Job") => (workloads::JOB_COLUMNS, workloads::job_row),
+            ("batch", "CronJob") => (workloads::CRON_JOB_COLUMNS, workloads::cron_job_row),
+            ("apps", "DaemonSet") => (workloads::DAEMON_SET_COLUMNS, workloads::daemon_set_row),
+            ("apps", "StatefulSet") => (workloads::STATEFUL_SET_COLUMNS, workloads::stateful_set_row),
+            ("", "ReplicationController") => {
+                (workloads::REPLICATION_CONTROLLER_COLUMNS, workloads::replication_controller_row)
             }
             _ => return Printer::Default,
         };

@@ -128,7 +128,7 @@ fn crds_and_unknown_kinds_use_the_default_convertor() {
     assert_eq!(t["columnDefinitions"][1]["type"], "date");
     assert_eq!(cells(&t, 0), json!(["widgets.example.com", "2026-02-27T08:30:00Z"]));
     assert_eq!(
-        row("apps/v1", "StatefulSet", json!({"metadata": {"name": "db"}})),
+        row("storage.k8s.io/v1", "StorageClass", json!({"metadata": {"name": "db"}})),
         json!(["db", "0001-01-01T00:00:00Z"])
     );
     // A core kind name in another group is not the core kind.

@@ -4,7 +4,8 @@
 //!
 //! It owns the workload spec: replicas, selector (and that it matches the template), strategy and
 //! the template's restart rules. The template's metadata and pod spec are checked with `meta`'s
-//! and `pods`' rules, unchanged; nothing pod-specific belongs here.
+//! and `pods`' rules, unchanged; nothing pod-specific belongs here. DaemonSets and StatefulSets
+//! share `workload` (their own rules are `workloads`').
 
 use std::collections::BTreeMap;
 
@@ -28,7 +29,17 @@ enum TemplateCheck {
     Skip,
 }
 
-pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, deployment: bool) {
+/// The rules Deployments, ReplicaSets, DaemonSets and StatefulSets share (`kind` is which one):
+/// replicas, the selector and that the template matches it, the template's pod spec and restart
+/// rules, and (but for StatefulSets, whose update rule covers it) the immutable selector.
+pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, kind: &str) {
+    let deployment = kind == "Deployment";
+    // Upstream's messages name the kind; ReplicaSets kept the Deployment's wording.
+    let selector_kind = match kind {
+        "DaemonSet" => "daemonset",
+        "StatefulSet" => "statefulset",
+        _ => "deployment",
+    };
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     let empty = Map::new();
     let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);
@@ -44,7 +55,8 @@ pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, deployment: 
     let sel = v.obj(sel_value, "spec.selector");
     let check = match sel {
         None => {
-            if sel_value.is_none() {
+            // A DaemonSet's missing selector is only reported as the template mismatch.
+            if sel_value.is_none() && kind != "DaemonSet" {
                 v.required("spec.selector", "");
             }
             TemplateCheck::Nothing
@@ -52,7 +64,11 @@ pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, deployment: 
         Some(s) => {
             let converted = selector(v, s, "spec.selector");
             if deep_empty(s.get("matchLabels")) && deep_empty(s.get("matchExpressions")) {
-                v.invalid("spec.selector", &go_selector(sel_value), "empty selector is invalid for deployment");
+                v.invalid(
+                    "spec.selector",
+                    &go_selector(sel_value),
+                    &format!("empty selector is invalid for {selector_kind}"),
+                );
             }
             if converted.is_none() {
                 v.invalid("spec.selector", &go_selector(sel_value), "invalid label selector");
@@ -97,7 +113,9 @@ pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, deployment: 
         v.unsupported("spec.template.spec.restartPolicy", &q(restart), &["Always"]);
     }
     if pspec.get("activeDeadlineSeconds").is_some_and(|a| !a.is_null()) {
-        v.forbidden("spec.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in ReplicaSet is not Supported");
+        let message =
+            format!("activeDeadlineSeconds in {} is not Supported", if deployment { "ReplicaSet" } else { kind });
+        v.forbidden("spec.template.spec.activeDeadlineSeconds", &message);
     }
 
     if deployment {
@@ -113,7 +131,7 @@ pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, deployment: 
     }
 
     // apps/v1 made the selector immutable (the registry strategies check it).
-    if let Some(old) = old {
+    if let Some(old) = old.filter(|_| kind != "StatefulSet") {
         let old_sel = old.pointer("/spec/selector");
         if !semantic_eq(sel_value, old_sel) {
             v.invalid("spec.selector", &go_selector(sel_value), "field is immutable");
@@ -205,7 +223,7 @@ fn strategy(v: &mut V, spec: &Obj) {
     }
 }
 
-fn go_map(pairs: Option<&[(&str, &str)]>) -> String {
+pub(super) fn go_map(pairs: Option<&[(&str, &str)]>) -> String {
     let Some(pairs) = pairs else { return "map[string]string(nil)".into() };
     let mut pairs = pairs.to_vec();
     pairs.sort();
@@ -214,7 +232,7 @@ fn go_map(pairs: Option<&[(&str, &str)]>) -> String {
 }
 
 /// Go's `%#v` of a `metav1.LabelSelector`, as kubectl users see it in "field is immutable".
-fn go_selector(sel: Option<&Value>) -> String {
+pub(super) fn go_selector(sel: Option<&Value>) -> String {
     let labels: Option<Vec<(&str, &str)>> = sel
         .and_then(|s| s.get("matchLabels"))
         .and_then(Value::as_object)

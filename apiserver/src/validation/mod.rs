@@ -15,7 +15,10 @@
 //! - `meta`: ObjectMeta and label selectors, which every kind shares (apimachinery).
 //! - `core`, `pods`, `events`: the core (`v1`) group; `events` also serves events.k8s.io/v1,
 //!   whose Events upstream validates with the core ones.
-//! - `apps`: Deployments and ReplicaSets.
+//! - `apps`: Deployments and ReplicaSets, and the selector and template rules the other apps
+//!   workloads share.
+//! - `workloads`: DaemonSets, StatefulSets, ReplicationControllers, Jobs and CronJobs (with a
+//!   port of robfig/cron's schedule parser for its error texts).
 //! - `coordination`: Leases.
 //! - `policy`: PodDisruptionBudgets.
 //! - `rbac`: Roles, ClusterRoles and their bindings.
@@ -38,6 +41,7 @@ mod policy;
 mod rbac;
 #[cfg(test)]
 mod tests;
+mod workloads;
 
 use serde_json::{Map, Value};
 use wasmcm_core::validation::max_len;
@@ -69,8 +73,13 @@ pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Optio
     // A stored object of the wrong shape cannot be compared against; validate as a create.
     let old = old.filter(|o| o.is_object());
     match (api_version, kind) {
-        ("apps/v1", "Deployment") => apps::workload(&mut v, object, old, true),
-        ("apps/v1", "ReplicaSet") => apps::workload(&mut v, object, old, false),
+        ("apps/v1", "Deployment") => apps::workload(&mut v, object, old, "Deployment"),
+        ("apps/v1", "ReplicaSet") => apps::workload(&mut v, object, old, "ReplicaSet"),
+        ("apps/v1", "DaemonSet") => workloads::daemon_set(&mut v, object, old),
+        ("apps/v1", "StatefulSet") => workloads::stateful_set(&mut v, object, old),
+        ("v1", "ReplicationController") => workloads::replication_controller(&mut v, object, old),
+        ("batch/v1", "Job") => workloads::job(&mut v, object, old),
+        ("batch/v1", "CronJob") => workloads::cron_job(&mut v, object, old),
         ("v1", "Pod") => pods::pod(&mut v, object, old),
         ("v1", "Namespace") => core::namespace(&mut v, object, old),
         ("v1", "Node") => core::node(&mut v, object, old),
@@ -89,6 +98,20 @@ pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Optio
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => apiextensions::crd(&mut v, object, old),
         // Custom resources and anything else: what the generic registry checks.
         _ => meta(&mut v, object, old, Scope::Either, NameRule::Subdomain, false),
+    }
+    v.causes
+}
+
+/// Validates a write to the status subresource: `object` is the stored object with the new
+/// status, `old` the stored one. Only the kinds whose status strategies check something have
+/// rules; everything else is accepted as before.
+pub(crate) fn validate_status(api_version: &str, kind: &str, object: &Value, old: &Value) -> Vec<Cause> {
+    let mut v = V::default();
+    match (api_version, kind) {
+        ("apps/v1", "DaemonSet" | "StatefulSet") | ("v1", "ReplicationController") | ("batch/v1", "Job") => {
+            workloads::status(&mut v, kind, object, old);
+        }
+        _ => {}
     }
     v.causes
 }
