@@ -25,6 +25,8 @@ pub(crate) struct ResourceType {
     /// Answered at once and never stored (SelfSubjectAccessReview and the other reviews):
     /// create is the only verb.
     pub create_only: bool,
+    /// Set for custom resources: the structural schema of this version (see `custom`).
+    pub schema: Option<super::custom::CustomSchema>,
 }
 
 impl ResourceType {
@@ -80,6 +82,7 @@ fn builtin(
         scale,
         printer_columns: None,
         create_only: false,
+        schema: None,
     }
 }
 
@@ -223,6 +226,7 @@ impl Registry {
                 scale: v.pointer("/subresources/scale").is_some(),
                 printer_columns: Some(v.get("additionalPrinterColumns").cloned().unwrap_or(json!([]))),
                 create_only: false,
+                schema: Some(super::custom::CustomSchema::of_version(v)),
             });
         }
     }
