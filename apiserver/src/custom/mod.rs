@@ -389,7 +389,8 @@ fn first_repeats(items: &[Value]) -> Vec<usize> {
 
 /// A pattern as Go's RE2 `regexp.MatchString`, compiled once per pattern.
 pub(super) fn pattern_matches(pattern: &str, text: &str) -> bool {
-    static CACHE: LazyLock<Mutex<Vec<(String, Option<regex::Regex>)>>> = LazyLock::new(|| Mutex::new(Vec::new()));
+    type Compiled = Vec<(String, Option<regex::Regex>)>;
+    static CACHE: LazyLock<Mutex<Compiled>> = LazyLock::new(|| Mutex::new(Vec::new()));
     let Ok(mut cache) = CACHE.lock() else { return true };
     if let Some((_, re)) = cache.iter().find(|(p, _)| p == pattern) {
         // An uncompilable pattern was refused with the CRD upstream; let the value pass.

@@ -225,7 +225,9 @@ fn type_check(s: &Props, types: &[&str], v: &Value, path: &str, out: &mut Vec<Fa
         );
         return;
     }
-    if !(has("number") || has("integer")) && !s.format.is_empty() && stringish {
+    // A string (or list) with a format: the format validator's business, not the type's.
+    let numeric = has("number") || has("integer");
+    if !numeric && !s.format.is_empty() && stringish {
         return;
     }
     if !(has(ty) || is_float_int || is_int_float) {
