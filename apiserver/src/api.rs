@@ -113,7 +113,7 @@ fn invalid(rt: &ResourceType, name: &str, causes: Vec<validation::Cause>) -> Api
 
 fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
     let mut causes = validation::validate(&rt.api_version(), &rt.kind, object, old);
-    causes.extend(custom::validate(rt, object));
+    causes.extend(custom::validate(rt, object, old));
     if causes.is_empty() { Ok(()) } else { Err(invalid(rt, str_at(object, "/metadata/name"), causes)) }
 }
 
@@ -323,7 +323,7 @@ fn prepare_status_update(
         }
     }
     owner.record(&t.rt, Some(current), &mut updated)?;
-    let causes = custom::validate_status(&t.rt, &updated);
+    let causes = custom::validate_status(&t.rt, &updated, current);
     if !causes.is_empty() {
         return Err(invalid(&t.rt, &t.name, causes));
     }

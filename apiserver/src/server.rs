@@ -481,7 +481,7 @@ fn object_response(code: StatusCode, rt: &ResourceType, object: &Value, ctx: &Ct
 /// Objects are stored with the apiVersion they were written in; serve them in the version
 /// requested (custom resources with several versions and no conversion).
 fn as_served(rt: &ResourceType, object: &Value) -> Value {
-    let mut o = object.clone();
+    let mut o = custom::default_stored(rt, object).unwrap_or_else(|| object.clone());
     if o.get("apiVersion").and_then(Value::as_str) != Some(&rt.api_version()) {
         o["apiVersion"] = json!(rt.api_version());
     }
@@ -581,6 +581,9 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
 
 /// Writes `object` as served in `rt`'s version, copying it only if its stored version differs.
 fn write_served(out: &mut Vec<u8>, rt: &ResourceType, api_version: &str, object: &Value) {
+    // Custom resources are defaulted as read, as upstream's storage decoder does.
+    let defaulted = custom::default_stored(rt, object);
+    let object = defaulted.as_ref().unwrap_or(object);
     let written = if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
         serde_json::to_writer(&mut *out, object)
     } else {

@@ -208,25 +208,37 @@ pub(crate) fn default_stored(rt: &crate::resources::ResourceType, object: &Value
     (o != *object).then_some(o)
 }
 
-/// Schema validation of a whole custom resource (create and update).
-pub(crate) fn validate(rt: &crate::resources::ResourceType, object: &Value) -> Vec<Cause> {
+/// Schema validation of a whole custom resource: create (`old` None) and update.
+pub(crate) fn validate(rt: &crate::resources::ResourceType, object: &Value, old: Option<&Value>) -> Vec<Cause> {
     let Some(schema) = schema_of(rt) else { return Vec::new() };
-    let mut causes = validate::validate(&schema.root, object, None);
+    let mut causes = validate::validate(&schema.root, object, old, None);
     causes.extend(scale_causes(schema, object, true));
-    lists(&schema.root, object, "", &mut causes);
+    list_causes(schema, object, old, &mut causes);
     causes
 }
 
 /// Schema validation of a status subresource write: `status` against its own schema.
-pub(crate) fn validate_status(rt: &crate::resources::ResourceType, object: &Value) -> Vec<Cause> {
+pub(crate) fn validate_status(rt: &crate::resources::ResourceType, object: &Value, old: &Value) -> Vec<Cause> {
     let Some(schema) = schema_of(rt) else { return Vec::new() };
     let mut causes = Vec::new();
     if let (Some(status), Some(s)) = (object.get("status"), schema.root.property("status")) {
-        causes = validate::validate(s, status, Some("status"));
+        causes = validate::validate(s, status, old.get("status"), Some("status"));
     }
     causes.extend(scale_causes(schema, object, false));
-    lists(&schema.root, object, "", &mut causes);
+    list_causes(schema, object, Some(old), &mut causes);
     causes
+}
+
+/// The list-type invariants, checked on an update only when the old object kept them.
+fn list_causes(schema: &Schema, object: &Value, old: Option<&Value>, causes: &mut Vec<Cause>) {
+    if let Some(old) = old {
+        let mut before = Vec::new();
+        lists(&schema.root, old, "", &mut before);
+        if !before.is_empty() {
+            return;
+        }
+    }
+    lists(&schema.root, object, "", causes);
 }
 
 fn dotted(path: &str) -> Vec<&str> {

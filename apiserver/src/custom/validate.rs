@@ -7,6 +7,11 @@
 //!
 //! Values are JSON as Go's unstructured decoding sees them: an integer literal is an int64,
 //! anything else numeric a float64 (which is what the type checks and messages depend on).
+//!
+//! Updates ratchet as upstream's `CRDValidationRatcheting` (on by default): a value equal to
+//! the old value it correlates with (same map key; same list-map key or set member) keeps
+//! its errors to itself, so an object stored under an older schema can still be changed
+//! elsewhere. Items of atomic lists correlate with nothing.
 
 use serde_json::Value;
 
@@ -110,11 +115,12 @@ fn is_integral(f: f64) -> bool {
     f.is_finite() && f.fract() == 0.0
 }
 
-/// Validates `value` against `schema`; `prefix` is the field path the errors hang from
-/// (None for a whole object, "status" for the status subresource).
-pub(crate) fn validate(schema: &Props, value: &Value, prefix: Option<&str>) -> Vec<Cause> {
+/// Validates `value` against `schema`, ratcheting against `old` on an update; `prefix` is the
+/// field path the errors hang from (None for a whole object, "status" for the status
+/// subresource).
+pub(crate) fn validate(schema: &Props, value: &Value, old: Option<&Value>, prefix: Option<&str>) -> Vec<Cause> {
     let mut out = Vec::new();
-    check(schema, value, "", &mut out);
+    check(schema, value, old, "", &mut out);
     out.into_iter().map(|f| to_cause(f, prefix)).collect()
 }
 
@@ -159,7 +165,22 @@ fn fail(out: &mut Vec<Failure>, name: &str, kind: FailKind, message: String) {
     out.push(Failure { name: name.to_string(), kind, message });
 }
 
-fn check(s: &Props, v: &Value, path: &str, out: &mut Vec<Failure>) {
+/// The old item an array item correlates with: by its list-map keys, or as a set member.
+fn correlated<'a>(s: &Props, item: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
+    let olds = old?.as_array()?;
+    match s.list_type.as_deref() {
+        Some("set") => olds.iter().find(|o| json_equal(o, item)),
+        Some("map") if !s.list_map_keys.is_empty() => {
+            olds.iter().find(|o| s.list_map_keys.iter().all(|k| o.get(k) == item.get(k)))
+        }
+        _ => None,
+    }
+}
+
+fn check(s: &Props, v: &Value, old: Option<&Value>, path: &str, out: &mut Vec<Failure>) {
+    if old.is_some_and(|o| json_equal(o, v)) {
+        return;
+    }
     let types = s.types();
     if v.is_null() {
         // Only the type and enum validators see a null.
@@ -176,7 +197,7 @@ fn check(s: &Props, v: &Value, path: &str, out: &mut Vec<Failure>) {
         return;
     }
     type_check(s, &types, v, path, out);
-    composite(s, v, path, out);
+    composite(s, v, old, path, out);
     if let Value::String(text) = v {
         string(s, text, path, out);
         if !s.format.is_empty() && !super::formats::valid(&s.format, text) {
@@ -192,11 +213,11 @@ fn check(s: &Props, v: &Value, path: &str, out: &mut Vec<Failure>) {
         number(s, &types, v, path, out);
     }
     if let Value::Array(items) = v {
-        slice(s, items, path, out);
+        slice(s, items, old, path, out);
     }
     enumeration(s, v, path, out);
     if let Value::Object(m) = v {
-        object(s, m, path, out);
+        object(s, m, old, path, out);
     }
 }
 
@@ -240,10 +261,10 @@ fn type_check(s: &Props, types: &[&str], v: &Value, path: &str, out: &mut Vec<Fa
     }
 }
 
-fn composite(s: &Props, v: &Value, path: &str, out: &mut Vec<Failure>) {
+fn composite(s: &Props, v: &Value, old: Option<&Value>, path: &str, out: &mut Vec<Failure>) {
     let run = |p: &Props| {
         let mut o = Vec::new();
-        check(p, v, path, &mut o);
+        check(p, v, old, path, &mut o);
         o
     };
     if !s.any_of.is_empty() {
@@ -389,10 +410,10 @@ fn number(s: &Props, types: &[&str], v: &Value, path: &str, out: &mut Vec<Failur
     }
 }
 
-fn slice(s: &Props, items: &[Value], path: &str, out: &mut Vec<Failure>) {
+fn slice(s: &Props, items: &[Value], old: Option<&Value>, path: &str, out: &mut Vec<Failure>) {
     if let Some(item_schema) = &s.items {
         for (i, item) in items.iter().enumerate() {
-            check(item_schema, item, &format!("{path}[{i}]"), out);
+            check(item_schema, item, correlated(s, item, old), &format!("{path}[{i}]"), out);
         }
     }
     let size = items.len() as i64;
@@ -457,7 +478,8 @@ fn go_value(v: &Value) -> String {
     }
 }
 
-fn object(s: &Props, m: &serde_json::Map<String, Value>, path: &str, out: &mut Vec<Failure>) {
+fn object(s: &Props, m: &serde_json::Map<String, Value>, old: Option<&Value>, path: &str, out: &mut Vec<Failure>) {
+    let old_of = |k: &str| old.and_then(|o| o.get(k));
     let keys = m.len() as i64;
     if let Some(min) = s.min_properties
         && keys < min
@@ -483,7 +505,7 @@ fn object(s: &Props, m: &serde_json::Map<String, Value>, path: &str, out: &mut V
         }
         Some(Additional::Schema(extra)) => {
             for (k, x) in m.iter().filter(|(k, _)| s.property(k).is_none()) {
-                check(extra, x, &format!("{path}.{k}"), out);
+                check(extra, x, old_of(k), &format!("{path}.{k}"), out);
             }
         }
         _ => {}
@@ -491,7 +513,7 @@ fn object(s: &Props, m: &serde_json::Map<String, Value>, path: &str, out: &mut V
     for (name, p) in &s.properties {
         if let Some(x) = m.get(name) {
             let child = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
-            check(p, x, &child, out);
+            check(p, x, old_of(name), &child, out);
         }
     }
     for k in &s.required {
@@ -507,7 +529,7 @@ mod tests {
     use serde_json::json;
 
     fn causes(schema: Value, value: Value) -> Vec<String> {
-        validate(&Props::parse(&schema), &value, None)
+        validate(&Props::parse(&schema), &value, None, None)
             .into_iter()
             .map(|c| format!("{} {}: {}", c.reason, c.field, c.message))
             .collect()
@@ -618,6 +640,22 @@ mod tests {
         );
         assert_eq!(check(json!({})), ["FieldValueRequired spec.size: Required value"]);
         assert_eq!(causes(schema.clone(), json!({})), ["FieldValueRequired spec: Required value"]);
+    }
+
+    #[test]
+    fn updates_ratchet_unchanged_values() {
+        let schema = Props::parse(&json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "a": {"type": "string", "maxLength": 2},
+            "b": {"type": "string", "maxLength": 2},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer", "maximum": 9}}}},
+            "plain": {"type": "array", "items": {"type": "integer", "maximum": 9}}}}}}));
+        let old = json!({"spec": {"a": "long", "ports": [{"name": "x", "n": 10}], "plain": [10]}});
+        let new = json!({"spec": {"a": "long", "b": "ok", "ports": [{"name": "y", "n": 1}, {"name": "x", "n": 10}], "plain": [10, 1]}});
+        let fields: Vec<String> = validate(&schema, &new, Some(&old), None).into_iter().map(|c| c.field).collect();
+        assert_eq!(fields, ["spec.plain[0]"], "unchanged values ratchet; atomic list items do not correlate");
+        let fields: Vec<String> = validate(&schema, &new, None, None).into_iter().map(|c| c.field).collect();
+        assert_eq!(fields, ["spec.a", "spec.plain[0]", "spec.ports[1].n"]);
     }
 
     #[test]

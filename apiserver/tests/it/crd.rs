@@ -247,6 +247,30 @@ async fn kube_rs_gets_422_causes_status_validation_and_defaults_on_read() {
     .await
     .unwrap();
     assert_eq!(api.get("w1").await.unwrap().data["spec"]["tier"], "gold");
+    let listed = api.list(&Default::default()).await.unwrap();
+    assert_eq!(listed.items[0].data["spec"]["tier"], "gold", "lists default as they read");
+
+    // The schema tightens: the stored value may stay as it is while others change (ratcheting).
+    let patch = json!([{"op": "add",
+        "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/image/maxLength", "value": 3}]);
+    crds.patch(
+        "widgets.example.com",
+        &PatchParams::default(),
+        &Patch::<Value>::Json(serde_json::from_value(patch).unwrap()),
+    )
+    .await
+    .unwrap();
+    let changed =
+        api.patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"mode": "safe"}}))).await.unwrap();
+    assert_eq!(changed.data["spec"]["mode"], "safe");
+    let kube::Error::Api(e) = api
+        .patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"image": "nginx:2"}})))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert_eq!(e.message, "Widget.example.com \"w1\" is invalid: spec.image: Too long: may not be more than 3 bytes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
