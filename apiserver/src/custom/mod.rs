@@ -14,11 +14,13 @@
 //! - `props`: the schema read from JSON. `formats`: strfmt's string formats.
 //! - `validate`: kube-openapi's validator and the field errors it becomes.
 //! - `prune`: pruning, null coercion and defaulting.
+//! - `builtin`: the same `fieldValidation` for built-in kinds, by the generated schema.
 //!
 //! The request's `fieldValidation` directive and the warnings a write earns travel through
 //! [`scoped`], a thread-local scope around the (synchronous) write, so the verbs in `api`
 //! need no new parameters.
 
+mod builtin;
 mod formats;
 mod props;
 mod prune;
@@ -154,12 +156,24 @@ fn schema_of(rt: &crate::resources::ResourceType) -> Option<&Schema> {
 
 /// Decodes a custom resource's incoming object as upstream's decoder does: prunes it
 /// (unknown fields handled per the request's directive), coerces nulls and defaults it.
+/// A built-in kind's object loses the fields its type does not have, as a typed decoder drops
+/// them, but only in a request's scope: the server's own loops write what they mean to.
 pub(crate) fn decode(rt: &crate::resources::ResourceType, object: &mut Value) -> Result<(), ApiError> {
-    let Some(schema) = schema_of(rt) else { return Ok(()) };
-    let original = object.clone();
-    let unknown = prune::prune_resource(object, &schema.root);
-    prune::drop_null_fields(object, &schema.root);
-    prune::default(object, &schema.root);
+    // What a strict patch error shows: the patched object as it came, before pruning.
+    let strict_patch = SCOPE.with(|s| {
+        s.borrow().as_ref().is_some_and(|s| s.directive == FieldValidation::Strict && s.arrival == Arrival::Patch)
+    });
+    let original = if strict_patch { object.clone() } else { Value::Null };
+    let unknown = match schema_of(rt) {
+        Some(schema) => {
+            let unknown = prune::prune_resource(object, &schema.root);
+            prune::drop_null_fields(object, &schema.root);
+            prune::default(object, &schema.root);
+            unknown
+        }
+        None if SCOPE.with(|s| s.borrow().is_some()) => builtin::prune(&rt.api_version(), &rt.kind, object),
+        None => Vec::new(),
+    };
     if unknown.is_empty() {
         return Ok(());
     }

@@ -294,3 +294,27 @@ async fn scale_of_a_custom_resource_omits_the_selector_it_does_not_have() {
     assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(5));
     assert_eq!(api.get("w1").await.unwrap().data["spec"]["replicas"], 5);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_kinds_get_the_same_field_validation() {
+    let (cluster, _client) = wasmcm_test_support::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    tokio::task::spawn_blocking(move || {
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  colour: red\ndata: {k: v}\nextra: 1\n";
+        let (ok, _, err) = kubectl(&kc, &["apply", "--validate=strict", "-f", "-"], Some(cm));
+        assert!(!ok);
+        assert_eq!(
+            err.trim(),
+            "Error from server (BadRequest): error when creating \"STDIN\": ConfigMap in version \"v1\" cannot be \
+             handled as a ConfigMap: strict decoding error: unknown field \"extra\", unknown field \"metadata.colour\""
+        );
+        let (ok, _, err) = kubectl(&kc, &["apply", "--validate=warn", "-f", "-"], Some(cm));
+        assert!(ok, "{err}");
+        assert_eq!(err.trim(), "Warning: unknown field \"extra\"\nWarning: unknown field \"metadata.colour\"");
+        let got: Value = serde_json::from_str(&stdout_of(&kc, &["get", "configmap", "c", "-o", "json"])).unwrap();
+        assert!(got.get("extra").is_none() && got["metadata"].get("colour").is_none(), "{got}");
+        assert_eq!(got["data"], json!({"k": "v"}));
+    })
+    .await
+    .unwrap();
+}
