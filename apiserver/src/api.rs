@@ -273,7 +273,15 @@ fn prepare_update(
     defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
     owner.record(&t.rt, Some(current), &mut new)?;
     validate(&t.rt, &new, Some(current))?;
-    if t.rt.tracks_generation() && spec_part(&new) != spec_part(current) {
+    // A custom resource without a status subresource counts its status as content too.
+    let content = |o: &Value| {
+        let mut m = spec_part(o);
+        if t.rt.schema.is_some() && !t.rt.status {
+            m.insert("status".into(), o.get("status").cloned().unwrap_or(Value::Null));
+        }
+        m
+    };
+    if t.rt.tracks_generation() && content(&new) != content(current) {
         let generation = current_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
         meta_mut(&mut new).insert("generation".into(), json!(generation));
     }

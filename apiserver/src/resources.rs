@@ -53,7 +53,8 @@ impl ResourceType {
     /// Kinds whose spec changes bump `metadata.generation` (status is a subresource). Services
     /// have a status subresource but no generation upstream.
     pub(crate) fn tracks_generation(&self) -> bool {
-        self.status && self.id() != "/services"
+        // Custom resources always do (apiextensions' strategy), status subresource or not.
+        (self.status && self.id() != "/services") || self.schema.is_some()
     }
 }
 

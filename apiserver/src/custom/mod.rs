@@ -330,6 +330,41 @@ fn go_print(v: &Value) -> String {
     }
 }
 
+/// A CRD version's defaults checked as upstream's `defaulting.ValidateDefaults` checks them:
+/// each must be pruned already and valid against its own schema. `path` is the schema's
+/// field path (`spec.versions[0].schema.openAPIV3Schema`); defaults inside `metadata` and
+/// under `additionalProperties` are not looked at (upstream forbids or coerces those).
+pub(crate) fn default_causes(schema: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    defaults_at(&Props::parse(schema), path, true, &mut causes);
+    causes
+}
+
+fn defaults_at(s: &Props, path: &str, root: bool, causes: &mut Vec<Cause>) {
+    if let Some(d) = &s.default {
+        let field = format!("{path}.default");
+        let mut pruned = d.clone();
+        if prune::prune_value(&mut pruned, s) {
+            let shown = if d.is_string() { format!("{:?}", d.as_str().unwrap_or("")) } else { go_print(d) };
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                field: field.clone(),
+                message: format!("Invalid value: {shown}: must not have unknown fields"),
+            });
+        }
+        causes.extend(validate::validate(s, d, None, Some(&field)));
+    }
+    if let Some(items) = s.items.as_deref() {
+        defaults_at(items, &format!("{path}.items"), false, causes);
+    }
+    for (k, p) in &s.properties {
+        if root && k == "metadata" {
+            continue;
+        }
+        defaults_at(p, &format!("{path}.properties[{k}]"), false, causes);
+    }
+}
+
 /// `x-kubernetes-list-type` set and map invariants (`listtype.ValidateListSetsAndMaps`).
 fn lists(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
     match v {

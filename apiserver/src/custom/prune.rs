@@ -115,6 +115,13 @@ fn prune(x: &mut Value, s: Option<&Props>, embedded: bool, path: &mut String, un
     }
 }
 
+/// Prunes a value of schema `s` (a CRD default); whether anything was unknown.
+pub(crate) fn prune_value(x: &mut Value, s: &Props) -> bool {
+    let mut unknown = Vec::new();
+    prune(x, Some(s), s.embedded_resource, &mut String::new(), &mut unknown);
+    !unknown.is_empty()
+}
+
 /// Under `x-kubernetes-preserve-unknown-fields`: unknown fields stay, declared ones are pruned
 /// by their own schemas.
 fn skip_prune(x: &mut Value, s: &Props, path: &mut String, unknown: &mut Vec<String>) {

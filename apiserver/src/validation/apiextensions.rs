@@ -47,7 +47,14 @@ pub(super) fn crd(v: &mut V, obj: &Value, old: Option<&Value>) {
         let schema_path = child(vpath, "schema.openAPIV3Schema");
         match version.get("schema").and_then(|s| s.get("openAPIV3Schema")).filter(|s| !s.is_null()) {
             None => v.required(&schema_path, "schemas are required"),
-            Some(schema) => structural(v, schema, &schema_path, 0),
+            Some(schema) => {
+                let before = v.causes.len();
+                structural(v, schema, &schema_path, 0);
+                // Defaults are checked against a schema that is structural.
+                if v.causes.len() == before {
+                    v.causes.extend(crate::custom::default_causes(schema, &schema_path));
+                }
+            }
         }
     }
     let shown_versions = show(spec.get("versions"));
@@ -447,6 +454,16 @@ mod tests {
                 json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size/anyOf":
                     [{"type": "integer"}, {"type": "string"}]}),
                 String::new(),
+            ),
+            (
+                "default of the wrong type",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/tags/default": "a"}),
+                format!("TypeInvalid {root}.properties[spec].properties[tags].default"),
+            ),
+            (
+                "default with unknown fields",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/default": {"nope": 1}}),
+                format!("Invalid {root}.properties[spec].default"),
             ),
             (
                 "embedded resource untyped",

@@ -220,6 +220,7 @@ async fn kube_rs_gets_422_causes_status_validation_and_defaults_on_read() {
     .unwrap();
     let created = api.create(&PostParams::default(), &good).await.unwrap();
     assert_eq!(created.data["spec"]["replicas"], 1);
+    assert_eq!(created.metadata.generation, Some(1));
 
     let status_patch = json!({"status": {"replicas": -1}});
     let kube::Error::Api(e) =
@@ -263,6 +264,7 @@ async fn kube_rs_gets_422_causes_status_validation_and_defaults_on_read() {
     let changed =
         api.patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"mode": "safe"}}))).await.unwrap();
     assert_eq!(changed.data["spec"]["mode"], "safe");
+    assert_eq!(changed.metadata.generation, Some(2), "a spec change bumps the generation");
     let kube::Error::Api(e) = api
         .patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"image": "nginx:2"}})))
         .await
@@ -317,4 +319,40 @@ async fn built_in_kinds_get_the_same_field_validation() {
     })
     .await
     .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_whose_schema_is_not_structural_is_refused_as_upstream_refuses_it() {
+    let (cluster, _client) = wasmcm_test_support::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    let bad = CRD.replace("              image: {type: string, minLength: 1}", "              image: {minLength: 1}").replace(
+        "              replicas: {type: integer, format: int32, minimum: 0, default: 1}",
+        "              replicas: {type: integer, format: int32, minimum: 0, default: one}\n              list: {type: array}",
+    );
+    let (ok, _, err) =
+        tokio::task::spawn_blocking(move || kubectl(&kc, &["apply", "-f", "-"], Some(&bad))).await.unwrap();
+    assert!(!ok);
+    let root = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties";
+    assert_eq!(
+        err.trim(),
+        format!(
+            "The CustomResourceDefinition \"widgets.example.com\" is invalid: \n\
+             * {root}[image].type: Required value: must not be empty for specified object fields\n\
+             * {root}[list].items: Required value: must be specified"
+        )
+    );
+
+    // Structural, but a default of the wrong type.
+    let kc = cluster.kubeconfig.clone();
+    let bad = CRD.replace("default: 1}", "default: one}");
+    let (ok, _, err) =
+        tokio::task::spawn_blocking(move || kubectl(&kc, &["apply", "-f", "-"], Some(&bad))).await.unwrap();
+    assert!(!ok);
+    assert_eq!(
+        err.trim(),
+        format!(
+            "The CustomResourceDefinition \"widgets.example.com\" is invalid: {root}[replicas].default: Invalid \
+             value: \"string\":  in body must be of type integer: \"string\""
+        )
+    );
 }
