@@ -428,6 +428,9 @@ pub(crate) fn apply(
     writer: &Writer,
     force: bool,
 ) -> Result<(Arc<Value>, bool), ApiError> {
+    if part != Part::Scale {
+        custom::check_apply_fields(&t.rt, &config)?;
+    }
     check_kind(&t.rt, &mut config)?;
     let name = str_at(&config, "/metadata/name");
     if name != t.name {

@@ -213,6 +213,35 @@ pub(crate) fn decode(rt: &crate::resources::ResourceType, object: &mut Value) ->
     })
 }
 
+/// A server-side apply's configuration must hold only fields the type declares: upstream's
+/// field manager converts it to its typed form first and fails with a plain error (500), for
+/// any `fieldValidation`.
+pub(crate) fn check_apply_fields(rt: &crate::resources::ResourceType, config: &Value) -> Result<(), ApiError> {
+    let mut probe = config.clone();
+    let unknown = match schema_of(rt) {
+        Some(schema) => prune::prune_resource(&mut probe, &schema.root),
+        None => builtin::prune(&rt.api_version(), &rt.kind, &mut probe),
+    };
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let errors: Vec<String> = unknown.iter().map(|p| format!(".{p}: field not declared in schema")).collect();
+    let joined = match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    let namespace = config.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+    let name = config.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    Err(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({namespace}/{name}; {}/{}, Kind={}): {joined}",
+            rt.group, rt.version, rt.kind
+        ),
+    ))
+}
+
 /// Applies defaults to an object read back from storage (a schema may have gained defaults
 /// since it was written), as upstream's storage decoder does.
 pub(crate) fn default_stored(rt: &crate::resources::ResourceType, object: &Value) -> Option<Value> {

@@ -356,3 +356,33 @@ async fn a_crd_whose_schema_is_not_structural_is_refused_as_upstream_refuses_it(
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_refuses_undeclared_fields_as_its_field_manager_does() {
+    let (cluster, _client) = with_crd().await;
+    let kc = cluster.kubeconfig.clone();
+    tokio::task::spawn_blocking(move || {
+        let w = widget("w1", "  image: nginx\n  colour: red\n");
+        let (ok, _, err) = kubectl(&kc, &["apply", "--server-side", "--validate=false", "-f", "-"], Some(&w));
+        assert!(!ok);
+        assert_eq!(
+            err.trim(),
+            "Error from server: failed to create typed patch object (default/w1; example.com/v1, Kind=Widget): \
+             .spec.colour: field not declared in schema"
+        );
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata: {k: v}\nextra: 1\n";
+        let (ok, _, err) = kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(cm));
+        assert!(!ok);
+        assert_eq!(
+            err.trim(),
+            "Error from server: failed to create typed patch object (default/c; /v1, Kind=ConfigMap): .extra: field \
+             not declared in schema"
+        );
+        let good = widget("w1", "  image: nginx\n");
+        let (ok, out, err) = kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(&good));
+        assert!(ok, "{err}");
+        assert_eq!(out.trim(), "widget.example.com/w1 serverside-applied");
+    })
+    .await
+    .unwrap();
+}
