@@ -35,6 +35,8 @@ use crate::validation::Cause;
 use props::Props;
 use wasmcm_core::ApiError;
 
+const META_KEYS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
 /// What one served version of a CRD holds its objects to.
 #[derive(Debug)]
 pub(crate) struct Schema {
@@ -256,6 +258,14 @@ pub(crate) fn validate(rt: &crate::resources::ResourceType, object: &Value, old:
     let Some(schema) = schema_of(rt) else { return Vec::new() };
     let mut causes = validate::validate(&schema.root, object, old, None);
     causes.extend(scale_causes(schema, object, true));
+    // The root is checked by the generic ObjectMeta rules, not as an embedded resource.
+    if let Some(m) = object.as_object() {
+        for (k, x) in m.iter().filter(|(k, _)| !META_KEYS.contains(&k.as_str())) {
+            if let Some(p) = schema.root.property(k) {
+                embedded(p, x, k, &mut causes);
+            }
+        }
+    }
     list_causes(schema, object, old, &mut causes);
     causes
 }
@@ -270,6 +280,75 @@ pub(crate) fn validate_status(rt: &crate::resources::ResourceType, object: &Valu
     causes.extend(scale_causes(schema, object, false));
     list_causes(schema, object, Some(old), &mut causes);
     causes
+}
+
+/// What upstream's `objectmeta.Validate` checks of the resources embedded in a custom resource
+/// (`x-kubernetes-embedded-resource`): apiVersion and kind present and well formed. Their
+/// metadata gets only the pruning of unknown fields (see `prune`).
+fn embedded(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
+    match v {
+        Value::Object(m) => {
+            if s.embedded_resource {
+                let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+                for k in ["apiVersion", "kind"] {
+                    if !m.contains_key(k) {
+                        causes.push(Cause {
+                            reason: "FieldValueRequired",
+                            field: at(k),
+                            message: "Required value".into(),
+                        });
+                    }
+                }
+                let mut invalid = |k: &str, shown: String, detail: String| {
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid",
+                        field: at(k),
+                        message: format!("Invalid value: {shown}: {detail}"),
+                    })
+                };
+                match m.get("apiVersion") {
+                    Some(Value::String(a)) if a.is_empty() => {
+                        invalid("apiVersion", "\"\"".into(), "must not be empty".into())
+                    }
+                    Some(Value::String(a)) if a.matches('/').count() > 1 => {
+                        invalid("apiVersion", format!("{a:?}"), format!("unexpected GroupVersion string: {a}"))
+                    }
+                    Some(Value::String(_)) | None => {}
+                    Some(other) => invalid("apiVersion", go_print(other), "must be a string".into()),
+                }
+                match m.get("kind") {
+                    Some(Value::String(k)) if k.is_empty() => {
+                        invalid("kind", "\"\"".into(), "must not be empty".into())
+                    }
+                    Some(Value::String(k)) => {
+                        let errs = wasmcm_core::validation::dns1035_label(&k.to_lowercase());
+                        if !errs.is_empty() {
+                            let detail = format!("may have mixed case, but should otherwise match: {}", errs.join(","));
+                            invalid("kind", format!("{k:?}"), detail);
+                        }
+                    }
+                    None => {}
+                    Some(other) => invalid("kind", go_print(other), "must be a string".into()),
+                }
+            }
+            for (k, x) in m {
+                if let Some(p) = s.property(k) {
+                    let child = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    embedded(p, x, &child, causes);
+                } else if let Some(p) = s.additional() {
+                    embedded(p, x, &format!("{path}[{k}]"), causes);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(p) = s.items.as_deref() {
+                for (i, x) in items.iter().enumerate() {
+                    embedded(p, x, &format!("{path}[{i}]"), causes);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The list-type invariants, checked on an update only when the old object kept them.
@@ -539,6 +618,33 @@ pub(crate) fn set_replicas(rt: &crate::resources::ResourceType, object: &mut Val
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_resources_need_api_version_and_kind() {
+        let s = Props::parse(&json!({"type": "object", "properties": {"template": {"type": "object",
+            "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}}));
+        let mut causes = Vec::new();
+        embedded(
+            s.property("template").unwrap_or(&s),
+            &json!({"apiVersion": "a/b/c", "kind": "Bad_Kind"}),
+            "template",
+            &mut causes,
+        );
+        embedded(s.property("template").unwrap_or(&s), &json!({}), "template", &mut causes);
+        let shown: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        assert_eq!(
+            shown,
+            [
+                "template.apiVersion: Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c",
+                "template.kind: Invalid value: \"Bad_Kind\": may have mixed case, but should otherwise match: a DNS-1035 \
+                 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, \
+                 and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is \
+                 '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                "template.apiVersion: Required value",
+                "template.kind: Required value",
+            ]
+        );
+    }
 
     #[test]
     fn list_types() {
