@@ -14,7 +14,7 @@ use super::change::Key;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
-use super::{defaults, services, strategy, table, validation};
+use super::{custom, defaults, services, strategy, table, validation};
 use wasmcm_core::{ApiError, Cause, meta_mut, spec_part, str_at};
 
 /// Where an object lives.
@@ -99,7 +99,8 @@ fn check_kind(rt: &ResourceType, object: &mut Value) -> Result<(), ApiError> {
         }
         _ => object["kind"] = json!(rt.kind),
     }
-    Ok(())
+    // A custom resource is pruned and defaulted as it is decoded.
+    custom::decode(rt, object)
 }
 
 fn invalid(rt: &ResourceType, name: &str, causes: Vec<validation::Cause>) -> ApiError {
@@ -111,7 +112,8 @@ fn invalid(rt: &ResourceType, name: &str, causes: Vec<validation::Cause>) -> Api
 }
 
 fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let causes = validation::validate(&rt.api_version(), &rt.kind, object, old);
+    let mut causes = validation::validate(&rt.api_version(), &rt.kind, object, old);
+    causes.extend(custom::validate(rt, object, old));
     if causes.is_empty() { Ok(()) } else { Err(invalid(rt, str_at(object, "/metadata/name"), causes)) }
 }
 
@@ -129,7 +131,9 @@ fn namespace_usable(state: &State, namespace: &str) -> Result<(), ApiError> {
 }
 
 pub(crate) fn get(state: &State, t: &Target) -> Result<Arc<Value>, ApiError> {
-    state.store.get(&t.key()).ok_or_else(|| t.not_found())
+    let stored = state.store.get(&t.key()).ok_or_else(|| t.not_found())?;
+    // A custom resource is defaulted as it is read, as upstream's storage decoder does it.
+    Ok(custom::default_stored(&t.rt, &stored).map(Arc::new).unwrap_or(stored))
 }
 
 /// POST. `namespace` is the request's; the object's must match or be empty.
@@ -273,7 +277,15 @@ fn prepare_update(
     owner.record(&t.rt, Some(current), &mut new)?;
     strategy::prepare_update(&t.rt.api_version(), &t.rt.kind, &mut new, current);
     validate(&t.rt, &new, Some(current))?;
-    if t.rt.tracks_generation() && spec_part(&new) != spec_part(current) {
+    // A custom resource without a status subresource counts its status as content too.
+    let content = |o: &Value| {
+        let mut m = spec_part(o);
+        if t.rt.schema.is_some() && !t.rt.status {
+            m.insert("status".into(), o.get("status").cloned().unwrap_or(Value::Null));
+        }
+        m
+    };
+    if t.rt.tracks_generation() && content(&new) != content(current) {
         let generation = current_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
         meta_mut(&mut new).insert("generation".into(), json!(generation));
     }
@@ -300,6 +312,10 @@ fn prepare_status_update(
     owner: Ownership<'_>,
 ) -> Result<Option<Value>, ApiError> {
     check_rv(t, str_at(&new, "/metadata/resourceVersion"), current)?;
+    let mut new = new;
+    if t.rt.schema.is_some() {
+        check_kind(&t.rt, &mut new)?;
+    }
     let mut updated = current.clone();
     updated["status"] = new.get("status").cloned().unwrap_or(json!({}));
     if let Ownership::Applied = owner {
@@ -326,7 +342,8 @@ fn prepare_status_update(
         defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut updated);
     }
     owner.record(&t.rt, Some(current), &mut updated)?;
-    let causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
+    let mut causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
+    causes.extend(custom::validate_status(&t.rt, &updated, current));
     if !causes.is_empty() {
         return Err(invalid(&t.rt, &t.name, causes));
     }
@@ -404,12 +421,12 @@ pub(crate) fn patch(
             prepare_status_update(t, patched, current, owner)
         }
         Part::Scale => {
-            let scale = scale_of(current);
+            let scale = scale_of_type(&t.rt, current);
             let patched = apply(&scale, "autoscaling/v1", "Scale")?;
             apply_scale(t, patched, current, owner)
         }
     })?;
-    Ok(if part == Part::Scale { Arc::new(scale_of(&result)) } else { result })
+    Ok(if part == Part::Scale { Arc::new(scale_of_type(&t.rt, &result)) } else { result })
 }
 
 /// A server-side apply (`application/apply-patch+yaml`) of `config` by `writer`: merged into
@@ -423,6 +440,9 @@ pub(crate) fn apply(
     writer: &Writer,
     force: bool,
 ) -> Result<(Arc<Value>, bool), ApiError> {
+    if part != Part::Scale {
+        custom::check_apply_fields(&t.rt, &config)?;
+    }
     check_kind(&t.rt, &mut config)?;
     let name = str_at(&config, "/metadata/name");
     if name != t.name {
@@ -455,9 +475,13 @@ pub(crate) fn apply(
     Ok((written, false))
 }
 
-/// The autoscaling/v1 Scale of a Deployment, ReplicaSet, StatefulSet or ReplicationController
-/// (or a custom resource's scale subresource at its default paths), with the selector as
-/// `labels.Selector.String()` prints it.
+/// The autoscaling/v1 Scale of an object of this type: a custom resource's at its CRD's paths.
+pub(crate) fn scale_of_type(rt: &ResourceType, object: &Value) -> Value {
+    custom::scale_of(rt, object).unwrap_or_else(|| scale_of(object))
+}
+
+/// The autoscaling/v1 Scale of a Deployment, ReplicaSet, StatefulSet or ReplicationController,
+/// with the selector as `labels.Selector.String()` prints it.
 pub(crate) fn scale_of(object: &Value) -> Value {
     let selector = object.pointer("/spec/selector");
     let selector = if str_at(object, "/kind") == "ReplicationController" {
@@ -513,7 +537,9 @@ fn apply_scale(t: &Target, scale: Value, current: &Value, owner: Ownership<'_>) 
         ));
     }
     let mut new = current.clone();
-    new["spec"]["replicas"] = json!(replicas);
+    if !custom::set_replicas(&t.rt, &mut new, replicas) {
+        new["spec"]["replicas"] = json!(replicas);
+    }
     prepare_update(t, new, current, owner)
 }
 
@@ -525,7 +551,7 @@ pub(crate) fn update_scale(
     owner: Ownership<'_>,
 ) -> Result<Arc<Value>, ApiError> {
     let result = write(state, t, dry_run, |current| apply_scale(t, scale, current, owner))?;
-    Ok(Arc::new(scale_of(&result)))
+    Ok(Arc::new(scale_of_type(&t.rt, &result)))
 }
 
 /// The outcome of a DELETE: the object is gone, or it is terminating (graceful pod deletion,

@@ -17,6 +17,7 @@ mod auth;
 mod bootstrap;
 mod change;
 mod cluster;
+mod custom;
 mod defaults;
 mod discovery;
 mod faults;

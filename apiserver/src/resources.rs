@@ -25,6 +25,8 @@ pub(crate) struct ResourceType {
     /// Answered at once and never stored (SelfSubjectAccessReview and the other reviews):
     /// create is the only verb.
     pub create_only: bool,
+    /// Set for custom resources: the structural schema of this version (see `custom`).
+    pub schema: Option<super::custom::CustomSchema>,
 }
 
 impl ResourceType {
@@ -51,7 +53,8 @@ impl ResourceType {
     /// Kinds whose spec changes bump `metadata.generation` (status is a subresource). Services
     /// have a status subresource but no generation upstream.
     pub(crate) fn tracks_generation(&self) -> bool {
-        self.status && self.id() != "/services"
+        // Custom resources always do (apiextensions' strategy), status subresource or not.
+        (self.status && self.id() != "/services") || self.schema.is_some()
     }
 }
 
@@ -80,6 +83,7 @@ fn builtin(
         scale,
         printer_columns: None,
         create_only: false,
+        schema: None,
     }
 }
 
@@ -228,6 +232,7 @@ impl Registry {
                 scale: v.pointer("/subresources/scale").is_some(),
                 printer_columns: Some(v.get("additionalPrinterColumns").cloned().unwrap_or(json!([]))),
                 create_only: false,
+                schema: Some(super::custom::CustomSchema::of_version(v)),
             });
         }
     }

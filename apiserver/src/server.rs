@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use super::api::{self, DeleteOptions, Deleted, Ownership, Part, Target};
 use super::auth;
 use super::change::{Event, EventType};
+use super::custom::{self, Arrival, FieldValidation};
 use super::managed::Writer;
 use super::patch::PatchType;
 use super::query::{self, Filter};
@@ -109,10 +110,17 @@ async fn authorized(
     if let Some(delay) = state.faults.latency() {
         tokio::time::sleep(delay).await;
     }
-    match route(state, user, req).await {
+    let mut response = match route(state, user, req).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
+    };
+    // Warnings go with the answer, failed or not, as upstream's warning recorder sends them.
+    for w in custom::take_warnings() {
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - {w:?}")) {
+            response.headers_mut().append("warning", v);
+        }
     }
+    response
 }
 
 struct Ctx {
@@ -225,6 +233,19 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     }
     let namespace = namespace.unwrap_or("").to_string();
     let body = read_body(body).await?;
+    let options_kind = match ctx.method {
+        Method::POST => "CreateOptions",
+        Method::PUT => "UpdateOptions",
+        _ => "PatchOptions",
+    };
+    let directive = match ctx.method {
+        Method::POST | Method::PUT | Method::PATCH => {
+            FieldValidation::parse(ctx.query.get("fieldValidation").map(String::as_str), options_kind)?
+        }
+        _ => FieldValidation::default(),
+    };
+    // No await follows: the writes below run on this thread, in the directive's scope.
+    let body_write = |f: &mut dyn FnMut() -> Result<Arc<Value>, ApiError>| custom::scoped(directive, Arrival::Body, f);
     if rt.create_only {
         if name.is_some() || ctx.method != Method::POST {
             return Err(ApiError::method_not_allowed());
@@ -243,7 +264,11 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 }
                 let object = parse_object(&ctx, &body)?;
                 let writer = ctx.writer(state, &rt, "")?;
-                let created = api::create(state, &rt, &namespace, object, ctx.dry_run(), Ownership::Update(&writer))?;
+                let mut object = Some(object);
+                let created = body_write(&mut || {
+                    let object = object.take().unwrap_or_default();
+                    api::create(state, &rt, &namespace, object, ctx.dry_run(), Ownership::Update(&writer))
+                })?;
                 Ok(object_response(StatusCode::CREATED, &rt, &created, &ctx))
             }
             Method::DELETE => delete_collection(state, &rt, &namespace, &ctx, &body),
@@ -278,11 +303,19 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     let mut code = StatusCode::OK;
     let mut warning = None;
     let written = match (ctx.method.clone(), part) {
-        (Method::GET, Part::Scale) => Arc::new(api::scale_of(&*api::get(state, &target)?)),
+        (Method::GET, Part::Scale) => Arc::new(api::scale_of_type(&rt, &*api::get(state, &target)?)),
         (Method::GET, _) => api::get(state, &target)?,
-        (Method::PUT, Part::Main) => api::update(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
-        (Method::PUT, Part::Status) => api::update_status(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
-        (Method::PUT, Part::Scale) => api::update_scale(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
+        (Method::PUT, part) => {
+            let mut object = Some(parse_object(&ctx, &body)?);
+            body_write(&mut || {
+                let object = object.take().unwrap_or_default();
+                match part {
+                    Part::Main => api::update(state, &target, object, dry_run, owner),
+                    Part::Status => api::update_status(state, &target, object, dry_run, owner),
+                    Part::Scale => api::update_scale(state, &target, object, dry_run, owner),
+                }
+            })?
+        }
         (Method::PATCH, part) => {
             let media = ctx.content_type.split(';').next().unwrap_or("").trim();
             let ty = PatchType::from_content_type(media).ok_or_else(|| {
@@ -297,13 +330,17 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 if force {
                     return Err(ApiError::bad_request("force may not be specified for non-apply patch"));
                 }
-                api::patch(state, &target, part, ty, &body, dry_run, owner)?
+                custom::scoped(directive, Arrival::Patch, || {
+                    api::patch(state, &target, part, ty, &body, dry_run, owner)
+                })?
             } else {
                 if !ctx.query.contains_key("fieldManager") {
                     return Err(ApiError::bad_request("fieldManager is required for apply requests"));
                 }
                 let config = apply_config(&body)?;
-                let (written, created) = api::apply(state, &target, part, config, dry_run, &writer, force)?;
+                let (written, created) = custom::scoped(directive, Arrival::Body, || {
+                    api::apply(state, &target, part, config, dry_run, &writer, force)
+                })?;
                 if created {
                     code = StatusCode::CREATED;
                 }
@@ -464,7 +501,7 @@ fn object_response(code: StatusCode, rt: &ResourceType, object: &Value, ctx: &Ct
 /// Objects are stored with the apiVersion they were written in; serve them in the version
 /// requested (custom resources with several versions and no conversion).
 fn as_served(rt: &ResourceType, object: &Value) -> Value {
-    let mut o = object.clone();
+    let mut o = custom::default_stored(rt, object).unwrap_or_else(|| object.clone());
     if o.get("apiVersion").and_then(Value::as_str) != Some(&rt.api_version()) {
         o["apiVersion"] = json!(rt.api_version());
     }
@@ -588,6 +625,9 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
 
 /// Writes `object` as served in `rt`'s version, copying it only if its stored version differs.
 fn write_served(out: &mut Vec<u8>, rt: &ResourceType, api_version: &str, object: &Value) {
+    // Custom resources are defaulted as read, as upstream's storage decoder does.
+    let defaulted = custom::default_stored(rt, object);
+    let object = defaulted.as_ref().unwrap_or(object);
     let written = if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
         serde_json::to_writer(&mut *out, object)
     } else {

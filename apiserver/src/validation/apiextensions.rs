@@ -47,7 +47,14 @@ pub(super) fn crd(v: &mut V, obj: &Value, old: Option<&Value>) {
         let schema_path = child(vpath, "schema.openAPIV3Schema");
         match version.get("schema").and_then(|s| s.get("openAPIV3Schema")).filter(|s| !s.is_null()) {
             None => v.required(&schema_path, "schemas are required"),
-            Some(schema) => structural(v, schema, &schema_path, 0),
+            Some(schema) => {
+                let before = v.causes.len();
+                structural(v, schema, &schema_path, 0);
+                // Defaults are checked against a schema that is structural.
+                if v.causes.len() == before {
+                    v.causes.extend(crate::custom::default_causes(schema, &schema_path));
+                }
+            }
         }
     }
     let shown_versions = show(spec.get("versions"));
@@ -144,53 +151,220 @@ fn stored_versions(v: &mut V, obj: &Value, versions: &[&str], storage: &[(&str, 
     }
 }
 
-/// The part of the structural-schema rules that hand-written CRDs get wrong: types present.
-fn structural(v: &mut V, schema: &Value, path: &str, depth: usize) {
+/// Upstream's structural-schema invariants (`schema.ValidateStructural`, its errors sorted as it
+/// sorts them) and the schema checks of the CRD API validation that v1 makes fatal
+/// (`additionalProperties` beside `properties`, `x-kubernetes-preserve-unknown-fields: false`).
+fn structural(v: &mut V, schema: &Value, path: &str, _depth: usize) {
+    let mut errors = V::default();
+    invariants(&mut errors, schema, Level::Root, path, 0);
+    errors.causes.sort_by_key(|c| format!("{}: {}", c.field, c.message));
+    v.causes.extend(errors.causes);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    Item,
+    Field,
+}
+
+/// Deep enough for any real schema; bounds the work on hostile input.
+const MAX_DEPTH: usize = 64;
+
+fn flag(s: &Obj, k: &str) -> bool {
+    s.get(k).and_then(Value::as_bool) == Some(true)
+}
+
+fn invariants(v: &mut V, schema: &Value, lvl: Level, path: &str, depth: usize) {
     let Some(s) = v.obj(Some(schema), path) else { return };
-    let kind = v.string(s.get("type"), &child(path, "type"));
-    if depth == 0 {
-        if kind.is_empty() {
-            v.required(&child(path, "type"), "must not be empty at the root");
-        } else if kind != "object" {
-            v.invalid(&child(path, "type"), &q(kind), "must be object at the root");
-        }
-    }
-    // Deep enough for any real schema; bounds the work on hostile input.
-    if depth > 32 {
+    if depth > MAX_DEPTH {
         return;
     }
-    // Upstream exempts int-or-string and embedded resources; preserve-unknown-fields is let
-    // through as well, erring towards accepting what a real server might.
-    let untyped_ok = |s: &Obj| {
-        ["x-kubernetes-int-or-string", "x-kubernetes-embedded-resource", "x-kubernetes-preserve-unknown-fields"]
-            .iter()
-            .any(|k| s.get(*k).and_then(Value::as_bool) == Some(true))
-    };
-    let props_path = child(path, "properties");
-    if let Some(props) = v.obj(s.get("properties"), &props_path) {
-        for (name, prop) in props {
-            let ppath = key(&props_path, name);
-            if let Some(p) = prop.as_object()
-                && deep_empty(p.get("type"))
-                && !untyped_ok(p)
-            {
-                v.required(&child(&ppath, "type"), "must not be empty for specified object fields");
-            }
-            structural(v, prop, &ppath, depth + 1);
-        }
+    let ty = s.get("type").and_then(Value::as_str).unwrap_or("");
+    let props = s.get("properties").and_then(Value::as_object);
+    let (embedded, preserve, int_or_string) = (
+        flag(s, "x-kubernetes-embedded-resource"),
+        flag(s, "x-kubernetes-preserve-unknown-fields"),
+        flag(s, "x-kubernetes-int-or-string"),
+    );
+    if ty == "array" && s.get("items").is_none_or(Value::is_null) {
+        v.required(&child(path, "items"), "must be specified");
     }
     if let Some(items) = s.get("items").filter(|i| i.is_object()) {
-        let ipath = child(path, "items");
-        if let Some(i) = items.as_object()
-            && deep_empty(i.get("type"))
-            && !untyped_ok(i)
-        {
-            v.required(&child(&ipath, "type"), "must not be empty for specified array items");
-        }
-        structural(v, items, &ipath, depth + 1);
+        invariants(v, items, Level::Item, &child(path, "items"), depth + 1);
     }
-    if let Some(additional) = s.get("additionalProperties").filter(|a| a.is_object()) {
-        structural(v, additional, &child(path, "additionalProperties"), depth + 1);
+    for (k, p) in props.into_iter().flatten() {
+        invariants(v, p, Level::Field, &key(&child(path, "properties"), k), depth + 1);
+    }
+    let additional = s.get("additionalProperties").filter(|a| !a.is_null());
+    if let Some(a) = additional {
+        if lvl == Level::Root {
+            v.forbidden(&child(path, "additionalProperties"), "must not be used at the root");
+        }
+        if a.is_object() {
+            invariants(v, a, Level::Field, &child(path, "additionalProperties"), depth + 1);
+        }
+        if props.is_some_and(|p| !p.is_empty()) {
+            v.forbidden(
+                &child(path, "additionalProperties"),
+                "additionalProperties and properties are mutual exclusive",
+            );
+        }
+    }
+    if s.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(false) {
+        v.invalid(&child(path, "x-kubernetes-preserve-unknown-fields"), "false", "must be true or undefined");
+    }
+    if int_or_string && preserve {
+        let field = child(path, "x-kubernetes-preserve-unknown-fields");
+        v.invalid(&field, "true", "must be false if x-kubernetes-int-or-string is true");
+    }
+    if int_or_string && embedded {
+        v.invalid(
+            &child(path, "x-kubernetes-embedded-resource"),
+            "true",
+            "must be false if x-kubernetes-int-or-string is true",
+        );
+    }
+    value_validation(v, s, path, depth);
+    if embedded && ty != "object" {
+        if ty.is_empty() {
+            v.required(&child(path, "type"), "must be object if x-kubernetes-embedded-resource is true");
+        } else {
+            v.invalid(&child(path, "type"), &q(ty), "must be object if x-kubernetes-embedded-resource is true");
+        }
+    } else if ty.is_empty() && !int_or_string && !preserve {
+        let detail = match lvl {
+            Level::Root => "must not be empty at the root",
+            Level::Item => "must not be empty for specified array items",
+            Level::Field => "must not be empty for specified object fields",
+        };
+        v.required(&child(path, "type"), detail);
+    }
+    if embedded && additional.is_some() {
+        v.forbidden(&child(path, "additionalProperties"), "must not be used if x-kubernetes-embedded-resource is set");
+    }
+    if lvl == Level::Root && !ty.is_empty() && ty != "object" {
+        v.invalid(&child(path, "type"), &q(ty), "must be object at the root");
+    }
+    let check_metadata = lvl == Level::Root || embedded;
+    let props_path = child(path, "properties");
+    for name in ["kind", "apiVersion"] {
+        if let Some(p) = props.and_then(|p| p.get(name)).filter(|_| check_metadata) {
+            let t = text(Some(p), "/type");
+            if t != "string" {
+                v.invalid(&child(&key(&props_path, name), "type"), &q(t), "must be string");
+            }
+        }
+    }
+    if let Some(meta) = props.and_then(|p| p.get("metadata")) {
+        let meta_path = key(&props_path, "metadata");
+        let t = text(Some(meta), "/type");
+        if check_metadata && t != "object" {
+            v.invalid(&child(&meta_path, "type"), &q(t), "must be object");
+        }
+        if lvl == Level::Root {
+            // Only name and generateName may be restricted; type and default are let be.
+            let only_names = meta.as_object().is_some_and(|m| {
+                m.iter().all(|(k, x)| match k.as_str() {
+                    "type" | "default" => true,
+                    "properties" => x.as_object().is_some_and(|p| p.keys().all(|n| n == "name" || n == "generateName")),
+                    _ => false,
+                })
+            });
+            if !only_names {
+                v.forbidden(
+                    &meta_path,
+                    "must not specify anything other than name and generateName, but metadata is implicitly specified",
+                );
+            }
+        }
+    }
+    if embedded && !preserve && props.is_none_or(|p| p.is_empty()) {
+        v.required(
+            &props_path,
+            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+        );
+    }
+}
+
+/// anyOf: [{type: integer}, {type: string}], the one place a type may appear in a value
+/// validation (int-or-string's long form).
+fn int_or_string_any_of(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_array).is_some_and(|a| {
+        a.len() == 2
+            && a[0].as_object().is_some_and(|o| o.len() == 1 && text(a.first(), "/type") == "integer")
+            && a[1].as_object().is_some_and(|o| o.len() == 1 && text(a.get(1), "/type") == "string")
+    })
+}
+
+fn value_validation(v: &mut V, s: &Obj, path: &str, depth: usize) {
+    value_validation_skipping(v, s, path, depth, int_or_string_any_of(s.get("anyOf")), {
+        s.get("allOf")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .is_some_and(|f| int_or_string_any_of(f.get("anyOf")))
+    });
+}
+
+fn value_validation_skipping(v: &mut V, s: &Obj, path: &str, depth: usize, skip_any_of: bool, skip_first_all_of: bool) {
+    for junction in ["anyOf", "allOf", "oneOf"] {
+        if junction == "anyOf" && skip_any_of {
+            continue;
+        }
+        for (i, n) in s.get(junction).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let skip = junction == "allOf" && i == 0 && skip_first_all_of;
+            nested(v, n, &idx(&child(path, junction), i), depth + 1, skip);
+        }
+    }
+    if let Some(not) = s.get("not").filter(|n| n.is_object()) {
+        nested(v, not, &child(path, "not"), depth + 1, false);
+    }
+    if let Some(pattern) = s.get("pattern").and_then(Value::as_str)
+        && let Err(e) = regex::Regex::new(pattern)
+    {
+        let why =
+            format!("must be a valid regular expression, but isn't: {}", e.to_string().lines().last().unwrap_or(""));
+        v.invalid(&child(path, "pattern"), &q(pattern), &why);
+    }
+}
+
+/// A schema inside anyOf/allOf/oneOf/not: value validations only.
+fn nested(v: &mut V, schema: &Value, path: &str, depth: usize, skip_any_of: bool) {
+    let Some(s) = schema.as_object() else { return };
+    if depth > MAX_DEPTH {
+        return;
+    }
+    value_validation_skipping(v, s, path, depth, skip_any_of, false);
+    if let Some(items) = s.get("items").filter(|i| i.is_object()) {
+        nested(v, items, &child(path, "items"), depth + 1, false);
+    }
+    for (k, p) in s.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        nested(v, p, &key(&child(path, "properties"), k), depth + 1, false);
+    }
+    let forbidden: [(&str, &str); 12] = [
+        ("type", "must be empty to be structural"),
+        ("additionalProperties", "must be undefined to be structural"),
+        ("default", "must be undefined to be structural"),
+        ("title", "must be empty to be structural"),
+        ("description", "must be empty to be structural"),
+        ("nullable", "must be false to be structural"),
+        ("x-kubernetes-preserve-unknown-fields", "must be false to be structural"),
+        ("x-kubernetes-embedded-resource", "must be false to be structural"),
+        ("x-kubernetes-int-or-string", "must be false to be structural"),
+        ("x-kubernetes-list-map-keys", "must be empty to be structural"),
+        ("x-kubernetes-list-type", "must be undefined to be structural"),
+        ("x-kubernetes-validations", "must be empty to be structural"),
+    ];
+    for (k, detail) in forbidden {
+        if s.get(k).is_some_and(|x| !deep_empty(Some(x))) {
+            v.forbidden(&child(path, k), detail);
+        }
+    }
+    if s.get("x-kubernetes-map-type").is_some_and(|x| !x.is_null()) {
+        v.forbidden(&child(path, "x-kubernetes-map-type"), "must be undefined to be structural");
+    }
+    if s.get("properties").and_then(|p| p.get("metadata")).is_some() {
+        v.forbidden(&key(&child(path, "properties"), "metadata"), "must not be specified in a nested context");
     }
 }
 
@@ -252,6 +426,49 @@ mod tests {
             (
                 "untyped property",
                 json!({"/spec/versions/0/schema/openAPIV3Schema/properties/status": {"properties": {}}}),
+                format!("Required {root}.properties[status].type"),
+            ),
+            (
+                "array without items",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/status": {"type": "array"}}),
+                format!("Required {root}.properties[status].items"),
+            ),
+            (
+                "additionalProperties beside properties",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/additionalProperties": {"type": "string"}}),
+                format!("Forbidden {root}.properties[spec].additionalProperties"),
+            ),
+            (
+                "metadata beyond names",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/metadata": {"type": "object",
+                    "properties": {"labels": {"type": "object"}}}}),
+                format!("Forbidden {root}.properties[metadata]"),
+            ),
+            (
+                "type in a value validation",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/anyOf": [{"type": "string"}]}),
+                format!("Forbidden {root}.properties[spec].anyOf[0].type"),
+            ),
+            (
+                "int-or-string's long form",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size/anyOf":
+                    [{"type": "integer"}, {"type": "string"}]}),
+                String::new(),
+            ),
+            (
+                "default of the wrong type",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/tags/default": "a"}),
+                format!("TypeInvalid {root}.properties[spec].properties[tags].default"),
+            ),
+            (
+                "default with unknown fields",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/default": {"nope": 1}}),
+                format!("Invalid {root}.properties[spec].default"),
+            ),
+            (
+                "embedded resource untyped",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/status":
+                    {"x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}),
                 format!("Required {root}.properties[status].type"),
             ),
             (

@@ -4,6 +4,7 @@
 
 mod apply;
 mod cluster;
+mod crd;
 mod kubectl;
 mod protobuf;
 mod rbac;
