@@ -41,6 +41,7 @@ bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
 	cargo bench -p wasmcm-apiserver --bench cluster
 	cargo bench -p wasmcm --bench scale -- $(SCALE_ARGS)
+	cargo bench -p wasmcm --bench scale -- --size 3000 --replicas 1 --hosts 1,2,3
 	cargo bench -p wasmcm --bench lifecycle
 
 # The chaos soak, long (host/benches/chaos.rs): three hosts at KCM's lease timings, 300

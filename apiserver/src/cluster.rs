@@ -29,6 +29,8 @@ pub(crate) struct State {
     pub sources: Sources,
     /// Who writes, and who holds the audited Lease meanwhile; `None` records nothing.
     pub audit: Option<audit::Audit>,
+    /// `shardSelector` is served (`ClusterConfig::sharded_list_watch`).
+    pub sharded_list_watch: bool,
 }
 
 /// Where the server gets the time and the randomness of what it makes up (timestamps, uids,
@@ -50,6 +52,7 @@ impl State {
             faults: faults::Faults::default(),
             sources,
             audit: None,
+            sharded_list_watch: true,
         }
     }
 
@@ -117,6 +120,9 @@ pub struct ClusterConfig {
     /// Record every write with who held the Lease entitling it when it arrived:
     /// [`Cluster::take_audit`].
     pub audit_lease: Option<AuditLease>,
+    /// Serve KEP-5866's `shardSelector` on lists and watches (Kubernetes 1.36's alpha
+    /// `ShardedListAndWatch` gate); off, the parameter is ignored, as by servers without it.
+    pub sharded_list_watch: bool,
 }
 
 impl Default for ClusterConfig {
@@ -130,6 +136,7 @@ impl Default for ClusterConfig {
             history_bytes: store::DEFAULT_HISTORY_BYTES,
             faults: FaultConfig::default(),
             audit_lease: None,
+            sharded_list_watch: true,
         }
     }
 }
@@ -176,6 +183,7 @@ impl Cluster {
             token: token.clone(),
             server_address: addr.to_string(),
             audit: config.audit_lease.clone().map(audit::Audit::new),
+            sharded_list_watch: config.sharded_list_watch,
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
                 Sources::System,

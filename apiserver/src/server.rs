@@ -516,7 +516,7 @@ fn partial(object: &Value) -> Value {
     })
 }
 
-fn filter_from(rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Filter, ApiError> {
+fn filter_from(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Filter, ApiError> {
     let labels = match ctx.query.get("labelSelector") {
         Some(s) => wasmcm_core::Selector::parse(s).map_err(ApiError::bad_request)?,
         None => Default::default(),
@@ -525,7 +525,7 @@ fn filter_from(rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Filter, 
         Some(s) => query::parse_field_selector(s, &rt.kind).map_err(ApiError::bad_request)?,
         None => Vec::new(),
     };
-    let shards = match ctx.query.get("shardSelector").filter(|s| !s.is_empty()) {
+    let shards = match ctx.query.get("shardSelector").filter(|s| !s.is_empty() && state.sharded_list_watch) {
         Some(s) => Some(
             wasmcm_core::ShardSelector::parse(s)
                 .map_err(|why| ApiError::bad_request(format!("invalid shardSelector: {why}")))?,
@@ -552,7 +552,7 @@ fn decode_continue(token: &str) -> Result<(String, String, Option<u64>), ApiErro
 }
 
 fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
-    let filter = filter_from(rt, namespace, ctx)?;
+    let filter = filter_from(state, rt, namespace, ctx)?;
     let after = match ctx.query.get("continue").filter(|c| !c.is_empty()) {
         Some(token) => Some(decode_continue(token)?),
         None => None,
@@ -669,7 +669,7 @@ fn delete_collection(
     ctx: &Ctx,
     body: &[u8],
 ) -> Result<Response<Body>, ApiError> {
-    let filter = filter_from(rt, namespace, ctx)?;
+    let filter = filter_from(state, rt, namespace, ctx)?;
     let opts = delete_options(ctx, body)?;
     let (items, rv) = state.store.list(&rt.id(), filter.namespace.as_deref(), &filter);
     let mut deleted = Vec::new();
@@ -690,7 +690,7 @@ fn delete_collection(
 }
 
 fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
-    let filter = filter_from(rt, namespace, ctx)?;
+    let filter = filter_from(state, rt, namespace, ctx)?;
     let send_initial = ctx.flag("sendInitialEvents");
     let bookmarks = ctx.flag("allowWatchBookmarks");
     let from = match ctx.query.get("resourceVersion").map(String::as_str) {

@@ -37,7 +37,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const NAMESPACES: usize = 10;
+/// Namespaces the Deployments are spread over (round robin): sharded replicas split by namespace.
+const NAMESPACES: usize = 30;
 const RAW_NAMESPACE: &str = "raw";
 const IMAGE_BEFORE: &str = "nginx:1.27";
 const IMAGE_AFTER: &str = "nginx:1.28";
@@ -54,6 +55,10 @@ struct Options {
     clients: usize,
     phase_timeout: Option<Duration>,
     keep_logs: bool,
+    /// `--hosts 1,2,3`: instead of the phases above, the rollout on that many replicas run with
+    /// `--shards`, each replica's cached objects and RSS.
+    hosts: Vec<usize>,
+    shards: u32,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -72,6 +77,8 @@ fn parse_options() -> Result<Options, String> {
         clients: 16,
         phase_timeout: None,
         keep_logs: false,
+        hosts: Vec::new(),
+        shards: 32,
     };
     let mut args = std::env::args().skip(1);
     fn number<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<T, String> {
@@ -105,9 +112,18 @@ fn parse_options() -> Result<Options, String> {
             "--clients" => o.clients = number::<usize>(&flag, value())?.max(1),
             "--phase-timeout" => o.phase_timeout = Some(Duration::from_secs(number(&flag, value())?)),
             "--keep-logs" => o.keep_logs = true,
+            "--hosts" => {
+                let list = value().ok_or("--hosts needs a value")?;
+                o.hosts = list
+                    .split(',')
+                    .map(|s| s.trim().parse().map_err(|_| format!("--hosts {list}: not a list of numbers")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--shards" => o.shards = number(&flag, value())?,
             "-h" | "--help" => {
                 return Err("flags: --size N | --sizes a,b,c, --replicas R, --raw-pods K, --qps Q, --burst B, \
-                            --nodes N, --pod-start-delay-ms MS, --clients C, --phase-timeout S, --keep-logs"
+                            --nodes N, --pod-start-delay-ms MS, --clients C, --phase-timeout S, --keep-logs, \
+                            --hosts 1,2,3 [--shards S]"
                     .into());
             }
             // Filters and flags cargo or libtest users might pass out of habit.
@@ -130,6 +146,9 @@ fn main() -> ExitCode {
         }
     };
     let ticks = clock_ticks();
+    if !options.hosts.is_empty() {
+        return run_sharded(&options);
+    }
     let mut results = Vec::new();
     let mut failed = false;
     for &size in &options.sizes {
@@ -443,6 +462,179 @@ fn run_size(o: &Options, size: usize, ticks: f64) -> Result<SizeResult, String> 
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(SizeResult { size, rows })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scale-out: the same rollout on 1, 2, 3 … replicas run with `--shards`.
+
+fn run_sharded(o: &Options) -> ExitCode {
+    let size = o.sizes[0];
+    println!();
+    println!(
+        "== scale-out: {size} Deployments × {} replicas in {NAMESPACES} namespaces, on {:?} replicas of `wasmcm run \
+         --shards {} --kube-api-qps {}` (a fresh server each) ==",
+        o.replicas, o.hosts, o.shards, o.qps
+    );
+    println!(
+        "converge = from the first create until every Deployment is available; cached = the replica's \
+         wasmcm_informer_objects; peak RSS = VmHWM"
+    );
+    let mut rows = Vec::new();
+    for &hosts in &o.hosts {
+        match sharded_rollout(o, size, hosts) {
+            Ok(row) => rows.push(row),
+            Err(e) => {
+                eprintln!("\nscale-out bench, {hosts} replicas: FAILED: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let mut table = Table {
+        rows: vec![
+            [
+                "replicas",
+                "converge s",
+                "vs 1",
+                "shards held",
+                "cached objects",
+                "most cached vs 1",
+                "RSS MiB",
+                "peak RSS MiB",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ],
+    };
+    let base = rows.first().map(|r: &ShardedRow| (r.converge, r.cached.iter().copied().max().unwrap_or(0)));
+    for r in &rows {
+        let join = |v: Vec<String>| v.join(" / ");
+        let (t0, c0) = base.unwrap_or((r.converge, 1));
+        let most = r.cached.iter().copied().max().unwrap_or(0);
+        table.row(vec![
+            r.hosts.to_string(),
+            format!("{:.1}", r.converge.as_secs_f64()),
+            format!("{:.2}", r.converge.as_secs_f64() / t0.as_secs_f64().max(1e-9)),
+            join(r.held.iter().map(|h| format!("{h:.0}")).collect()),
+            join(r.cached.iter().map(u64::to_string).collect()),
+            format!("{:.2}", most as f64 / c0.max(1) as f64),
+            join(r.rss_kib.iter().map(|k| format!("{:.0}", *k as f64 / 1024.0)).collect()),
+            join(r.peak_kib.iter().map(|k| format!("{:.0}", *k as f64 / 1024.0)).collect()),
+        ]);
+    }
+    table.print();
+    ExitCode::SUCCESS
+}
+
+struct ShardedRow {
+    hosts: usize,
+    converge: Duration,
+    held: Vec<f64>,
+    cached: Vec<u64>,
+    rss_kib: Vec<u64>,
+    peak_kib: Vec<u64>,
+}
+
+fn sharded_rollout(o: &Options, size: usize, hosts: usize) -> Result<ShardedRow, String> {
+    const NAMES: [&str; 8] = ["host-1", "host-2", "host-3", "host-4", "host-5", "host-6", "host-7", "host-8"];
+    if hosts == 0 || hosts > NAMES.len() {
+        return Err(format!("--hosts: 1 to {} replicas", NAMES.len()));
+    }
+    let timeout = o.phase_timeout.unwrap_or(Duration::from_secs_f64((size as f64 * 0.12).max(1200.0)));
+    let dir = std::env::temp_dir().join(format!("wasmcm-scale-out-{}-{hosts}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let binary = env!("CARGO_BIN_EXE_wasmcm");
+    let mut server = Process::spawn(
+        "server",
+        Command::new(binary)
+            .args(["cluster", "--insecure-http", "--nodes", &o.nodes.to_string()])
+            .args(["--pod-start-delay-ms", &o.pod_start_delay_ms.to_string()])
+            .arg("--kubeconfig")
+            .arg(dir.join("kubeconfig")),
+        &dir,
+        true,
+    )?;
+    let url = server.first_line_after("wasmcm cluster serving at ", Duration::from_secs(60))?;
+    let addr = url.strip_prefix("http://").ok_or_else(|| format!("the server is not plain HTTP: {url}"))?.to_string();
+    let mut http = Http::new(&addr);
+    for ns in (0..NAMESPACES).map(namespace) {
+        create(
+            &mut http,
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )?;
+    }
+    let mut replicas = Vec::new();
+    for name in &NAMES[..hosts] {
+        let metrics = free_port()?;
+        let mut command = Command::new(binary);
+        command
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(dir.join("kubeconfig"))
+            .args(["--shards", &o.shards.to_string(), "--leader-elect-resource-namespace", "default"])
+            .args(["--kube-api-qps", &o.qps.to_string(), "--metrics-bind-address", &metrics])
+            .env("POD_NAME", name);
+        if let Some(b) = o.burst {
+            command.args(["--kube-api-burst", &b.to_string()]);
+        }
+        replicas.push((Process::spawn(name, &mut command, &dir, false)?, Http::new(&metrics)));
+    }
+    // Every replica ready, and the shards spread over them (each at most its fair share).
+    let fair = (o.shards as usize).div_ceil(hosts) as f64;
+    let ready_by = Instant::now() + Duration::from_secs(180);
+    loop {
+        let mut held = Vec::new();
+        for (process, admin) in &mut replicas {
+            process.check_alive()?;
+            let scrape = match admin.call("GET", "/readyz", None) {
+                Ok((200, _)) => Scrape::get(admin)?,
+                _ => break,
+            };
+            held.push(scrape.total("wasmcm_shard_held").unwrap_or(0.0));
+        }
+        if held.len() == hosts && held.iter().sum::<f64>() == o.shards as f64 && held.iter().all(|h| *h <= fair) {
+            break;
+        }
+        if Instant::now() > ready_by {
+            return Err(format!("the shards were not spread over {hosts} replicas after 180 s: {held:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let started = Instant::now();
+    let r = o.replicas;
+    parallel(&addr, o.clients, size, |http, i| {
+        let name = deployment_name(i);
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": r,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}},
+                             "spec": {"containers": [{"name": "c", "image": IMAGE_BEFORE}]}},
+            },
+        });
+        create(http, &format!("/apis/apps/v1/namespaces/{}/deployments", namespace(i)), &deployment)
+    })?;
+    wait_converged(&mut http, &mut replicas[0].0, size, r, 1, started + timeout)?;
+    let converge = started.elapsed();
+    let mut row = ShardedRow { hosts, converge, held: vec![], cached: vec![], rss_kib: vec![], peak_kib: vec![] };
+    for (process, admin) in &mut replicas {
+        let scrape = Scrape::get(admin)?;
+        let sample = process.sample()?;
+        row.held.push(scrape.total("wasmcm_shard_held").unwrap_or(0.0));
+        row.cached.push(scrape.total("wasmcm_informer_objects").unwrap_or(0.0) as u64);
+        row.rss_kib.push(sample.rss_kib);
+        row.peak_kib.push(sample.peak_rss_kib);
+    }
+    for (process, _) in &mut replicas {
+        process.stop();
+    }
+    server.stop();
+    if !o.keep_logs {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(row)
 }
 
 fn namespace(i: usize) -> String {

@@ -246,3 +246,14 @@ pub async fn grant(admin: &kube::Client, name: &str, rules: serde_json::Value, (
     .expect("a ClusterRoleBinding");
     kube::Api::<ClusterRoleBinding>::all(admin.clone()).create(&post, &binding).await.expect("the binding is created");
 }
+
+/// A plain HTTP GET of the host's admin endpoint (metrics, health): the status and whole answer.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, out)
+}

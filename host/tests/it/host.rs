@@ -40,16 +40,6 @@ async fn cluster_and_engine() -> (Cluster, Client, Engine) {
 }
 
 /// A plain HTTP GET, enough for the metrics endpoint.
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (code, out)
-}
-
 fn replica_set(name: &str, replicas: i32) -> ReplicaSet {
     serde_json::from_value(json!({
         "metadata": {"name": name},
@@ -71,10 +61,10 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     let plugins = tokio::sync::watch::channel(host.controllers().to_vec()).1;
     let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins, token: None };
     let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
-    assert_eq!(http_get(addr, "/readyz").await.0, 503, "not ready before the host says so");
+    assert_eq!(common::http_get(addr, "/readyz").await.0, 503, "not ready before the host says so");
     ready.send_replace(true);
-    assert_eq!(http_get(addr, "/readyz").await.0, 200);
-    assert_eq!(http_get(addr, "/healthz").await.0, 200);
+    assert_eq!(common::http_get(addr, "/readyz").await.0, 200);
+    assert_eq!(common::http_get(addr, "/healthz").await.0, 200);
     let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     rss.create(&PostParams::default(), &replica_set("web", 3)).await.unwrap();
@@ -130,7 +120,7 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
         "{reasons:?}"
     );
 
-    let (code, text) = http_get(addr, "/metrics").await;
+    let (code, text) = common::http_get(addr, "/metrics").await;
     assert_eq!(code, 200);
     let q = "name=\"replicaset\"";
     assert!(common::sample(&text, "workqueue_adds_total", &[q]).is_some_and(|v| v >= 3.0), "{text}");

@@ -11,7 +11,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -21,12 +21,12 @@ use serde_json::{Value, json};
 use wasmcm_apiserver::{AuditLease, Cluster, ClusterConfig};
 
 const SHARDS: u32 = 12;
-const NAMESPACES: usize = 30;
-const PER_NAMESPACE: usize = 20;
 /// Lease timing of the hosts (seconds): duration, renew deadline, retry period.
 const LEASE: (u64, u64, u64) = (4, 3, 1);
 
 struct Group {
+    /// Namespaces and Deployments in each.
+    workload: (usize, usize),
     cluster: Cluster,
     client: kube::Client,
     kubeconfig: PathBuf,
@@ -36,10 +36,12 @@ struct Group {
 }
 
 impl Group {
-    async fn start() -> Group {
+    /// `filtering`: whether the server serves `shardSelector`.
+    async fn start(workload: (usize, usize), filtering: bool) -> Group {
         let leases = (0..SHARDS).map(|i| format!("wasmcm-shard-{i}")).collect();
         let config = ClusterConfig {
             audit_lease: Some(AuditLease::Shards { namespace: "wasmcm".into(), leases }),
+            sharded_list_watch: filtering,
             ..wasmcm_test_support::quick_config()
         };
         let cluster = Cluster::start(config).await.expect("cluster starts");
@@ -51,6 +53,7 @@ impl Group {
         let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
         let kubeconfig = cluster.kubeconfig_for_token(&token).unwrap();
         Group {
+            workload,
             cluster,
             client,
             kubeconfig,
@@ -64,9 +67,30 @@ impl Group {
         self.logs.path().join(format!("{identity}.log"))
     }
 
+    /// The replica's admin address, from what it printed at start.
+    async fn admin(&self, identity: &str) -> std::net::SocketAddr {
+        let out = self.logs.path().join(format!("{identity}.out"));
+        common::eventually(&format!("{identity} to serve its metrics"), || async {
+            let text = std::fs::read_to_string(&out).ok()?;
+            let line = text.lines().find_map(|l| l.strip_prefix("metrics: http://"))?;
+            line.trim_end_matches("/metrics").parse().ok()
+        })
+        .await
+    }
+
+    /// The Deployments in the replica's caches (`wasmcm_informer_objects`).
+    async fn cached_deployments(&self, identity: &str) -> u64 {
+        let (_, text) = common::http_get(self.admin(identity).await, "/metrics").await;
+        text.lines()
+            .find_map(|l| l.strip_prefix(r#"wasmcm_informer_objects{kind="apps/v1/Deployment"} "#))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no Deployment informer in {identity}'s metrics"))
+    }
+
     /// Starts the replica `identity` as deploy/sharding runs it (quicker lease timing).
     fn start_host(&mut self, identity: &str) {
         let log = std::fs::File::create(self.log(identity)).unwrap();
+        let out = std::fs::File::create(self.logs.path().join(format!("{identity}.out"))).unwrap();
         let (duration, deadline, retry) = LEASE;
         let child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
             .args(["--log-format", "json", "--cache-dir"])
@@ -84,7 +108,7 @@ impl Group {
             .env("POD_NAME", identity)
             .env("POD_NAMESPACE", "wasmcm")
             .env("RUST_LOG", "warn,wasmcm=info,wasmcm::runtime::controller=debug")
-            .stdout(Stdio::null())
+            .stdout(out)
             .stderr(log)
             .spawn()
             .expect("wasmcm runs");
@@ -138,12 +162,13 @@ impl Group {
 
     async fn create_workload(&self) {
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
-        for n in 0..NAMESPACES {
+        let (count, per_namespace) = self.workload;
+        for n in 0..count {
             let ns = format!("team-{n:02}");
             let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
             namespaces.create(&PostParams::default(), &namespace).await.unwrap();
             let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), &ns);
-            for d in 0..PER_NAMESPACE {
+            for d in 0..per_namespace {
                 let name = format!("web-{d:02}");
                 let deployment = serde_json::from_value(json!({
                     "metadata": {"name": name},
@@ -185,7 +210,7 @@ impl Group {
                     && status.updated_replicas == Some(want)
                     && status.available_replicas == Some(want)
             });
-            (all.len() == NAMESPACES * PER_NAMESPACE && done).then_some(())
+            (all.len() == self.workload.0 * self.workload.1 && done).then_some(())
         })
         .await;
     }
@@ -199,6 +224,35 @@ impl Drop for Group {
             let _ = child.wait();
         }
     }
+}
+
+/// Where the server ignores `shardSelector` (before Kubernetes 1.36, or its gate off), the
+/// replicas still split the keys, each caching every object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_filtering_server_replicas_split_the_keys_and_cache_everything() {
+    let mut group = Group::start((12, 4), false).await;
+    group.create_workload().await;
+    for h in ["wasmcm-a", "wasmcm-b"] {
+        group.start_host(h);
+    }
+    group.balanced_over(&["wasmcm-a", "wasmcm-b"]).await;
+    group.converged("48 Deployments to converge on two replicas").await;
+    group.patch_all(json!({"spec": {"replicas": 2}})).await;
+    group.converged("the scale-up").await;
+    for h in ["wasmcm-a", "wasmcm-b"] {
+        assert_eq!(group.cached_deployments(h).await, 48, "{h} caches every Deployment");
+    }
+    let audit = group.cluster.take_audit();
+    let writes: Vec<_> = audit.iter().filter(|r| r.user_agent.contains(" plugin/")).collect();
+    let writers: std::collections::BTreeSet<_> = writes.iter().filter_map(|r| identity(&r.user_agent)).collect();
+    assert_eq!(writers.len(), 2, "both replicas wrote: {writers:?}");
+    let by_non_holder = writes.iter().filter(|r| r.valid_holder().map(str::to_string) != identity(&r.user_agent));
+    assert_eq!(by_non_holder.count(), 0);
+}
+
+/// The identity in a wasmcm User-Agent: `wasmcm/0.1.0 (<identity>) plugin/<name>`.
+fn identity(agent: &str) -> Option<String> {
+    agent.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(i, _)| i.to_string())
 }
 
 /// One reconcile as a host logged it.
@@ -239,13 +293,21 @@ fn reconciles(host: &str, log: &Path) -> Vec<Reconcile> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_split_the_keys_and_hand_shards_over_without_overlap() {
-    let mut group = Group::start().await;
+    let mut group = Group::start((30, 20), true).await;
     group.create_workload().await;
     for h in ["wasmcm-a", "wasmcm-b", "wasmcm-c"] {
         group.start_host(h);
     }
     group.balanced_over(&["wasmcm-a", "wasmcm-b", "wasmcm-c"]).await;
     group.converged("600 Deployments to converge on three replicas").await;
+
+    // The server filters: each replica caches the Deployments of its shards' namespaces alone.
+    let mut cached = Vec::new();
+    for h in ["wasmcm-a", "wasmcm-b", "wasmcm-c"] {
+        cached.push(group.cached_deployments(h).await);
+    }
+    assert_eq!(cached.iter().sum::<u64>(), 600, "every Deployment cached by exactly one replica: {cached:?}");
+    assert!(cached.iter().all(|c| *c < 400), "about a third each: {cached:?}");
 
     // `wasmcm shards` tells who holds what.
     let shown = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
@@ -313,7 +375,6 @@ async fn replicas_split_the_keys_and_hand_shards_over_without_overlap() {
     let audit = group.cluster.take_audit();
     let writes: Vec<_> = audit.iter().filter(|r| r.user_agent.contains(" plugin/")).collect();
     assert!(writes.len() > 3000, "{} plugin writes audited", writes.len());
-    let identity = |agent: &str| agent.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(i, _)| i.to_string());
     let by_non_holder: Vec<_> =
         writes.iter().filter(|r| r.valid_holder().map(str::to_string) != identity(&r.user_agent)).collect();
     assert!(
