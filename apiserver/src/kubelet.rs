@@ -272,8 +272,18 @@ impl Kubelet {
             if phase != "Pending" {
                 return None;
             }
-            // The first of the least loaded in name order, as the map is ordered.
-            let chosen = self.load.iter().min_by_key(|(_, count)| **count).map(|(n, _)| n.clone())?;
+            // The first of the least loaded in name order, as the map is ordered, of the nodes
+            // that take pods: a cordoned node (spec.unschedulable, `kubectl cordon`/`drain`)
+            // does not. With none, the pod waits, looked at again shortly.
+            let Some(chosen) = self
+                .load
+                .iter()
+                .filter(|(n, _)| schedulable(state, n))
+                .min_by_key(|(_, count)| **count)
+                .map(|(n, _)| n.clone())
+            else {
+                return Some(now + UNSCHEDULABLE_RETRY);
+            };
             let Some(bound) = bind(state, &target, &pod, &chosen) else { return Some(now + RETRY) };
             let due = now + jitter(self.config.start_delay);
             let t = self.pods.get_mut(key)?;
@@ -365,6 +375,18 @@ pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
             Changes::Reset(events) => kubelet.reset(&events),
         }
     }
+}
+
+/// How soon a pod no node would take is looked at again (a node's uncordoning is not a pod
+/// change).
+const UNSCHEDULABLE_RETRY: Duration = Duration::from_secs(1);
+
+/// Whether the scheduler may bind pods to the node: it is not cordoned. (A simulated node
+/// whose Node object is gone still takes pods, as it always has here: the kubelet's nodes are
+/// fixed by its configuration.)
+fn schedulable(state: &State, node: &str) -> bool {
+    let key = Key { id: "/nodes".into(), namespace: String::new(), name: node.into() };
+    state.store.get(&key).is_none_or(|n| n.pointer("/spec/unschedulable").and_then(Value::as_bool) != Some(true))
 }
 
 /// The image tag that never becomes ready.

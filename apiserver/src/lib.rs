@@ -19,6 +19,7 @@ mod change;
 mod cluster;
 mod defaults;
 mod discovery;
+mod disruption;
 mod faults;
 mod gc;
 mod kubelet;

@@ -26,7 +26,7 @@ use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
-use super::{State, discovery, openapi, rbac, table};
+use super::{State, discovery, disruption, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -259,6 +259,13 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         }
         let answer = auth::token_request(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
         return Ok(json_response(StatusCode::CREATED, &answer));
+    }
+    if sub == Some("eviction") && discovery::has_eviction(&rt) {
+        if ctx.method != Method::POST {
+            return Err(ApiError::method_not_allowed());
+        }
+        let (code, answer) = disruption::evict(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
+        return Ok(json_response(code, &answer));
     }
     let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
     let part = match sub {

@@ -5,5 +5,6 @@
 mod apply;
 mod cluster;
 mod kubectl;
+mod misc;
 mod protobuf;
 mod rbac;

@@ -1,0 +1,275 @@
+//! The smaller APIs a kube-apiserver serves beside the workload kinds, through kube-rs and the
+//! real kubectl: pod eviction under PodDisruptionBudgets and `kubectl drain`, TokenReview,
+//! CertificateSigningRequests and `kubectl certificate`, APIServices and ComponentStatuses,
+//! and the ephemeral containers subresource.
+
+use std::path::Path;
+use std::process::Output;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Client;
+use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use wasmcm_apiserver::Cluster;
+use wasmcm_test_support::eventually;
+
+async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    let kubeconfig = kubeconfig.to_path_buf();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        wasmcm_test_support::kubectl(&kubeconfig, &args, None)
+    })
+    .await
+    .expect("kubectl runs")
+}
+
+async fn kubectl_ok(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = kubectl(kubeconfig, args).await;
+    assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A ReplicaSet `name` (no controller runs here to make its pods: see [`owned_pod`]).
+async fn replica_set(client: &Client, name: &str, replicas: i32) -> ReplicaSet {
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}},
+        },
+    }))
+    .unwrap();
+    Api::namespaced(client.clone(), "default").create(&PostParams::default(), &rs).await.unwrap()
+}
+
+/// A pod of `rs`, as its controller would make it.
+async fn owned_pod(client: &Client, rs: &ReplicaSet, name: &str) {
+    let rs_name = rs.metadata.name.clone().unwrap();
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": rs_name}, "ownerReferences": [{
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name,
+            "uid": rs.metadata.uid, "controller": true, "blockOwnerDeletion": true,
+        }]},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}], "terminationGracePeriodSeconds": 1},
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(client.clone(), "default").create(&PostParams::default(), &pod).await.unwrap();
+}
+
+fn budget(name: &str, app: &str, min_available: Value) -> PodDisruptionBudget {
+    serde_json::from_value(json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}},
+    }))
+    .unwrap()
+}
+
+/// The budget's status once it reads `want` (its counters as JSON).
+async fn status_becomes(pdbs: &Api<PodDisruptionBudget>, name: &str, want: Value) -> Value {
+    eventually(&format!("{name}'s status {want}"), || async {
+        let pdb = serde_json::to_value(pdbs.get(name).await.ok()?).ok()?;
+        let status = pdb.get("status")?.clone();
+        let matches = want.as_object()?.iter().all(|(k, v)| status.get(k) == Some(v));
+        matches.then_some(status)
+    })
+    .await
+}
+
+async fn ready_pods(pods: &Api<Pod>, app: &str) -> Vec<Pod> {
+    let list = pods.list(&ListParams::default().labels(&format!("app={app}"))).await.expect("pods list");
+    list.items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .collect()
+}
+
+fn api_error(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+async fn start() -> (Cluster, Client) {
+    wasmcm_test_support::cluster().await
+}
+
+/// A client that does not retry 429s by itself (kube-rs's default layer would, for minutes):
+/// to see the refusal itself.
+async fn no_retry_client(cluster: &Cluster) -> Client {
+    let mut config = wasmcm_test_support::config(&cluster.kubeconfig).await;
+    config.default_retry = false;
+    Client::try_from(config).expect("client")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evictions_honour_the_pod_disruption_budget_the_server_keeps_current() {
+    let (cluster, client) = start().await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let rs = replica_set(&client, "web", 3).await;
+    for i in 0..3 {
+        owned_pod(&client, &rs, &format!("web-{i}")).await;
+    }
+    pdbs.create(&PostParams::default(), &budget("web", "web", json!(2))).await.unwrap();
+
+    let status = status_becomes(
+        &pdbs,
+        "web",
+        json!({"expectedPods": 3, "currentHealthy": 3, "desiredHealthy": 2, "disruptionsAllowed": 1, "observedGeneration": 1}),
+    )
+    .await;
+    let condition = &status["conditions"][0];
+    assert_eq!(
+        (&condition["type"], &condition["status"], &condition["reason"]),
+        (&json!("DisruptionAllowed"), &json!("True"), &json!("SufficientPods")),
+        "{status}"
+    );
+
+    let names = ["web-0", "web-1"];
+    // One disruption allowed: the first eviction deletes the pod and spends it at once.
+    pods.evict(names[0], &EvictParams::default()).await.expect("the first eviction is allowed");
+    let pdb = serde_json::to_value(pdbs.get("web").await.unwrap()).unwrap();
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0, "{pdb}");
+    // Counted as going: in disruptedPods until the controller sees it terminating.
+    assert!(pdb["status"]["disruptedPods"].get(names[0]).is_some() || pdb["status"]["currentHealthy"] == 2, "{pdb}");
+    let evicted = pods.get_opt(names[0]).await.unwrap();
+    if let Some(pod) = evicted {
+        let conditions = pod.status.and_then(|s| s.conditions).unwrap_or_default();
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c.type_ == "DisruptionTarget" && c.reason.as_deref() == Some("EvictionByEvictionAPI")),
+            "{conditions:?}"
+        );
+        assert!(pod.metadata.deletion_timestamp.is_some());
+    }
+
+    // The next one would take the application below its budget: 429, with the budget's cause.
+    let impatient: Api<Pod> = Api::namespaced(no_retry_client(&cluster).await, "default");
+    let refused = api_error(impatient.evict(names[1], &EvictParams::default()).await.unwrap_err());
+    assert_eq!((refused.code, refused.reason.as_str()), (429, "TooManyRequests"));
+    assert_eq!(refused.message, "Cannot evict pod as it would violate the pod's disruption budget.");
+    let cause = &refused.details.expect("details").causes[0];
+    assert_eq!(cause.reason, "DisruptionBudget");
+    // 3 until the controller has seen the evicted pod terminating, 2 after.
+    assert!(cause.message.starts_with("The disruption budget web needs 2 healthy pods and has "), "{}", cause.message);
+    assert!(pods.get_opt(names[1]).await.unwrap().is_some_and(|p| p.metadata.deletion_timestamp.is_none()));
+
+    // Once a replacement is ready, the budget allows one again.
+    owned_pod(&client, &rs, "web-3").await;
+    status_becomes(&pdbs, "web", json!({"currentHealthy": 3, "disruptionsAllowed": 1})).await;
+
+    // A dry run spends nothing and deletes nothing.
+    pods.evict(
+        names[1],
+        &EvictParams { post_options: PostParams { dry_run: true, ..Default::default() }, ..Default::default() },
+    )
+    .await
+    .expect("a dry-run eviction is allowed");
+    assert_eq!(serde_json::to_value(pdbs.get("web").await.unwrap()).unwrap()["status"]["disruptionsAllowed"], 1);
+    assert!(pods.get_opt(names[1]).await.unwrap().is_some_and(|p| p.metadata.deletion_timestamp.is_none()));
+
+    // A pod two budgets select cannot be evicted at all.
+    pdbs.create(&PostParams::default(), &budget("web-too", "web", json!("50%"))).await.unwrap();
+    // A percentage counts against the controller's replicas.
+    status_becomes(&pdbs, "web-too", json!({"expectedPods": 3, "desiredHealthy": 2, "observedGeneration": 1})).await;
+    // Upstream answers this one with a Status of failure (201), not an error: client-go turns
+    // it into one, kube-rs hands it back.
+    let refused = pods.evict(names[1], &EvictParams::default()).await.expect("a Status");
+    assert_eq!((refused.status, refused.code), (Some(kube::core::response::StatusSummary::Failure), 500));
+    assert_eq!(
+        refused.message,
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    );
+    pdbs.delete("web-too", &Default::default()).await.unwrap();
+
+    // A pod with no budget is simply deleted; one that is not running needs no budget.
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lonely"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    pods.evict("lonely", &EvictParams::default()).await.expect("no budget: evicted");
+    let missing = api_error(pods.evict("nobody", &EvictParams::default()).await.unwrap_err());
+    assert_eq!(missing.code, 404);
+
+    // maxUnavailable counts against the controller's replicas too.
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    replica_sets.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
+    pdbs.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"minAvailable": null, "maxUnavailable": "50%"}})),
+    )
+    .await
+    .unwrap();
+    status_becomes(
+        &pdbs,
+        "web",
+        json!({"expectedPods": 4, "desiredHealthy": 2, "currentHealthy": 3, "disruptionsAllowed": 1, "observedGeneration": 2}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_drain_cordons_a_node_and_evicts_its_pods_within_their_budget() {
+    let (cluster, client) = start().await;
+    let kubeconfig = cluster.kubeconfig.clone();
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let rs = replica_set(&client, "web", 3).await;
+    for i in 0..3 {
+        owned_pod(&client, &rs, &format!("web-{i}")).await;
+    }
+    // No disruption allowed: drain cannot finish.
+    pdbs.create(&PostParams::default(), &budget("web", "web", json!(3))).await.unwrap();
+    status_becomes(&pdbs, "web", json!({"currentHealthy": 3, "disruptionsAllowed": 0})).await;
+    let node = ready_pods(&pods, "web").await[0].spec.as_ref().and_then(|s| s.node_name.clone()).expect("bound");
+
+    let out =
+        kubectl(&kubeconfig, &["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3s"]).await;
+    assert!(!out.status.success(), "drain finished against a budget allowing nothing");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Cannot evict pod as it would violate the pod's disruption budget."), "{stderr}");
+    let cordoned = nodes.get(&node).await.unwrap();
+    assert_eq!(cordoned.spec.and_then(|s| s.unschedulable), Some(true));
+    let printed = kubectl_ok(&kubeconfig, &["get", "node", &node]).await;
+    assert!(printed.contains("Ready,SchedulingDisabled"), "{printed}");
+
+    // With a disruption allowed, drain evicts, retrying on 429 while the budget catches up.
+    pdbs.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"minAvailable": 2}}))).await.unwrap();
+    let out =
+        kubectl_ok(&kubeconfig, &["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=90s"])
+            .await;
+    assert!(out.contains(&format!("node/{node} drained")), "{out}");
+    // Nothing runs on the drained node, and nothing new is bound to it.
+    let on_node = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node.as_str());
+    eventually("the drained node's pod to be gone", || async {
+        let all = pods.list(&ListParams::default()).await.ok()?;
+        (!all.items.iter().any(on_node)).then_some(())
+    })
+    .await;
+    for i in 3..6 {
+        owned_pod(&client, &rs, &format!("web-{i}")).await;
+    }
+    eventually("five ready pods", || async { (ready_pods(&pods, "web").await.len() == 5).then_some(()) }).await;
+    assert!(!ready_pods(&pods, "web").await.iter().any(on_node), "a pod was bound to a cordoned node");
+    kubectl_ok(&kubeconfig, &["uncordon", &node]).await;
+    assert_eq!(nodes.get(&node).await.unwrap().spec.and_then(|s| s.unschedulable), None);
+}
