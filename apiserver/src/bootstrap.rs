@@ -219,5 +219,14 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
             ],
         ),
         ("system:public-info-viewer", get(&["/healthz", "/livez", "/readyz", "/version", "/version/"])),
+        // What a component that delegates authentication and authorization to the API server
+        // (an aggregated API server, kube-rbac-proxy) is bound to.
+        (
+            "system:auth-delegator",
+            vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(&["authorization.k8s.io"], &["subjectaccessreviews"], &["create"]),
+            ],
+        ),
     ]
 }

@@ -119,6 +119,7 @@ fn builtins() -> Vec<ResourceType> {
             false,
             &[],
         ),
+        review("authentication.k8s.io", "tokenreviews", "TokenReview"),
         review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
         review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
         review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),

@@ -7,8 +7,10 @@ use std::path::Path;
 use std::process::Output;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenReview};
+use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Client;
 use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -272,4 +274,97 @@ async fn kubectl_drain_cordons_a_node_and_evicts_its_pods_within_their_budget() 
     assert!(!ready_pods(&pods, "web").await.iter().any(on_node), "a pod was bound to a cordoned node");
     kubectl_ok(&kubeconfig, &["uncordon", &node]).await;
     assert_eq!(nodes.get(&node).await.unwrap().spec.and_then(|s| s.unschedulable), None);
+}
+
+async fn review_token(client: &Client, token: &str, audiences: &[&str]) -> Value {
+    let reviews: Api<TokenReview> = Api::all(client.clone());
+    let mut spec = json!({"token": token});
+    if !audiences.is_empty() {
+        spec["audiences"] = json!(audiences);
+    }
+    let review: TokenReview =
+        serde_json::from_value(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}))
+            .unwrap();
+    let answer = reviews.create(&PostParams::default(), &review).await.expect("a TokenReview is answered");
+    serde_json::to_value(answer).unwrap()["status"].clone()
+}
+
+#[tokio::test]
+async fn token_reviews_validate_the_servers_own_tokens() {
+    let (cluster, client) = start().await;
+    let admin = review_token(&client, cluster.token.as_deref().expect("a TLS cluster has a token"), &[]).await;
+    assert_eq!(admin["authenticated"], true, "{admin}");
+    assert_eq!(admin["user"]["username"], "kubernetes-admin");
+    assert_eq!(admin["user"]["groups"], json!(["system:masters", "system:authenticated"]));
+    assert_eq!(admin["audiences"], json!(["https://kubernetes.default.svc.cluster.local"]));
+
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}))
+            .unwrap();
+    let account = accounts.create(&PostParams::default(), &account).await.unwrap();
+    let token = cluster.service_account_token("default", "robot").unwrap();
+    let robot = review_token(&client, &token, &[]).await;
+    assert_eq!(robot["authenticated"], true, "{robot}");
+    assert_eq!(robot["user"]["username"], "system:serviceaccount:default:robot");
+    assert_eq!(robot["user"]["uid"], json!(account.metadata.uid));
+    assert_eq!(
+        robot["user"]["groups"],
+        json!(["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"])
+    );
+
+    // A token for another audience is valid for that one only.
+    let request: TokenRequest = serde_json::from_value(json!({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": ["vault"]},
+    }))
+    .unwrap();
+    let vault = accounts.create_token_request("robot", &PostParams::default(), &request).await.unwrap();
+    let vault_token = vault.status.and_then(|s| s.token).expect("a token");
+    let refused = review_token(&client, &vault_token, &[]).await;
+    assert_eq!(refused.get("authenticated"), None, "{refused}");
+    assert_eq!(
+        refused["error"],
+        "[invalid bearer token, token audiences [\"vault\"] is invalid for the target audiences [\"https://kubernetes.default.svc.cluster.local\"]]"
+    );
+    let accepted = review_token(&client, &vault_token, &["vault", "other"]).await;
+    assert_eq!((&accepted["authenticated"], &accepted["audiences"]), (&json!(true), &json!(["vault"])), "{accepted}");
+
+    let unknown = review_token(&client, "not-a-token", &[]).await;
+    assert_eq!(unknown, json!({"user": {}, "error": "invalid bearer token"}));
+
+    // Reviewing tokens is for those the API server delegates to (system:auth-delegator).
+    let robot_client = wasmcm_test_support::client(&cluster.kubeconfig_for_token(&token).unwrap()).await;
+    let reviews: Api<TokenReview> = Api::all(robot_client.clone());
+    let review: TokenReview = serde_json::from_value(
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}),
+    )
+    .unwrap();
+    assert_eq!(api_error(reviews.create(&PostParams::default(), &review).await.unwrap_err()).code, 403);
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "robot-delegator"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(client.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    let own = review_token(&robot_client, &token, &[]).await;
+    assert_eq!(own["user"]["username"], "system:serviceaccount:default:robot");
+
+    // A token dies with its ServiceAccount.
+    accounts.delete("robot", &Default::default()).await.unwrap();
+    let gone = review_token(&client, &token, &[]).await;
+    assert_eq!(gone["error"], "[invalid bearer token, service account token has been invalidated]");
+    let missing = api_error(
+        Api::<TokenReview>::all(client.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(
+                    json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {}}),
+                )
+                .unwrap(),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((missing.code, missing.message.as_str()), (400, "token is required for TokenReview in authentication"));
 }
