@@ -14,7 +14,7 @@ use super::change::Key;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
-use super::{defaults, services, validation};
+use super::{certificates, defaults, services, validation};
 use wasmcm_core::{ApiError, Cause, meta_mut, spec_part, str_at};
 
 /// Where an object lives.
@@ -266,6 +266,9 @@ fn prepare_update(
     if t.rt.id() == "/services" {
         services::carry_over(&mut new, current);
     }
+    if t.rt.id() == certificates::CSR_ID {
+        certificates::keep_spec(&mut new, current);
+    }
     defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
     owner.record(&t.rt, Some(current), &mut new)?;
     validate(&t.rt, &new, Some(current))?;
@@ -313,6 +316,9 @@ fn prepare_status_update(
                 meta_mut(&mut updated).remove("annotations");
             }
         }
+    }
+    if t.rt.id() == certificates::CSR_ID {
+        certificates::status_update(&mut updated, current);
     }
     owner.record(&t.rt, Some(current), &mut updated)?;
     Ok(if updated == *current { None } else { Some(updated) })

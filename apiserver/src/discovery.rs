@@ -96,6 +96,12 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUB_VERBS,
             }));
         }
+        if t.id() == "certificates.k8s.io/certificatesigningrequests" {
+            resources.push(json!({
+                "name": format!("{}/approval", t.resource), "singularName": "", "namespaced": t.namespaced,
+                "kind": t.kind, "verbs": ["get", "update"],
+            }));
+        }
         if has_eviction(t) {
             resources.push(json!({
                 "name": format!("{}/eviction", t.resource), "singularName": "", "namespaced": t.namespaced,
@@ -135,6 +141,9 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
                             }
                             if t.scale {
                                 subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": SUB_VERBS}));
+                            }
+                            if t.id() == "certificates.k8s.io/certificatesigningrequests" {
+                                subresources.push(json!({"subresource": "approval", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": ["get", "update"]}));
                             }
                             if has_eviction(&t) {
                                 subresources.push(json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}));

@@ -15,6 +15,7 @@ mod api;
 mod audit;
 mod auth;
 mod bootstrap;
+mod certificates;
 mod change;
 mod cluster;
 mod defaults;

@@ -26,7 +26,7 @@ use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
-use super::{State, discovery, disruption, openapi, rbac, table};
+use super::{State, certificates, discovery, disruption, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -241,7 +241,10 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 if rt.namespaced && namespace.is_empty() {
                     return Err(ApiError::not_found("", "namespaces", ""));
                 }
-                let object = parse_object(&ctx, &body)?;
+                let mut object = parse_object(&ctx, &body)?;
+                if rt.id() == certificates::CSR_ID {
+                    certificates::stamp_requestor(&mut object, user);
+                }
                 let writer = ctx.writer(state, &rt, "")?;
                 let created = api::create(state, &rt, &namespace, object, ctx.dry_run(), Ownership::Update(&writer))?;
                 Ok(object_response(StatusCode::CREATED, &rt, &created, &ctx))
@@ -266,6 +269,15 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         }
         let (code, answer) = disruption::evict(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
         return Ok(json_response(code, &answer));
+    }
+    if sub == Some("approval") && rt.id() == certificates::CSR_ID {
+        let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
+        let written = match ctx.method {
+            Method::GET => api::get(state, &target)?,
+            Method::PUT => certificates::update_approval(state, &target, parse_object(&ctx, &body)?, ctx.dry_run())?,
+            _ => return Err(ApiError::method_not_allowed()),
+        };
+        return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
     }
     let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
     let part = match sub {

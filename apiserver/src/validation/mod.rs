@@ -18,6 +18,7 @@
 //! - `apps`: Deployments and ReplicaSets.
 //! - `coordination`: Leases.
 //! - `policy`: PodDisruptionBudgets.
+//! - `certificates`: CertificateSigningRequests.
 //! - `rbac`: Roles, ClusterRoles and their bindings.
 //! - `apiextensions`: CustomResourceDefinitions.
 //!
@@ -29,6 +30,7 @@
 
 mod apiextensions;
 mod apps;
+mod certificates;
 mod coordination;
 mod core;
 mod events;
@@ -82,6 +84,9 @@ pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Optio
         ("coordination.k8s.io/v1", "Lease") => coordination::lease(&mut v, object, old),
         ("v1", "Service") => core::service(&mut v, object, old),
         ("policy/v1", "PodDisruptionBudget") => policy::pod_disruption_budget(&mut v, object, old),
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
+            certificates::certificate_signing_request(&mut v, object, old)
+        }
         ("rbac.authorization.k8s.io/v1", "Role") => rbac::role(&mut v, object, old, true),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => rbac::role(&mut v, object, old, false),
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => rbac::role_binding(&mut v, object, old, true),

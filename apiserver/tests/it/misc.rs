@@ -8,6 +8,7 @@ use std::process::Output;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenReview};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
@@ -367,4 +368,124 @@ async fn token_reviews_validate_the_servers_own_tokens() {
             .unwrap_err(),
     );
     assert_eq!((missing.code, missing.message.as_str()), (400, "token is required for TokenReview in authentication"));
+}
+
+fn csr_pem() -> String {
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let params = rcgen::CertificateParams::new(vec!["robot.example".to_string()]).expect("params");
+    params.serialize_request(&key).expect("a CSR").pem().expect("PEM")
+}
+
+fn csr_manifest(name: &str, pem: &str) -> Value {
+    use base64::Engine as _;
+    json!({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {
+            "request": base64::engine::general_purpose::STANDARD.encode(pem),
+            "signerName": "kubernetes.io/kube-apiserver-client",
+            "usages": ["client auth"],
+            "expirationSeconds": 86400,
+            "username": "someone-else",
+        },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_signing_requests_are_approved_or_denied_with_kubectl() {
+    let (cluster, client) = start().await;
+    let kubeconfig = cluster.kubeconfig.clone();
+    let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
+    for name in ["alice", "bob"] {
+        let csr: CertificateSigningRequest = serde_json::from_value(csr_manifest(name, &csr_pem())).unwrap();
+        let created = csrs.create(&PostParams::default(), &csr).await.unwrap();
+        // The requestor is who asked, whatever the client claimed.
+        assert_eq!(created.spec.username.as_deref(), Some("kubernetes-admin"));
+        assert_eq!(created.spec.groups, Some(vec!["system:masters".to_string(), "system:authenticated".to_string()]));
+    }
+    let printed = kubectl_ok(&kubeconfig, &["get", "csr"]).await;
+    let header: Vec<&str> = printed.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"]);
+    assert!(
+        printed.lines().any(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            cells.first() == Some(&"alice")
+                && cells[2..] == ["kubernetes.io/kube-apiserver-client", "kubernetes-admin", "24h", "Pending"]
+        }),
+        "{printed}"
+    );
+
+    let out = kubectl_ok(&kubeconfig, &["certificate", "approve", "alice"]).await;
+    assert!(out.contains("certificatesigningrequest.certificates.k8s.io/alice approved"), "{out}");
+    let out = kubectl_ok(&kubeconfig, &["certificate", "deny", "bob"]).await;
+    assert!(out.contains("certificatesigningrequest.certificates.k8s.io/bob denied"), "{out}");
+    let alice = serde_json::to_value(csrs.get("alice").await.unwrap()).unwrap();
+    let condition = &alice["status"]["conditions"][0];
+    assert_eq!(
+        (&condition["type"], &condition["status"], &condition["reason"]),
+        (&json!("Approved"), &json!("True"), &json!("KubectlApprove"))
+    );
+    assert!(condition["lastTransitionTime"].is_string() && condition["lastUpdateTime"].is_string(), "{alice}");
+    let printed = kubectl_ok(&kubeconfig, &["get", "csr", "alice", "bob", "--no-headers"]).await;
+    let conditions: Vec<&str> = printed.lines().filter_map(|l| l.split_whitespace().last()).collect();
+    assert_eq!(conditions, ["Approved", "Denied"]);
+
+    // Approved and Denied exclude each other; kubectl refuses to flip one without --force, the
+    // server refuses both at once.
+    let out = kubectl(&kubeconfig, &["certificate", "deny", "alice"]).await;
+    assert!(!out.status.success());
+    let mut both = alice.clone();
+    both["status"]["conditions"].as_array_mut().unwrap().push(json!({"type": "Denied", "status": "True"}));
+    let (code, answer) =
+        raw_put(&client, "/apis/certificates.k8s.io/v1/certificatesigningrequests/alice/approval", &both).await;
+    assert_eq!(code, 422, "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("Approved and Denied conditions are mutually exclusive"),
+        "{answer}"
+    );
+
+    // The status subresource does not approve; the main resource changes neither spec nor status.
+    let mut sneaky = serde_json::to_value(csrs.get("bob").await.unwrap()).unwrap();
+    sneaky["status"] = json!({"conditions": [{"type": "Approved", "status": "True", "reason": "Sneaky"}]});
+    let (code, answer) =
+        raw_put(&client, "/apis/certificates.k8s.io/v1/certificatesigningrequests/bob/status", &sneaky).await;
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["status"]["conditions"][0]["type"], "Denied", "{answer}");
+    assert_eq!(answer["status"]["conditions"].as_array().unwrap().len(), 1, "{answer}");
+    csrs.patch("bob", &PatchParams::default(), &Patch::Merge(json!({"spec": {"signerName": "example.com/other"}})))
+        .await
+        .unwrap();
+    assert_eq!(csrs.get("bob").await.unwrap().spec.signer_name, "kubernetes.io/kube-apiserver-client");
+
+    // Validation: a PEM request, a signer, known usages.
+    let mut bad = csr_manifest("bad", "not a PEM");
+    bad["spec"]["signerName"] = json!("");
+    bad["spec"]["usages"] = json!(["client auth", "flying"]);
+    bad["spec"]["expirationSeconds"] = json!(60);
+    let refused =
+        api_error(csrs.create(&PostParams::default(), &serde_json::from_value(bad).unwrap()).await.unwrap_err());
+    assert_eq!(refused.code, 422);
+    let fields: Vec<String> =
+        refused.details.unwrap().causes.into_iter().map(|c| format!("{} {}", c.reason, c.field)).collect();
+    assert_eq!(
+        fields,
+        [
+            "FieldValueInvalid spec.request",
+            "FieldValueInvalid spec.expirationSeconds",
+            "FieldValueNotSupported spec.usages[1]",
+            "FieldValueRequired spec.signerName",
+        ]
+    );
+}
+
+async fn raw_put(client: &Client, path: &str, body: &Value) -> (u16, Value) {
+    let request = http::Request::put(path)
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(body).unwrap())
+        .unwrap();
+    match client.request::<Value>(request).await {
+        Ok(v) => (200, v),
+        Err(kube::Error::Api(s)) => (s.code, json!({"reason": s.reason, "message": s.message})),
+        Err(e) => panic!("{e:?}"),
+    }
 }
