@@ -18,6 +18,7 @@ mod bootstrap;
 mod certificates;
 mod change;
 mod cluster;
+mod control_plane;
 mod defaults;
 mod discovery;
 mod disruption;

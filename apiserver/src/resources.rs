@@ -45,6 +45,10 @@ impl ResourceType {
         if self.create_only {
             return vec!["create"];
         }
+        // Made up on each request, never stored (see `control_plane`).
+        if self.id() == "/componentstatuses" {
+            return vec!["get", "list"];
+        }
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 
@@ -91,6 +95,7 @@ fn review(group: &str, resource: &str, kind: &str) -> ResourceType {
 fn builtins() -> Vec<ResourceType> {
     vec![
         builtin("", "v1", "namespaces", "Namespace", false, &["ns"], true, false, &[]),
+        builtin("", "v1", "componentstatuses", "ComponentStatus", false, &["cs"], false, false, &[]),
         builtin("", "v1", "nodes", "Node", false, &["no"], true, false, &[]),
         builtin("", "v1", "pods", "Pod", true, &["po"], true, false, &["all"]),
         builtin("", "v1", "events", "Event", true, &["ev"], false, false, &[]),
@@ -99,6 +104,17 @@ fn builtins() -> Vec<ResourceType> {
         builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false, false, &[]),
         builtin("", "v1", "services", "Service", true, &["svc"], true, false, &["all"]),
         builtin("", "v1", "endpoints", "Endpoints", true, &["ep"], false, false, &[]),
+        builtin(
+            "apiregistration.k8s.io",
+            "v1",
+            "apiservices",
+            "APIService",
+            false,
+            &[],
+            true,
+            false,
+            &["api-extensions"],
+        ),
         builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, &[], false, false, &[]),
         builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true, true, &["all"]),
         builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true, true, &["all"]),

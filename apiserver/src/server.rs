@@ -26,7 +26,7 @@ use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
-use super::{State, certificates, discovery, disruption, openapi, rbac, table};
+use super::{State, certificates, control_plane, discovery, disruption, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -233,6 +233,9 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         return Ok(json_response(StatusCode::CREATED, &answer));
     }
 
+    if rt.id() == control_plane::COMPONENT_STATUS_ID {
+        return component_statuses(&rt, name, &ctx);
+    }
     let Some(name) = name else {
         return match ctx.method {
             Method::GET if ctx.flag("watch") => watch(state, &rt, &namespace, &ctx),
@@ -436,6 +439,42 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, ApiError> {
         precondition_rv: doc.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from),
         dry_run,
     })
+}
+
+/// `GET` of the ComponentStatuses, made up on each request as upstream's REST does (no
+/// resourceVersion, no watch), with its deprecation warning.
+fn component_statuses(rt: &ResourceType, name: Option<&str>, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    if ctx.method != Method::GET || ctx.flag("watch") {
+        return Err(ApiError::method_not_allowed());
+    }
+    let items = control_plane::component_statuses();
+    let mut r = match name {
+        Some(name) => {
+            let item = items
+                .iter()
+                .find(|i| i.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+                .ok_or_else(|| ApiError::not_found("", &rt.resource, name))?;
+            object_response(StatusCode::OK, rt, item, ctx)
+        }
+        None if ctx.wants("Table") => {
+            let t = table::render(
+                &rt.api_version(),
+                &rt.kind,
+                &items,
+                jiff::Timestamp::now(),
+                ctx.include_object(),
+                json!({}),
+                None,
+            );
+            json_response(StatusCode::OK, &t)
+        }
+        None => json_response(
+            StatusCode::OK,
+            &json!({"kind": rt.list_kind(), "apiVersion": "v1", "metadata": {}, "items": items}),
+        ),
+    };
+    r.headers_mut().insert("warning", HeaderValue::from_static(control_plane::COMPONENT_STATUS_WARNING));
+    Ok(r)
 }
 
 /// The object as the client asked to see it: itself, its metadata only, or a Table.

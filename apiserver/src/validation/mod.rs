@@ -19,6 +19,7 @@
 //! - `coordination`: Leases.
 //! - `policy`: PodDisruptionBudgets.
 //! - `certificates`: CertificateSigningRequests.
+//! - `apiregistration`: APIServices.
 //! - `rbac`: Roles, ClusterRoles and their bindings.
 //! - `apiextensions`: CustomResourceDefinitions.
 //!
@@ -29,6 +30,7 @@
 //! bounds with the apps int-or-percent rule).
 
 mod apiextensions;
+mod apiregistration;
 mod apps;
 mod certificates;
 mod coordination;
@@ -84,6 +86,7 @@ pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Optio
         ("coordination.k8s.io/v1", "Lease") => coordination::lease(&mut v, object, old),
         ("v1", "Service") => core::service(&mut v, object, old),
         ("policy/v1", "PodDisruptionBudget") => policy::pod_disruption_budget(&mut v, object, old),
+        ("apiregistration.k8s.io/v1", "APIService") => apiregistration::api_service(&mut v, object, old),
         ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
             certificates::certificate_signing_request(&mut v, object, old)
         }

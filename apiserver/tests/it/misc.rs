@@ -12,6 +12,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::Client;
 use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -488,4 +489,63 @@ async fn raw_put(client: &Client, path: &str, body: &Value) -> (u16, Value) {
         Err(kube::Error::Api(s)) => (s.code, json!({"reason": s.reason, "message": s.message})),
         Err(e) => panic!("{e:?}"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_gets_component_statuses_and_api_services() {
+    let (cluster, client) = start().await;
+    let kubeconfig = cluster.kubeconfig.clone();
+    let out = kubectl(&kubeconfig, &["get", "cs"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("v1 ComponentStatus is deprecated in v1.19+"));
+    let rows: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["NAME", "STATUS", "MESSAGE", "ERROR"],
+            vec!["scheduler", "Healthy", "ok"],
+            vec!["controller-manager", "Healthy", "ok"],
+            vec!["etcd-0", "Healthy", "ok"],
+        ]
+    );
+    let (code, _) = raw_put(&client, "/api/v1/componentstatuses/scheduler", &json!({})).await;
+    assert_eq!(code, 405);
+
+    let printed = kubectl_ok(&kubeconfig, &["get", "apiservices"]).await;
+    let rows: Vec<Vec<&str>> = printed.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["NAME", "SERVICE", "AVAILABLE", "AGE"]);
+    for name in ["v1.", "v1.apps", "v1.policy", "v1.certificates.k8s.io", "v1.apiregistration.k8s.io"] {
+        assert!(rows.iter().any(|r| r[..3] == [name, "Local", "True"]), "{name} in {printed}");
+    }
+    let services: Api<APIService> = Api::all(client.clone());
+    let apps = services.get("v1.apps").await.unwrap();
+    let spec = apps.spec.expect("a spec");
+    assert_eq!((spec.group.as_deref(), spec.group_priority_minimum, spec.version_priority), (Some("apps"), 17800, 15));
+    assert!(spec.service.is_none());
+    let available = &apps.status.and_then(|s| s.conditions).unwrap_or_default()[0];
+    assert_eq!(
+        (available.type_.as_str(), available.status.as_str(), available.reason.as_deref()),
+        ("Available", "True", Some("Local"))
+    );
+
+    // Each kind of this module is discovered, with its short names and subresources.
+    let resources = kubectl_ok(&kubeconfig, &["api-resources", "--no-headers"]).await;
+    for (name, group) in [
+        ("apiservices", "apiregistration.k8s.io/v1"),
+        ("componentstatuses", "v1"),
+        ("certificatesigningrequests", "certificates.k8s.io/v1"),
+        ("tokenreviews", "authentication.k8s.io/v1"),
+    ] {
+        assert!(
+            resources.lines().any(|l| l.split_whitespace().next() == Some(name) && l.contains(group)),
+            "{name} in {resources}"
+        );
+    }
+    let discovery = kubectl_ok(&kubeconfig, &["get", "--raw", "/api/v1"]).await;
+    let discovery: Value = serde_json::from_str(&discovery).unwrap();
+    let eviction = discovery["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods/eviction").cloned();
+    assert_eq!(eviction.map(|e| (e["group"].clone(), e["kind"].clone())), Some((json!("policy"), json!("Eviction"))));
 }
