@@ -62,7 +62,8 @@ pub(crate) fn has_token(t: &ResourceType) -> bool {
     t.id() == "/serviceaccounts"
 }
 
-/// Pods are evicted through their `eviction` subresource (policy/v1 Eviction).
+/// Pods are evicted through their `eviction` subresource (policy/v1 Eviction), and take
+/// ephemeral containers through `ephemeralcontainers`.
 pub(crate) fn has_eviction(t: &ResourceType) -> bool {
     t.id() == "/pods"
 }
@@ -103,6 +104,10 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
             }));
         }
         if has_eviction(t) {
+            resources.push(json!({
+                "name": format!("{}/ephemeralcontainers", t.resource), "singularName": "", "namespaced": t.namespaced,
+                "kind": t.kind, "verbs": SUB_VERBS,
+            }));
             resources.push(json!({
                 "name": format!("{}/eviction", t.resource), "singularName": "", "namespaced": t.namespaced,
                 "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"],
@@ -146,6 +151,7 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
                                 subresources.push(json!({"subresource": "approval", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": ["get", "update"]}));
                             }
                             if has_eviction(&t) {
+                                subresources.push(json!({"subresource": "ephemeralcontainers", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": SUB_VERBS}));
                                 subresources.push(json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}));
                             }
                             if has_token(&t) {

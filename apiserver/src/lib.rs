@@ -22,6 +22,7 @@ mod control_plane;
 mod defaults;
 mod discovery;
 mod disruption;
+mod ephemeral;
 mod faults;
 mod gc;
 mod kubelet;

@@ -26,7 +26,7 @@ use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
-use super::{State, certificates, control_plane, discovery, disruption, openapi, rbac, table};
+use super::{State, certificates, control_plane, discovery, disruption, ephemeral, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -272,6 +272,24 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         }
         let (code, answer) = disruption::evict(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
         return Ok(json_response(code, &answer));
+    }
+    if sub == Some("ephemeralcontainers") && discovery::has_eviction(&rt) {
+        let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
+        let written = match ctx.method {
+            Method::GET => api::get(state, &target)?,
+            Method::PUT => ephemeral::update(state, &target, parse_object(&ctx, &body)?, ctx.dry_run())?,
+            Method::PATCH => {
+                let media = ctx.content_type.split(';').next().unwrap_or("").trim();
+                let ty = PatchType::from_content_type(media).ok_or_else(|| {
+                    ApiError::unsupported_media_type(format!(
+                        "the body of the request was in an unknown format (got {media:?})"
+                    ))
+                })?;
+                ephemeral::patch(state, &target, ty, &body, ctx.dry_run())?
+            }
+            _ => return Err(ApiError::method_not_allowed()),
+        };
+        return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
     }
     if sub == Some("approval") && rt.id() == certificates::CSR_ID {
         let target = Target { rt: rt.clone(), namespace, name: name.to_string() };

@@ -101,6 +101,14 @@ pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Optio
     v.causes
 }
 
+/// Validates a pod updated through `pods/ephemeralcontainers`, whose strategy changes nothing
+/// but `spec.ephemeralContainers` (upstream's `ValidatePodEphemeralContainersUpdate`).
+pub(crate) fn validate_ephemeral_containers_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut v = V::default();
+    pods::ephemeral_update(&mut v, new, old);
+    v.causes
+}
+
 // ---------------------------------------------------------------------------------------------
 // Causes and typed access to untrusted JSON.
 

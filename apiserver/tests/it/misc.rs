@@ -549,3 +549,82 @@ async fn kubectl_gets_component_statuses_and_api_services() {
     let eviction = discovery["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods/eviction").cloned();
     assert_eq!(eviction.map(|e| (e["group"].clone(), e["kind"].clone())), Some((json!("policy"), json!("Eviction"))));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ephemeral_containers_are_only_added_through_their_subresource() {
+    let (cluster, client) = start().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+
+    // kubectl debug adds one with a strategic merge patch of the subresource.
+    let out = kubectl_ok(
+        &cluster.kubeconfig,
+        &["debug", "app", "--image=busybox:1.36", "--target=main", "--container=debugger"],
+    )
+    .await;
+    assert!(!out.contains("error"), "{out}");
+    let debugged = serde_json::to_value(pods.get("app").await.unwrap()).unwrap();
+    let added = &debugged["spec"]["ephemeralContainers"][0];
+    assert_eq!(
+        (&added["name"], &added["image"], &added["targetContainerName"]),
+        (&json!("debugger"), &json!("busybox:1.36"), &json!("main"))
+    );
+    assert_eq!(added["terminationMessagePolicy"], "File", "defaulted as any container: {added}");
+
+    let path = "/api/v1/namespaces/default/pods/app/ephemeralcontainers";
+    let with = |extra: Value| {
+        let mut pod = debugged.clone();
+        pod["spec"]["ephemeralContainers"].as_array_mut().unwrap().push(extra);
+        pod
+    };
+    // Ports, probes and resources are not for ephemeral containers; names are unique.
+    let (code, answer) = raw_put(
+        &client,
+        path,
+        &with(json!({"name": "main", "image": "busybox", "ports": [{"containerPort": 80}],
+                      "readinessProbe": {"exec": {"command": ["true"]}}})),
+    )
+    .await;
+    assert_eq!(code, 422, "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    for expected in [
+        "spec.ephemeralContainers[1].name: Duplicate value: \"main\"",
+        "spec.ephemeralContainers[1].ports: Forbidden: cannot be set for an Ephemeral Container",
+        "spec.ephemeralContainers[1].readinessProbe: Forbidden: cannot be set for an Ephemeral Container",
+    ] {
+        assert!(message.contains(expected), "{expected} in {message}");
+    }
+    // Nor are they removed or changed once there.
+    let mut removed = debugged.clone();
+    removed["spec"]["ephemeralContainers"] = json!([]);
+    let (code, answer) = raw_put(&client, path, &removed).await;
+    assert_eq!(code, 422, "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("existing ephemeral containers \"debugger\" may not be removed")
+    );
+
+    // Through the subresource only the ephemeral containers change; through the pod, they don't.
+    let mut sneaky = with(json!({"name": "second", "image": "busybox"}));
+    sneaky["spec"]["containers"][0]["image"] = json!("nginx:1.28");
+    sneaky["metadata"]["labels"] = json!({"sneaky": "yes"});
+    let (code, answer) = raw_put(&client, path, &sneaky).await;
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["spec"]["ephemeralContainers"].as_array().unwrap().len(), 2);
+    assert_eq!(answer["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert!(answer["metadata"].get("labels").is_none(), "{answer}");
+    let refused = api_error(
+        pods.patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"ephemeralContainers": [{"name": "third", "image": "busybox"}]}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(refused.code, 422);
+}
