@@ -33,6 +33,8 @@ const DELETION_TIMEOUT: Duration = Duration::from_secs(120);
 /// How many times an eviction retries a conflicting write (upstream's `EvictionsRetry`).
 const RETRIES: usize = 20;
 
+const STILL_PROCESSING: &str = " is still being processed by the server.";
+
 const TOO_MANY: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 
 /// `metav1.LabelSelectorAsSelector` over the JSON form; an invalid selector is an error.
@@ -120,7 +122,7 @@ fn too_many_requests(message: String) -> ApiError {
 /// `createTooManyRequestsError`: the budget's status is behind its spec, or the pod turned
 /// ready meanwhile.
 fn still_processing(pdb: &str) -> ApiError {
-    too_many_requests(format!("The disruption budget {pdb} is still being processed by the server."))
+    too_many_requests(format!("The disruption budget {pdb}{STILL_PROCESSING}"))
 }
 
 fn pdb_forbidden(name: &str, why: &str) -> ApiError {
@@ -175,6 +177,30 @@ fn delete_options(eviction: &Value, query_dry_run: bool) -> Result<DeleteOptions
 /// the failure upstream returns as an object (a pod with several budgets) rather than an
 /// error.
 pub(crate) fn evict(
+    state: &State,
+    namespace: &str,
+    name: &str,
+    eviction: Value,
+    query_dry_run: bool,
+) -> Result<(StatusCode, Value), ApiError> {
+    match evict_pod(state, namespace, name, eviction, query_dry_run) {
+        // Upstream suggests when to try again (`NewTooManyRequests(..., 10)`): the Status says
+        // so, and the server's `Retry-After` header follows it.
+        Err(e)
+            if e.code == 429
+                && e.details
+                    .as_ref()
+                    .is_some_and(|d| d.causes.iter().any(|c| c.message.ends_with(STILL_PROCESSING))) =>
+        {
+            let mut status = e.to_status();
+            status["details"]["retryAfterSeconds"] = json!(10);
+            Ok((StatusCode::TOO_MANY_REQUESTS, status))
+        }
+        other => other,
+    }
+}
+
+fn evict_pod(
     state: &State,
     namespace: &str,
     name: &str,
@@ -647,5 +673,150 @@ pub(crate) async fn run(state: Arc<State>) {
                 dirty.extend(events.iter().filter(|e| relevant(&e.key.id)).map(|e| e.key.namespace.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::test_state;
+
+    fn create(state: &State, resource: &str, object: Value) -> Arc<Value> {
+        let (group, version) = match str_at(&object, "/apiVersion").split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), str_at(&object, "/apiVersion").to_string()),
+        };
+        let rt = state.registry.lookup(&group, &version, resource).unwrap();
+        api::create(state, &rt, "default", object, false, Ownership::Unrecorded).unwrap()
+    }
+
+    fn workload(kind: &str, name: &str, replicas: i64, owner: Option<&Value>) -> Value {
+        let mut object = json!({
+            "apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+        });
+        if let Some(owner) = owner {
+            object["metadata"]["ownerReferences"] = json!([reference(owner)]);
+        }
+        object
+    }
+
+    fn reference(owner: &Value) -> Value {
+        json!({"apiVersion": str_at(owner, "/apiVersion"), "kind": str_at(owner, "/kind"),
+               "name": str_at(owner, "/metadata/name"), "uid": str_at(owner, "/metadata/uid"), "controller": true})
+    }
+
+    /// A pod as the lister sees it: ready, owned by `owner` if given.
+    fn pod(name: &str, owner: Option<&Value>) -> Arc<Value> {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        });
+        if let Some(owner) = owner {
+            pod["metadata"]["ownerReferences"] = json!([reference(owner)]);
+        }
+        Arc::new(pod)
+    }
+
+    fn budget(spec: Value, status: Value) -> Value {
+        let mut spec = spec;
+        spec["selector"] = json!({"matchLabels": {"app": "web"}});
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+               "metadata": {"name": "web", "namespace": "default", "generation": 1}, "spec": spec, "status": status})
+    }
+
+    #[test]
+    fn a_percentage_counts_against_the_deployment_above_the_replica_sets() {
+        let state = test_state();
+        let deployment = create(&state, "deployments", workload("Deployment", "web", 5, None));
+        let old = create(&state, "replicasets", workload("ReplicaSet", "web-1", 1, Some(&deployment)));
+        let new = create(&state, "replicasets", workload("ReplicaSet", "web-2", 4, Some(&deployment)));
+        let pods = [pod("a", Some(&old)), pod("b", Some(&new)), pod("c", Some(&new)), pod("loose", None)];
+        let pdb = budget(json!({"maxUnavailable": "40%"}), json!({}));
+        let (status, _) = desired_status(&state, &pdb, &pods, state.now());
+        // 5 expected (the Deployment, once), 2 may be unavailable (40% rounded up), 4 healthy
+        // (the pod with no controller counts as healthy, not as expected).
+        assert_eq!(
+            (
+                &status["expectedPods"],
+                &status["desiredHealthy"],
+                &status["currentHealthy"],
+                &status["disruptionsAllowed"]
+            ),
+            (&json!(5), &json!(3), &json!(4), &json!(1))
+        );
+        assert_eq!(status["conditions"][0]["reason"], "SufficientPods");
+    }
+
+    #[test]
+    fn a_controller_without_a_scale_fails_safe() {
+        let state = test_state();
+        let owner = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "odd", "uid": "u-1"}});
+        let pdb = budget(json!({"maxUnavailable": 1}), json!({"disruptionsAllowed": 3}));
+        let (status, _) = desired_status(&state, &pdb, &[pod("a", Some(&owner))], state.now());
+        assert_eq!(status["disruptionsAllowed"], 0);
+        let condition = &status["conditions"][0];
+        assert_eq!((&condition["status"], &condition["reason"]), (&json!("False"), &json!("SyncFailed")));
+        assert_eq!(condition["message"], "found no controllers for pod \"a\"");
+    }
+
+    #[test]
+    fn evicted_pods_count_as_going_until_the_deletion_timeout() {
+        let state = test_state();
+        let now: jiff::Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
+        let disrupted = json!({"disruptedPods": {"a": "2026-01-01T00:09:30Z", "b": "2026-01-01T00:07:00Z"}});
+        let pdb = budget(json!({"minAvailable": 1}), disrupted);
+        let (status, wake) = desired_status(&state, &pdb, &[pod("a", None), pod("b", None), pod("c", None)], now);
+        // "a" is still going; "b" was not deleted within two minutes and counts again.
+        assert_eq!(status["disruptedPods"], json!({"a": "2026-01-01T00:09:30Z"}));
+        assert_eq!((&status["currentHealthy"], &status["disruptionsAllowed"]), (&json!(2), &json!(1)));
+        assert_eq!(wake, Some("2026-01-01T00:11:30Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_budget_behind_its_spec_answers_429_with_a_retry_time() {
+        let state = test_state();
+        let rt = |resource: &str, group: &str| state.registry.lookup(group, "v1", resource).unwrap();
+        let target = |resource: &str, group: &str, name: &str| Target {
+            rt: rt(resource, group),
+            namespace: "default".into(),
+            name: name.into(),
+        };
+        let mut running = (*pod("a", None)).clone();
+        running["spec"] = json!({"containers": [{"name": "c", "image": "nginx"}]});
+        create(&state, "pods", running.clone());
+        api::update_status(&state, &target("pods", "", "a"), running, false, Ownership::Unrecorded).unwrap();
+        let pdb = budget(json!({"minAvailable": 0}), json!({}));
+        create(&state, "poddisruptionbudgets", pdb.clone());
+        let mut behind = pdb;
+        behind["status"] = json!({"observedGeneration": 0, "disruptionsAllowed": 1});
+        api::update_status(
+            &state,
+            &target("poddisruptionbudgets", "policy", "web"),
+            behind,
+            false,
+            Ownership::Unrecorded,
+        )
+        .unwrap();
+
+        let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a"}});
+        let (code, status) = evict(&state, "default", "a", eviction, false).unwrap();
+        assert_eq!(code, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(status["details"]["retryAfterSeconds"], 10);
+        assert_eq!(
+            status["details"]["causes"][0]["message"],
+            "The disruption budget web is still being processed by the server."
+        );
+        assert!(state.store.get(&target("pods", "", "a").key()).is_some(), "nothing was evicted");
+
+        let misnamed = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "b"}});
+        let refused = evict(&state, "default", "a", misnamed, false).unwrap_err();
+        assert_eq!(
+            (refused.code, refused.message.as_str()),
+            (400, "name in URL does not match name in Eviction object")
+        );
     }
 }

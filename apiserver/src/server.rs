@@ -271,7 +271,11 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
             return Err(ApiError::method_not_allowed());
         }
         let (code, answer) = disruption::evict(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
-        return Ok(json_response(code, &answer));
+        let mut r = json_response(code, &answer);
+        if let Some(seconds) = answer.pointer("/details/retryAfterSeconds").and_then(Value::as_u64) {
+            r.headers_mut().insert("retry-after", HeaderValue::from(seconds));
+        }
+        return Ok(r);
     }
     if sub == Some("ephemeralcontainers") && discovery::has_eviction(&rt) {
         let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
