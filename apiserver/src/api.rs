@@ -200,6 +200,7 @@ pub(crate) fn create(
         state.store.create(target.key(), object, || ApiError::already_exists(&rt.group, &rt.resource, &target.name))?;
     if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&created, true);
+        super::control_plane::sync_crd_api_services(state);
     }
     Ok(created)
 }
@@ -357,6 +358,7 @@ fn write(
     let written = state.store.update(&t.key(), || t.not_found(), f)?;
     if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&written, state.store.get(&t.key()).is_some());
+        super::control_plane::sync_crd_api_services(state);
     }
     Ok(written)
 }
@@ -619,6 +621,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
         return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone).inspect(|_| {
             if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
                 state.registry.sync_crd(&current, false);
+                super::control_plane::sync_crd_api_services(state);
                 remove_custom_resources(state, &current);
             }
         });

@@ -12,6 +12,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use kube::Client;
 use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams, PostParams};
@@ -530,6 +531,34 @@ async fn kubectl_gets_component_statuses_and_api_services() {
         (available.type_.as_str(), available.status.as_str(), available.reason.as_deref()),
         ("Available", "True", Some("Local"))
     );
+
+    // A CRD's group-version gets one too while it is served (crdregistration).
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+        },
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let widgets = serde_json::to_value(services.get("v1.example.com").await.unwrap()).unwrap();
+    assert_eq!(
+        (
+            &widgets["spec"]["groupPriorityMinimum"],
+            &widgets["spec"]["versionPriority"],
+            &widgets["status"]["conditions"][0]["status"]
+        ),
+        (&json!(1000), &json!(100), &json!("True"))
+    );
+    crds.delete("widgets.example.com", &Default::default()).await.unwrap();
+    eventually("the CRD's APIService to go", || async {
+        services.get_opt("v1.example.com").await.unwrap().is_none().then_some(())
+    })
+    .await;
 
     // Each kind of this module is discovered, with its short names and subresources.
     let resources = kubectl_ok(&kubeconfig, &["api-resources", "--no-headers"]).await;
