@@ -58,6 +58,9 @@ pub(crate) fn authenticate(state: &State, authorization: Option<&str>) -> Result
         return Err(ApiError::unauthorized());
     }
     match token_identity(state, admin_token, presented) {
+        // A token issued for another audience (`kubectl create token --audience`) is not
+        // one for this API, as upstream's authenticator checks against `--api-audiences`.
+        Ok((_, Some(audiences))) if !audiences.iter().any(|a| a == API_AUDIENCE) => Err(ApiError::unauthorized()),
         Ok((user, _)) => Ok(user),
         Err(_) => Err(ApiError::unauthorized()),
     }

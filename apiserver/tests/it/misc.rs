@@ -329,6 +329,10 @@ async fn token_reviews_validate_the_servers_own_tokens() {
         refused["error"],
         "[invalid bearer token, token audiences [\"vault\"] is invalid for the target audiences [\"https://kubernetes.default.svc.cluster.local\"]]"
     );
+    // Nor does it authenticate requests to this API.
+    let vault_client = wasmcm_test_support::client(&cluster.kubeconfig_for_token(&vault_token).unwrap()).await;
+    let denied = Api::<ServiceAccount>::namespaced(vault_client, "default").get("robot").await.unwrap_err();
+    assert_eq!(api_error(denied).code, 401);
     let accepted = review_token(&client, &vault_token, &["vault", "other"]).await;
     assert_eq!((&accepted["authenticated"], &accepted["audiences"]), (&json!(true), &json!(["vault"])), "{accepted}");
 
