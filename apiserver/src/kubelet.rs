@@ -278,7 +278,7 @@ impl Kubelet {
             let Some(chosen) = self
                 .load
                 .iter()
-                .filter(|(n, _)| schedulable(state, n))
+                .filter(|(n, _)| schedulable(state, n, &pod))
                 .min_by_key(|(_, count)| **count)
                 .map(|(n, _)| n.clone())
             else {
@@ -381,12 +381,31 @@ pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
 /// change).
 const UNSCHEDULABLE_RETRY: Duration = Duration::from_secs(1);
 
-/// Whether the scheduler may bind pods to the node: it is not cordoned. (A simulated node
-/// whose Node object is gone still takes pods, as it always has here: the kubelet's nodes are
-/// fixed by its configuration.)
-fn schedulable(state: &State, node: &str) -> bool {
+/// Whether the scheduler may bind the pod to the node: it is not cordoned (spec.unschedulable),
+/// or the pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint, as the
+/// scheduler's NodeUnschedulable plugin decides. (A simulated node whose Node object is gone
+/// still takes pods, as it always has here: the kubelet's nodes are fixed by its configuration.)
+fn schedulable(state: &State, node: &str, pod: &Value) -> bool {
     let key = Key { id: "/nodes".into(), namespace: String::new(), name: node.into() };
-    state.store.get(&key).is_none_or(|n| n.pointer("/spec/unschedulable").and_then(Value::as_bool) != Some(true))
+    let cordoned =
+        state.store.get(&key).is_some_and(|n| n.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true));
+    !cordoned || tolerates_unschedulable(pod)
+}
+
+/// `TolerationsTolerateTaint` for the taint of a cordoned node.
+fn tolerates_unschedulable(pod: &Value) -> bool {
+    const KEY: &str = "node.kubernetes.io/unschedulable";
+    pod.pointer("/spec/tolerations").and_then(Value::as_array).is_some_and(|ts| {
+        ts.iter().any(|t| {
+            let effect_ok = matches!(str_at(t, "/effect"), "" | "NoSchedule");
+            let key_ok = match str_at(t, "/operator") {
+                "Exists" => matches!(str_at(t, "/key"), "" | KEY),
+                "" | "Equal" => str_at(t, "/key") == KEY && str_at(t, "/value").is_empty(),
+                _ => false,
+            };
+            effect_ok && key_ok
+        })
+    })
 }
 
 /// The image tag that never becomes ready.

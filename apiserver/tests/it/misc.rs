@@ -275,6 +275,20 @@ async fn kubectl_drain_cordons_a_node_and_evicts_its_pods_within_their_budget() 
     }
     eventually("five ready pods", || async { (ready_pods(&pods, "web").await.len() == 5).then_some(()) }).await;
     assert!(!ready_pods(&pods, "web").await.iter().any(on_node), "a pod was bound to a cordoned node");
+    // A pod that tolerates the cordon may still go there.
+    let tolerant: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "tolerant"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}],
+                 "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]},
+    }))
+    .unwrap();
+    // Five pods on two nodes: the least loaded is the cordoned one, empty.
+    pods.create(&PostParams::default(), &tolerant).await.unwrap();
+    eventually("the tolerant pod to be bound to the cordoned node", || async {
+        let p = pods.get("tolerant").await.ok()?;
+        on_node(&p).then_some(())
+    })
+    .await;
     kubectl_ok(&kubeconfig, &["uncordon", &node]).await;
     assert_eq!(nodes.get(&node).await.unwrap().spec.and_then(|s| s.unschedulable), None);
 }
