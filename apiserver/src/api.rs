@@ -14,7 +14,7 @@ use super::change::Key;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
-use super::{custom, defaults, services, strategy, table, validation};
+use super::{certificates, custom, defaults, services, strategy, table, validation};
 use wasmcm_core::{ApiError, Cause, meta_mut, spec_part, str_at};
 
 /// Where an object lives.
@@ -207,6 +207,7 @@ pub(crate) fn create(
         state.store.create(target.key(), object, || ApiError::already_exists(&rt.group, &rt.resource, &target.name))?;
     if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&created, true);
+        super::control_plane::sync_crd_api_services(state);
     }
     Ok(created)
 }
@@ -272,6 +273,9 @@ fn prepare_update(
     }
     if t.rt.id() == "/services" {
         services::carry_over(&mut new, current);
+    }
+    if t.rt.id() == certificates::CSR_ID {
+        certificates::keep_spec(&mut new, current);
     }
     defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
     owner.record(&t.rt, Some(current), &mut new)?;
@@ -341,6 +345,9 @@ fn prepare_status_update(
     if strategy::defaults_status(&t.rt.api_version(), &t.rt.kind) {
         defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut updated);
     }
+    if t.rt.id() == certificates::CSR_ID {
+        certificates::status_update(&mut updated, current);
+    }
     owner.record(&t.rt, Some(current), &mut updated)?;
     let mut causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
     causes.extend(custom::validate_status(&t.rt, &updated, current));
@@ -383,6 +390,7 @@ fn write(
     let written = state.store.update(&t.key(), || t.not_found(), f)?;
     if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&written, state.store.get(&t.key()).is_some());
+        super::control_plane::sync_crd_api_services(state);
     }
     Ok(written)
 }
@@ -674,6 +682,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
         return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone).inspect(|_| {
             if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
                 state.registry.sync_crd(&current, false);
+                super::control_plane::sync_crd_api_services(state);
                 remove_custom_resources(state, &current);
             }
         });

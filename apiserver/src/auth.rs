@@ -2,7 +2,8 @@
 //! request is (the kubeconfig's admin token, or a ServiceAccount token), the TokenRequest
 //! subresource that issues ServiceAccount tokens (`kubectl create token`), and the reviews a
 //! client asks about itself with (SelfSubjectReview for `kubectl auth whoami`,
-//! SelfSubjectAccessReview and SelfSubjectRulesReview for `kubectl auth can-i`).
+//! SelfSubjectAccessReview and SelfSubjectRulesReview for `kubectl auth can-i`), and the
+//! TokenReview a webhook or proxy asks whether a token is valid with.
 //!
 //! ServiceAccount tokens are opaque random strings remembered in memory, not signed JWTs: only
 //! this server has to understand them, and they die with it. Each remembers the uid of the
@@ -28,6 +29,8 @@ struct Issued {
     /// The ServiceAccount's uid when the token was issued.
     uid: String,
     expires: Timestamp,
+    /// Whom the token is for (`spec.audiences` of its TokenRequest).
+    audiences: Vec<String>,
 }
 
 /// ServiceAccount tokens issued by this server, by token.
@@ -54,19 +57,93 @@ pub(crate) fn authenticate(state: &State, authorization: Option<&str>) -> Result
     if presented.is_empty() {
         return Err(ApiError::unauthorized());
     }
-    if presented == admin_token {
-        return Ok(UserInfo::admin());
+    match token_identity(state, admin_token, presented) {
+        // A token issued for another audience (`kubectl create token --audience`) is not
+        // one for this API, as upstream's authenticator checks against `--api-audiences`.
+        Ok((_, Some(audiences))) if !audiences.iter().any(|a| a == API_AUDIENCE) => Err(ApiError::unauthorized()),
+        Ok((user, _)) => Ok(user),
+        Err(_) => Err(ApiError::unauthorized()),
+    }
+}
+
+/// Who presents `token`, and the audiences it is valid for (`None`: any, as the admin token's
+/// static authenticator is audience-agnostic). The error says why not, as a TokenReview
+/// reports it.
+fn token_identity(
+    state: &State,
+    admin_token: &str,
+    token: &str,
+) -> Result<(UserInfo, Option<Vec<String>>), &'static str> {
+    if token == admin_token {
+        return Ok((UserInfo::admin(), None));
     }
     let mut issued = state.tokens.lock();
-    let Some(token) = issued.get(presented) else { return Err(ApiError::unauthorized()) };
-    let account = state.store.get(&service_account_key(&token.namespace, &token.name));
-    let live = account.as_ref().is_some_and(|sa| str_at(sa, "/metadata/uid") == token.uid);
-    if !live || token.expires <= Timestamp::now() {
-        // Gone for good: the ServiceAccount it was bound to no longer exists, or it expired.
-        issued.remove(presented);
-        return Err(ApiError::unauthorized());
+    let Some(found) = issued.get(token) else { return Err("invalid bearer token") };
+    let account = state.store.get(&service_account_key(&found.namespace, &found.name));
+    let live = account.as_ref().is_some_and(|sa| str_at(sa, "/metadata/uid") == found.uid);
+    if !live {
+        // Gone for good: the ServiceAccount it was bound to no longer exists.
+        issued.remove(token);
+        return Err("[invalid bearer token, service account token has been invalidated]");
     }
-    Ok(UserInfo::service_account(&token.namespace, &token.name, &token.uid))
+    if found.expires <= Timestamp::now() {
+        issued.remove(token);
+        return Err("[invalid bearer token, service account token has expired]");
+    }
+    let user = UserInfo::service_account(&found.namespace, &found.name, &found.uid);
+    Ok((user, Some(found.audiences.clone())))
+}
+
+/// `POST /apis/authentication.k8s.io/v1/tokenreviews`: whether a token is one this server
+/// accepts, and whose, as upstream's TokenReview REST answers through the server's own
+/// authenticators, for the audiences the review names (the API's own by default).
+fn token_review(state: &State, mut review: Value) -> Result<Value, ApiError> {
+    check_type(&review, "authentication.k8s.io/v1", "TokenReview")?;
+    let token = str_at(&review, "/spec/token").to_string();
+    if token.is_empty() {
+        return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
+    }
+    let wanted: Vec<String> = match review.pointer("/spec/audiences").and_then(Value::as_array) {
+        Some(a) if !a.is_empty() => a.iter().filter_map(Value::as_str).map(String::from).collect(),
+        _ => vec![API_AUDIENCE.to_string()],
+    };
+    // Without an admin token (plain-HTTP loopback mode) no bearer token means anything.
+    let found = match &state.token {
+        Some(admin) => token_identity(state, admin, &token),
+        None => Err("invalid bearer token"),
+    };
+    let mut status = json!({"user": {}});
+    match found {
+        Ok((user, audiences)) => {
+            let granted: Vec<String> = match &audiences {
+                None => wanted.clone(),
+                Some(own) => wanted.iter().filter(|a| own.contains(a)).cloned().collect(),
+            };
+            if granted.is_empty() {
+                // Go's %q of a []string: ["a" "b"].
+                let quoted = |list: &[String]| {
+                    format!("[{}]", list.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(" "))
+                };
+                status["error"] = json!(format!(
+                    "[invalid bearer token, token audiences {} is invalid for the target audiences {}]",
+                    quoted(audiences.as_deref().unwrap_or_default()),
+                    quoted(&wanted)
+                ));
+            } else {
+                status["authenticated"] = json!(true);
+                let mut info = json!({"username": user.name, "groups": user.groups});
+                if !user.uid.is_empty() {
+                    info["uid"] = json!(user.uid);
+                }
+                status["user"] = info;
+                status["audiences"] = json!(granted);
+            }
+        }
+        Err(why) => status["error"] = json!(why),
+    }
+    let spec = review.get("spec").cloned().unwrap_or(json!({}));
+    review["spec"] = spec;
+    Ok(review_response(review, "authentication.k8s.io/v1", "TokenReview", status))
 }
 
 /// Whom a request acts as when it asks to impersonate (`kubectl --as`, `--as-group`: the
@@ -191,6 +268,10 @@ pub(crate) fn token_request(
         let mut issued = state.tokens.lock();
         // Expired tokens are never accepted again; forget them as new ones come.
         issued.retain(|_, t| t.expires > now);
+        let audiences = match request.pointer("/spec/audiences").and_then(Value::as_array) {
+            Some(a) if !a.is_empty() => a.iter().filter_map(Value::as_str).map(String::from).collect(),
+            _ => vec![API_AUDIENCE.to_string()],
+        };
         issued.insert(
             token.clone(),
             Issued {
@@ -198,6 +279,7 @@ pub(crate) fn token_request(
                 name: name.into(),
                 uid: str_at(&account, "/metadata/uid").into(),
                 expires,
+                audiences,
             },
         );
     }
@@ -233,6 +315,7 @@ fn review_response(mut request: Value, api_version: &str, kind: &str, status: Va
 /// Answers a create of one of the review kinds (`ResourceType::create_only`).
 pub(crate) fn review(state: &State, user: &UserInfo, resource: &str, request: Value) -> Result<Value, ApiError> {
     match resource {
+        "tokenreviews" => token_review(state, request),
         "selfsubjectreviews" => {
             check_type(&request, "authentication.k8s.io/v1", "SelfSubjectReview")?;
             let mut info = json!({"username": user.name, "groups": user.groups});

@@ -3,7 +3,8 @@
 //! Endpoints and EndpointSlice, pointing at this server; and the default RBAC policy its
 //! post-start hook reconciles: `cluster-admin` (bound to `system:masters`), the user-facing
 //! `admin`, `edit` and `view`, and the `system:discovery`, `system:basic-user` and
-//! `system:public-info-viewer` roles every user is bound to.
+//! `system:public-info-viewer` roles every user is bound to; and the APIServices of the
+//! built-in group-versions (see `control_plane`).
 //!
 //! The roles are written here from what upstream grants, not copied from its policy files:
 //! `admin`, `edit` and `view` hold the rules upstream aggregates into them (no controller
@@ -36,6 +37,18 @@ pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
     }
     for (resource, object) in kubernetes_service(&state.server_address) {
         create(resource, "default", object)?;
+    }
+    // Created, then marked Available as the availability controller does: status is not
+    // settable on create.
+    let api_services = state.registry.lookup("apiregistration.k8s.io", "v1", "apiservices");
+    for service in crate::control_plane::api_services(&state.registry, &state.now_rfc3339()) {
+        create("apiservices", "", service.clone())?;
+        if let Some(rt) = &api_services {
+            let name = service.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let target = api::Target { rt: rt.clone(), namespace: String::new(), name };
+            api::update_status(state, &target, service, false, Ownership::Unrecorded)
+                .map_err(|e| anyhow::anyhow!("marking APIService {} available: {e}", target.name))?;
+        }
     }
     let defaults = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
     let autoupdate = json!({"rbac.authorization.kubernetes.io/autoupdate": "true"});
@@ -219,5 +232,14 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
             ],
         ),
         ("system:public-info-viewer", get(&["/healthz", "/livez", "/readyz", "/version", "/version/"])),
+        // What a component that delegates authentication and authorization to the API server
+        // (an aggregated API server, kube-rbac-proxy) is bound to.
+        (
+            "system:auth-delegator",
+            vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(&["authorization.k8s.io"], &["subjectaccessreviews"], &["create"]),
+            ],
+        ),
     ]
 }

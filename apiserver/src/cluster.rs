@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
-use crate::{audit, auth, faults, gc, kubelet, resources, server, store, tls};
+use crate::{audit, auth, disruption, faults, gc, kubelet, resources, server, store, tls};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {
@@ -196,6 +196,7 @@ impl Cluster {
         tasks.spawn(accept_loop(state.clone(), listener, acceptor));
         tasks.spawn(kubelet::run(state.clone(), config.kubelet.clone()));
         tasks.spawn(gc::run(state.clone()));
+        tasks.spawn(disruption::run(state.clone()));
         tasks.spawn(periodic_faults(state.clone()));
         Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks })
     }

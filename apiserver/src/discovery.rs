@@ -62,6 +62,12 @@ pub(crate) fn has_token(t: &ResourceType) -> bool {
     t.id() == "/serviceaccounts"
 }
 
+/// Pods are evicted through their `eviction` subresource (policy/v1 Eviction), and take
+/// ephemeral containers through `ephemeralcontainers`.
+pub(crate) fn has_eviction(t: &ResourceType) -> bool {
+    t.id() == "/pods"
+}
+
 pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let types: Vec<ResourceType> =
         registry.all().into_iter().filter(|t| t.group == group && t.version == version).collect();
@@ -89,6 +95,22 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
             resources.push(json!({
                 "name": format!("{}/scale", t.resource), "singularName": "", "namespaced": t.namespaced,
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUB_VERBS,
+            }));
+        }
+        if t.id() == "certificates.k8s.io/certificatesigningrequests" {
+            resources.push(json!({
+                "name": format!("{}/approval", t.resource), "singularName": "", "namespaced": t.namespaced,
+                "kind": t.kind, "verbs": ["get", "update"],
+            }));
+        }
+        if has_eviction(t) {
+            resources.push(json!({
+                "name": format!("{}/ephemeralcontainers", t.resource), "singularName": "", "namespaced": t.namespaced,
+                "kind": t.kind, "verbs": SUB_VERBS,
+            }));
+            resources.push(json!({
+                "name": format!("{}/eviction", t.resource), "singularName": "", "namespaced": t.namespaced,
+                "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"],
             }));
         }
         if has_token(t) {
@@ -124,6 +146,13 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
                             }
                             if t.scale {
                                 subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": SUB_VERBS}));
+                            }
+                            if t.id() == "certificates.k8s.io/certificatesigningrequests" {
+                                subresources.push(json!({"subresource": "approval", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": ["get", "update"]}));
+                            }
+                            if has_eviction(&t) {
+                                subresources.push(json!({"subresource": "ephemeralcontainers", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": SUB_VERBS}));
+                                subresources.push(json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}));
                             }
                             if has_token(&t) {
                                 subresources.push(json!({"subresource": "token", "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));

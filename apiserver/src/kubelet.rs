@@ -272,8 +272,18 @@ impl Kubelet {
             if phase != "Pending" {
                 return None;
             }
-            // The first of the least loaded in name order, as the map is ordered.
-            let chosen = self.load.iter().min_by_key(|(_, count)| **count).map(|(n, _)| n.clone())?;
+            // The first of the least loaded in name order, as the map is ordered, of the nodes
+            // that take pods: a cordoned node (spec.unschedulable, `kubectl cordon`/`drain`)
+            // does not. With none, the pod waits, looked at again shortly.
+            let Some(chosen) = self
+                .load
+                .iter()
+                .filter(|(n, _)| schedulable(state, n, &pod))
+                .min_by_key(|(_, count)| **count)
+                .map(|(n, _)| n.clone())
+            else {
+                return Some(now + UNSCHEDULABLE_RETRY);
+            };
             let Some(bound) = bind(state, &target, &pod, &chosen) else { return Some(now + RETRY) };
             let due = now + jitter(self.config.start_delay);
             let t = self.pods.get_mut(key)?;
@@ -365,6 +375,37 @@ pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
             Changes::Reset(events) => kubelet.reset(&events),
         }
     }
+}
+
+/// How soon a pod no node would take is looked at again (a node's uncordoning is not a pod
+/// change).
+const UNSCHEDULABLE_RETRY: Duration = Duration::from_secs(1);
+
+/// Whether the scheduler may bind the pod to the node: it is not cordoned (spec.unschedulable),
+/// or the pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint, as the
+/// scheduler's NodeUnschedulable plugin decides. (A simulated node whose Node object is gone
+/// still takes pods, as it always has here: the kubelet's nodes are fixed by its configuration.)
+fn schedulable(state: &State, node: &str, pod: &Value) -> bool {
+    let key = Key { id: "/nodes".into(), namespace: String::new(), name: node.into() };
+    let cordoned =
+        state.store.get(&key).is_some_and(|n| n.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true));
+    !cordoned || tolerates_unschedulable(pod)
+}
+
+/// `TolerationsTolerateTaint` for the taint of a cordoned node.
+fn tolerates_unschedulable(pod: &Value) -> bool {
+    const KEY: &str = "node.kubernetes.io/unschedulable";
+    pod.pointer("/spec/tolerations").and_then(Value::as_array).is_some_and(|ts| {
+        ts.iter().any(|t| {
+            let effect_ok = matches!(str_at(t, "/effect"), "" | "NoSchedule");
+            let key_ok = match str_at(t, "/operator") {
+                "Exists" => matches!(str_at(t, "/key"), "" | KEY),
+                "" | "Equal" => str_at(t, "/key") == KEY && str_at(t, "/value").is_empty(),
+                _ => false,
+            };
+            effect_ok && key_ok
+        })
+    })
 }
 
 /// The image tag that never becomes ready.

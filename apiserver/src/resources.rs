@@ -47,6 +47,10 @@ impl ResourceType {
         if self.create_only {
             return vec!["create"];
         }
+        // Made up on each request, never stored (see `control_plane`).
+        if self.id() == "/componentstatuses" {
+            return vec!["get", "list"];
+        }
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 
@@ -95,6 +99,7 @@ fn review(group: &str, resource: &str, kind: &str) -> ResourceType {
 fn builtins() -> Vec<ResourceType> {
     vec![
         builtin("", "v1", "namespaces", "Namespace", false, &["ns"], true, false, &[]),
+        builtin("", "v1", "componentstatuses", "ComponentStatus", false, &["cs"], false, false, &[]),
         builtin("", "v1", "nodes", "Node", false, &["no"], true, false, &[]),
         builtin("", "v1", "pods", "Pod", true, &["po"], true, false, &["all"]),
         builtin("", "v1", "replicationcontrollers", "ReplicationController", true, &["rc"], true, true, &["all"]),
@@ -104,6 +109,17 @@ fn builtins() -> Vec<ResourceType> {
         builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false, false, &[]),
         builtin("", "v1", "services", "Service", true, &["svc"], true, false, &["all"]),
         builtin("", "v1", "endpoints", "Endpoints", true, &["ep"], false, false, &[]),
+        builtin(
+            "apiregistration.k8s.io",
+            "v1",
+            "apiservices",
+            "APIService",
+            false,
+            &[],
+            true,
+            false,
+            &["api-extensions"],
+        ),
         builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, &[], false, false, &[]),
         builtin("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"], true, false, &["all"]),
         builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true, true, &["all"]),
@@ -114,6 +130,17 @@ fn builtins() -> Vec<ResourceType> {
         builtin("batch", "v1", "jobs", "Job", true, &[], true, false, &["all"]),
         builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false, false, &[]),
         builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], true, false, &[]),
+        builtin(
+            "certificates.k8s.io",
+            "v1",
+            "certificatesigningrequests",
+            "CertificateSigningRequest",
+            false,
+            &["csr"],
+            true,
+            false,
+            &[],
+        ),
         builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", true, &[], false, false, &[]),
         builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, &[], false, false, &[]),
         builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, &[], false, false, &[]),
@@ -128,6 +155,7 @@ fn builtins() -> Vec<ResourceType> {
             false,
             &[],
         ),
+        review("authentication.k8s.io", "tokenreviews", "TokenReview"),
         review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
         review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
         review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),

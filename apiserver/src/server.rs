@@ -27,7 +27,7 @@ use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
-use super::{State, discovery, openapi, rbac, table};
+use super::{State, certificates, control_plane, discovery, disruption, ephemeral, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -254,6 +254,9 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         return Ok(json_response(StatusCode::CREATED, &answer));
     }
 
+    if rt.id() == control_plane::COMPONENT_STATUS_ID {
+        return component_statuses(&rt, name, &ctx);
+    }
     let Some(name) = name else {
         return match ctx.method {
             Method::GET if ctx.flag("watch") => watch(state, &rt, &namespace, &ctx),
@@ -262,7 +265,10 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 if rt.namespaced && namespace.is_empty() {
                     return Err(ApiError::not_found("", "namespaces", ""));
                 }
-                let object = parse_object(&ctx, &body)?;
+                let mut object = parse_object(&ctx, &body)?;
+                if rt.id() == certificates::CSR_ID {
+                    certificates::stamp_requestor(&mut object, user);
+                }
                 let writer = ctx.writer(state, &rt, "")?;
                 let mut object = Some(object);
                 let created = body_write(&mut || {
@@ -284,6 +290,44 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         }
         let answer = auth::token_request(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
         return Ok(json_response(StatusCode::CREATED, &answer));
+    }
+    if sub == Some("eviction") && discovery::has_eviction(&rt) {
+        if ctx.method != Method::POST {
+            return Err(ApiError::method_not_allowed());
+        }
+        let (code, answer) = disruption::evict(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
+        let mut r = json_response(code, &answer);
+        if let Some(seconds) = answer.pointer("/details/retryAfterSeconds").and_then(Value::as_u64) {
+            r.headers_mut().insert("retry-after", HeaderValue::from(seconds));
+        }
+        return Ok(r);
+    }
+    if sub == Some("ephemeralcontainers") && discovery::has_eviction(&rt) {
+        let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
+        let written = match ctx.method {
+            Method::GET => api::get(state, &target)?,
+            Method::PUT => ephemeral::update(state, &target, parse_object(&ctx, &body)?, ctx.dry_run())?,
+            Method::PATCH => {
+                let media = ctx.content_type.split(';').next().unwrap_or("").trim();
+                let ty = PatchType::from_content_type(media).ok_or_else(|| {
+                    ApiError::unsupported_media_type(format!(
+                        "the body of the request was in an unknown format (got {media:?})"
+                    ))
+                })?;
+                ephemeral::patch(state, &target, ty, &body, ctx.dry_run())?
+            }
+            _ => return Err(ApiError::method_not_allowed()),
+        };
+        return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
+    }
+    if sub == Some("approval") && rt.id() == certificates::CSR_ID {
+        let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
+        let written = match ctx.method {
+            Method::GET => api::get(state, &target)?,
+            Method::PUT => certificates::update_approval(state, &target, parse_object(&ctx, &body)?, ctx.dry_run())?,
+            _ => return Err(ApiError::method_not_allowed()),
+        };
+        return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
     }
     let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
     let part = match sub {
@@ -474,6 +518,42 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, ApiError> {
         precondition_rv: doc.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from),
         dry_run,
     })
+}
+
+/// `GET` of the ComponentStatuses, made up on each request as upstream's REST does (no
+/// resourceVersion, no watch), with its deprecation warning.
+fn component_statuses(rt: &ResourceType, name: Option<&str>, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    if ctx.method != Method::GET || ctx.flag("watch") {
+        return Err(ApiError::method_not_allowed());
+    }
+    let items = control_plane::component_statuses();
+    let mut r = match name {
+        Some(name) => {
+            let item = items
+                .iter()
+                .find(|i| i.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+                .ok_or_else(|| ApiError::not_found("", &rt.resource, name))?;
+            object_response(StatusCode::OK, rt, item, ctx)
+        }
+        None if ctx.wants("Table") => {
+            let t = table::render(
+                &rt.api_version(),
+                &rt.kind,
+                &items,
+                jiff::Timestamp::now(),
+                ctx.include_object(),
+                json!({}),
+                None,
+            );
+            json_response(StatusCode::OK, &t)
+        }
+        None => json_response(
+            StatusCode::OK,
+            &json!({"kind": rt.list_kind(), "apiVersion": "v1", "metadata": {}, "items": items}),
+        ),
+    };
+    r.headers_mut().insert("warning", HeaderValue::from_static(control_plane::COMPONENT_STATUS_WARNING));
+    Ok(r)
 }
 
 /// The object as the client asked to see it: itself, its metadata only, or a Table.

@@ -13,11 +13,13 @@
 //! The printers are split by API group, each file holding its kinds' column definitions next to their rows:
 //! `core` (pods, nodes, services, events of both groups, ...), `apps` (deployments, replica sets), `coordination`
 //! (leases), `policy` (disruption budgets), `workloads` (jobs, cron jobs, daemon sets, stateful sets, replication
-//! controllers), `rbac` (bindings), `discovery` (endpoints and endpoint slices) and `custom` (custom resources' additionalPrinterColumns
+//! controllers), `control_plane` (certificate signing requests, component statuses, API services), `rbac`
+//! (bindings), `discovery` (endpoints and endpoint slices) and `custom` (custom resources' additionalPrinterColumns
 //! and the JSONPath subset they use). This file is the shared machinery: `render` and the choice of printer by kind,
 //! column plumbing, the default convertor, `human_duration`, and the field accessors every printer reads JSON with.
 
 mod apps;
+mod control_plane;
 mod coordination;
 mod core;
 mod custom;
@@ -194,6 +196,13 @@ impl Printer {
             ("discovery.k8s.io", "EndpointSlice") => (discovery::ENDPOINT_SLICE_COLUMNS, discovery::endpoint_slice_row),
             ("policy", "PodDisruptionBudget") => {
                 (policy::POD_DISRUPTION_BUDGET_COLUMNS, policy::pod_disruption_budget_row)
+            }
+            ("certificates.k8s.io", "CertificateSigningRequest") => {
+                (control_plane::CERTIFICATE_SIGNING_REQUEST_COLUMNS, control_plane::certificate_signing_request_row)
+            }
+            ("", "ComponentStatus") => (control_plane::COMPONENT_STATUS_COLUMNS, control_plane::component_status_row),
+            ("apiregistration.k8s.io", "APIService") => {
+                (control_plane::API_SERVICE_COLUMNS, control_plane::api_service_row)
             }
             ("rbac.authorization.k8s.io", "RoleBinding") => (rbac::ROLE_BINDING_COLUMNS, rbac::binding_row),
             ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {

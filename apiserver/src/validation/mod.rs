@@ -21,6 +21,8 @@
 //!   port of robfig/cron's schedule parser for its error texts).
 //! - `coordination`: Leases.
 //! - `policy`: PodDisruptionBudgets.
+//! - `certificates`: CertificateSigningRequests.
+//! - `apiregistration`: APIServices.
 //! - `rbac`: Roles, ClusterRoles and their bindings.
 //! - `apiextensions`: CustomResourceDefinitions.
 //!
@@ -31,7 +33,9 @@
 //! bounds with the apps int-or-percent rule).
 
 mod apiextensions;
+mod apiregistration;
 mod apps;
+mod certificates;
 mod coordination;
 mod core;
 mod events;
@@ -91,6 +95,10 @@ pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Optio
         ("coordination.k8s.io/v1", "Lease") => coordination::lease(&mut v, object, old),
         ("v1", "Service") => core::service(&mut v, object, old),
         ("policy/v1", "PodDisruptionBudget") => policy::pod_disruption_budget(&mut v, object, old),
+        ("apiregistration.k8s.io/v1", "APIService") => apiregistration::api_service(&mut v, object, old),
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
+            certificates::certificate_signing_request(&mut v, object, old)
+        }
         ("rbac.authorization.k8s.io/v1", "Role") => rbac::role(&mut v, object, old, true),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => rbac::role(&mut v, object, old, false),
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => rbac::role_binding(&mut v, object, old, true),
@@ -113,6 +121,14 @@ pub(crate) fn validate_status(api_version: &str, kind: &str, object: &Value, old
         }
         _ => {}
     }
+    v.causes
+}
+
+/// Validates a pod updated through `pods/ephemeralcontainers`, whose strategy changes nothing
+/// but `spec.ephemeralContainers` (upstream's `ValidatePodEphemeralContainersUpdate`).
+pub(crate) fn validate_ephemeral_containers_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut v = V::default();
+    pods::ephemeral_update(&mut v, new, old);
     v.causes
 }
 

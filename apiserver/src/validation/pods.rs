@@ -91,6 +91,89 @@ pub(super) fn pod_spec(v: &mut V, spec: Option<&Value>, path: &str) {
     v.nonnegative(&at("terminationGracePeriodSeconds"), grace);
 }
 
+/// Fields an ephemeral container may not set (upstream's `allowedEphemeralContainerFields` is
+/// the complement): they serve what ephemeral containers must not be relied upon for.
+const NOT_FOR_EPHEMERAL: &[&str] = &[
+    "ports",
+    "resources",
+    "resizePolicy",
+    "lifecycle",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "restartPolicy",
+    "restartPolicyRules",
+];
+
+/// An update through `pods/ephemeralcontainers` (`ValidatePodEphemeralContainersUpdate`): the
+/// pod is valid with its ephemeral containers (`validateEphemeralContainers`), and those it had
+/// are neither removed nor changed. Only `spec.ephemeralContainers` differs from `old` by the
+/// time this runs (the strategy took nothing else).
+pub(super) fn ephemeral_update(v: &mut V, new: &Value, old: &Value) {
+    meta(v, new, Some(old), Scope::Namespaced, NameRule::Subdomain, true);
+    pod_spec(v, new.get("spec"), "spec");
+    if old.pointer("/metadata/annotations/kubernetes.io~1config.mirror").is_some() {
+        v.forbidden("", "static pods do not support ephemeral containers");
+        return;
+    }
+    const PATH: &str = "spec.ephemeralContainers";
+    let empty = Map::new();
+    let spec = new.get("spec").and_then(Value::as_object).unwrap_or(&empty);
+    let volumes: Vec<&str> = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .map(|vs| vs.iter().filter_map(|v| v.get("name").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    let mut others: Vec<&str> = Vec::new();
+    for list in ["containers", "initContainers"] {
+        for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
+            others.push(c.get("name").and_then(Value::as_str).unwrap_or(""));
+        }
+    }
+    let mut all = others.clone();
+    let items = v.objs(spec.get("ephemeralContainers"), PATH);
+    for (cpath, c) in &items {
+        let name = container(v, c, cpath, &volumes, false);
+        if all.contains(&name) {
+            v.duplicate(&child(cpath, "name"), &q(name));
+        } else {
+            all.push(name);
+        }
+        let target = c.get("targetContainerName").and_then(Value::as_str).unwrap_or("");
+        if !target.is_empty() && !others.contains(&target) {
+            v.not_found(&child(cpath, "targetContainerName"), &q(target));
+        }
+        for field in NOT_FOR_EPHEMERAL {
+            if !deep_empty(c.get(*field)) {
+                v.forbidden(&child(cpath, field), "cannot be set for an Ephemeral Container");
+            }
+        }
+        for (mpath, m) in v.objs(c.get("volumeMounts"), &child(cpath, "volumeMounts")) {
+            for field in ["subPath", "subPathExpr"] {
+                if !deep_empty(m.get(field)) {
+                    v.forbidden(&child(&mpath, field), "cannot be set for an Ephemeral Container");
+                }
+            }
+        }
+    }
+    let new_list: Vec<&Obj> = items.iter().map(|(_, c)| *c).collect();
+    for o in old.pointer("/spec/ephemeralContainers").and_then(Value::as_array).into_iter().flatten() {
+        let name = o.get("name").and_then(Value::as_str).unwrap_or("");
+        match new_list.iter().find(|c| c.get("name").and_then(Value::as_str) == Some(name)) {
+            None => v.forbidden(PATH, &format!("existing ephemeral containers {name:?} may not be removed\n")),
+            Some(c) if !semantic_eq(Some(o), Some(&Value::Object((*c).clone()))) => {
+                let mut changes = Vec::new();
+                diff(Some(o), Some(&Value::Object((*c).clone())), "", &mut changes);
+                v.forbidden(
+                    PATH,
+                    &format!("existing ephemeral containers {name:?} may not be changed\n{}", changes.join("\n")),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+}
+
 fn volumes<'a>(v: &mut V, list: Option<&'a Value>, path: &str) -> Vec<&'a str> {
     let mut names: Vec<&str> = Vec::new();
     for (vpath, vol) in v.objs(list, path) {
