@@ -220,18 +220,7 @@ fn run_size(o: &Options, size: usize, ticks: f64) -> Result<SizeResult, String> 
         dir.display()
     );
 
-    let mut server = Process::spawn(
-        "server",
-        Command::new(binary)
-            .args(["cluster", "--insecure-http", "--nodes", &o.nodes.to_string()])
-            .args(["--pod-start-delay-ms", &o.pod_start_delay_ms.to_string()])
-            .arg("--kubeconfig")
-            .arg(dir.join("kubeconfig")),
-        &dir,
-        true,
-    )?;
-    let url = server.first_line_after("wasmcm cluster serving at ", Duration::from_secs(60))?;
-    let addr = url.strip_prefix("http://").ok_or_else(|| format!("the server is not plain HTTP: {url}"))?.to_string();
+    let (mut server, addr) = start_server(o, &dir)?;
     let mut http = Http::new(&addr);
 
     for ns in (0..NAMESPACES).map(namespace).chain([RAW_NAMESPACE.to_string()]) {
@@ -543,18 +532,7 @@ fn sharded_rollout(o: &Options, size: usize, hosts: usize) -> Result<ShardedRow,
     let dir = std::env::temp_dir().join(format!("wasmcm-scale-out-{}-{hosts}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let binary = env!("CARGO_BIN_EXE_wasmcm");
-    let mut server = Process::spawn(
-        "server",
-        Command::new(binary)
-            .args(["cluster", "--insecure-http", "--nodes", &o.nodes.to_string()])
-            .args(["--pod-start-delay-ms", &o.pod_start_delay_ms.to_string()])
-            .arg("--kubeconfig")
-            .arg(dir.join("kubeconfig")),
-        &dir,
-        true,
-    )?;
-    let url = server.first_line_after("wasmcm cluster serving at ", Duration::from_secs(60))?;
-    let addr = url.strip_prefix("http://").ok_or_else(|| format!("the server is not plain HTTP: {url}"))?.to_string();
+    let (mut server, addr) = start_server(o, &dir)?;
     let mut http = Http::new(&addr);
     for ns in (0..NAMESPACES).map(namespace) {
         create(
@@ -635,6 +613,23 @@ fn sharded_rollout(o: &Options, size: usize, hosts: usize) -> Result<ShardedRow,
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(row)
+}
+
+/// `wasmcm cluster` over plain HTTP, its kubeconfig in `dir`; and the address it serves at.
+fn start_server(o: &Options, dir: &Path) -> Result<(Process, String), String> {
+    let mut server = Process::spawn(
+        "server",
+        Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            .args(["cluster", "--insecure-http", "--nodes", &o.nodes.to_string()])
+            .args(["--pod-start-delay-ms", &o.pod_start_delay_ms.to_string()])
+            .arg("--kubeconfig")
+            .arg(dir.join("kubeconfig")),
+        dir,
+        true,
+    )?;
+    let url = server.first_line_after("wasmcm cluster serving at ", Duration::from_secs(60))?;
+    let addr = url.strip_prefix("http://").ok_or_else(|| format!("the server is not plain HTTP: {url}"))?.to_string();
+    Ok((server, addr))
 }
 
 fn namespace(i: usize) -> String {
