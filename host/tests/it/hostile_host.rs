@@ -146,7 +146,7 @@ async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scop
     .await;
     let events: Api<Event> = Api::all(client.clone());
     for (ns, key, why) in [
-        ("kube-system", "take-lease", "Lease kube-system/wasmcm is the host's leader lease"),
+        ("kube-system", "take-lease", "Lease kube-system/wasmcm is the host's leader or shard lease"),
         ("default", "cluster-delete", "v1/Namespace is cluster-scoped, which the manifest does not grant"),
     ] {
         let fields = format!("reason=WriteRefused,involvedObject.name={key},involvedObject.namespace={ns}");
