@@ -351,11 +351,14 @@ async fn replicas_split_the_keys_and_hand_shards_over_without_overlap() {
     group.balanced_over(&["wasmcm-a", "wasmcm-c"]).await;
     group.converged("the image change across a frozen replica").await;
 
-    // 2 → 5 replicas under changes, then 5 → 2 by SIGTERM: handovers, where no reconcile of a
+    // 3 → 5 replicas under changes, then 5 → 2 by SIGTERM: handovers, where no reconcile of a
     // key may overlap another's (a frozen replica's, above, spans its freeze by nature; its
     // writes are what the fence stops, and the audit judges).
     let rebalancing = jiff::Timestamp::now().as_nanosecond() as f64 / 1e9;
-    for h in ["wasmcm-d", "wasmcm-e", "wasmcm-f"] {
+    // Back to three, then five.
+    group.start_host("wasmcm-d");
+    group.balanced_over(&["wasmcm-a", "wasmcm-c", "wasmcm-d"]).await;
+    for h in ["wasmcm-e", "wasmcm-f"] {
         group.start_host(h);
     }
     group.patch_all(json!({"spec": {"replicas": 2}})).await;
