@@ -21,6 +21,7 @@ mod defaults;
 mod discovery;
 mod faults;
 mod gc;
+mod json;
 mod kubelet;
 mod managed;
 mod offline;

@@ -4,7 +4,11 @@
 //! OpenAPI (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`, and patch merge keys where
 //! no list type is given, as kube-openapi converts them), for server-side apply.
 //!
-//! It describes; it decodes and merges nothing.
+//! Each message also lists its JSON fields by name ([`J`]), with their place in Go's struct
+//! order (what kube-apiserver's JSON encoder writes them in, `src/json.rs`), which is also what
+//! strict field validation looks names up in (`src/unknown_fields.rs`).
+//!
+//! It describes; it decodes, encodes and merges nothing.
 
 /// How a message's JSON differs from an object of its fields.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -69,6 +73,11 @@ pub(crate) enum Shape {
 #[derive(Debug)]
 pub(crate) struct F(pub(crate) u32, pub(crate) &'static str, pub(crate) Kind, pub(crate) u8, pub(crate) Shape);
 
+/// One JSON field of a message by name: its rank in Go's struct order (fields of embedded
+/// structs in their place) and its kind. Sorted by name.
+#[derive(Debug)]
+pub(crate) struct J(pub(crate) &'static str, pub(crate) u16, pub(crate) Kind);
+
 #[derive(Debug)]
 pub(crate) struct Message {
     pub(crate) name: &'static str,
@@ -77,6 +86,8 @@ pub(crate) struct Message {
     pub(crate) atomic: bool,
     /// Sorted by tag.
     pub(crate) fields: &'static [F],
+    /// Its JSON fields, inline-embedded ones included, sorted by name.
+    pub(crate) json: &'static [J],
 }
 
 include!(concat!(env!("OUT_DIR"), "/protobuf_schema.rs"));
@@ -84,6 +95,11 @@ include!(concat!(env!("OUT_DIR"), "/protobuf_schema.rs"));
 impl Message {
     pub(crate) fn field(&self, tag: u32) -> Option<&'static F> {
         self.fields.binary_search_by_key(&tag, |f| f.0).ok().and_then(|i| self.fields.get(i))
+    }
+
+    /// The JSON field named `name` (inline-embedded messages' included).
+    pub(crate) fn json_field(&self, name: &str) -> Option<&'static J> {
+        self.json.binary_search_by(|j| j.0.cmp(name)).ok().and_then(|i| self.json.get(i))
     }
 
     /// The field with JSON name `json`, looking into inline-embedded messages.

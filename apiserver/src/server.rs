@@ -26,7 +26,7 @@ use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
-use super::{State, discovery, openapi, rbac, table};
+use super::{State, discovery, json, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -39,7 +39,7 @@ fn full(bytes: impl Into<Bytes>) -> Body {
 }
 
 fn json_response(code: StatusCode, value: &Value) -> Response<Body> {
-    let mut r = Response::new(full(serde_json::to_vec(value).unwrap_or_default()));
+    let mut r = Response::new(full(json::body(value)));
     *r.status_mut() = code;
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
@@ -192,11 +192,13 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
             return Ok(r);
         }
         ["api"] => return get_only(Some(discovery::api_versions(&state.server_address))),
-        ["openapi", "v2"] => return get_only(Some(openapi::v2(registry))),
-        ["openapi", "v3"] => return get_only(Some(openapi::v3_index(registry))),
-        ["openapi", "v3", "api", version] => return get_only(openapi::v3_group_version(registry, "", version)),
+        ["openapi", "v2"] => return get_only(Some(openapi::v2(registry, &crds(state)))),
+        ["openapi", "v3"] => return get_only(Some(openapi::v3_index(registry, &crds(state)))),
+        ["openapi", "v3", "api", version] => {
+            return get_only(openapi::v3_group_version(registry, &crds(state), "", version));
+        }
         ["openapi", "v3", "apis", group, version] => {
-            return get_only(openapi::v3_group_version(registry, group, version));
+            return get_only(openapi::v3_group_version(registry, &crds(state), group, version));
         }
         ["apis"] => return get_only(Some(discovery::api_group_list(registry))),
         ["apis", group] => return get_only(discovery::api_group(registry, group)),
@@ -330,6 +332,12 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         return Ok(json_response(StatusCode::OK, &written));
     }
     Ok(object_response(code, &rt, &written, &ctx))
+}
+
+/// The stored CustomResourceDefinitions (their schemas go into the OpenAPI documents).
+fn crds(state: &State) -> Vec<Arc<Value>> {
+    let id = "apiextensions.k8s.io/customresourcedefinitions";
+    state.store.list(id, None, &Filter::for_type(id)).0
 }
 
 fn not_found_path() -> ApiError {
@@ -542,39 +550,25 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
     Ok(r)
 }
 
-/// Writes `object` as served in `rt`'s version, copying it only if its stored version differs.
+/// Writes `object` as served in `rt`'s version (in its kind's order, see `json`), copying it
+/// only if its stored version differs.
 fn write_served(out: &mut Vec<u8>, rt: &ResourceType, api_version: &str, object: &Value) {
-    let written = if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
-        serde_json::to_writer(&mut *out, object)
+    if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+        json::write_typed(out, api_version, &rt.kind, object);
     } else {
-        serde_json::to_writer(&mut *out, &as_served(rt, object))
-    };
-    // Writing a Value to memory cannot fail; should it, the client gets broken JSON, not a
-    // panic.
-    if let Err(e) = written {
-        tracing::warn!("serializing an object: {e}");
+        json::write_typed(out, api_version, &rt.kind, &as_served(rt, object));
     }
 }
 
-/// The List document, as `json!` would serialize it (keys in order), straight from the stored
-/// objects: no deep copy of each item.
+/// The List document straight from the stored objects (no deep copy of each item), with the
+/// newline kube-apiserver ends a body with.
 fn list_json(rt: &ResourceType, metadata: &Value, items: &[Arc<Value>]) -> Vec<u8> {
     let api_version = rt.api_version();
     let mut out = Vec::with_capacity(256 + items.len() * 1024);
-    out.extend_from_slice(b"{\"apiVersion\":");
-    let _ = serde_json::to_writer(&mut out, &api_version);
-    out.extend_from_slice(b",\"items\":[");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_served(&mut out, rt, &api_version, item);
-    }
-    out.extend_from_slice(b"],\"kind\":");
-    let _ = serde_json::to_writer(&mut out, &rt.list_kind());
-    out.extend_from_slice(b",\"metadata\":");
-    let _ = serde_json::to_writer(&mut out, metadata);
-    out.push(b'}');
+    json::write_list(&mut out, &api_version, &rt.list_kind(), metadata, items, |out, item| {
+        write_served(out, rt, &api_version, item)
+    });
+    out.push(b'\n');
     out
 }
 
@@ -744,11 +738,9 @@ fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Vec<u8> {
 /// One watch event as kube-apiserver writes it: `type` before `object` (Go's field order).
 /// Clients may rely on it: kube-rs decodes `object` straight into the target type only when
 /// the tag came first, and the host keeps each object's JSON as served that way.
-fn watch_event(event_type: &str, object: &impl serde::Serialize) -> Vec<u8> {
+fn watch_event(event_type: &str, object: &Value) -> Vec<u8> {
     let mut line = format!("{{\"type\":\"{event_type}\",\"object\":").into_bytes();
-    if serde_json::to_writer(&mut line, object).is_err() {
-        return Vec::new();
-    }
+    json::write_top(&mut line, object);
     line.push(b'}');
     line
 }

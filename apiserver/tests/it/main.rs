@@ -7,3 +7,4 @@ mod cluster;
 mod kubectl;
 mod protobuf;
 mod rbac;
+mod schema;
