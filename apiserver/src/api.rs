@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::State;
 use super::change::Key;
+use super::field_validation::Validation;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
@@ -367,17 +368,20 @@ pub(crate) fn patch(
     state: &State,
     t: &Target,
     part: Part,
-    ty: PatchType,
-    body: &[u8],
+    (ty, body): (PatchType, &[u8]),
     dry_run: bool,
     owner: Ownership<'_>,
+    fields: &Validation<'_>,
 ) -> Result<Arc<Value>, ApiError> {
     let api_version = t.rt.api_version();
     let apply = |doc: &Value, api_version: &str, kind: &str| {
-        patch::apply(ty, api_version, kind, doc, body).map_err(|e| match e {
+        let mut patched = patch::apply(ty, api_version, kind, doc, body).map_err(|e| match e {
             patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
             patch::PatchError::Unsupported(m) => ApiError::unsupported_media_type(m),
-        })
+        })?;
+        // Strict field validation of the result, as upstream decodes the patched object.
+        fields.patched(api_version, kind, &mut patched)?;
+        Ok(patched)
     };
     let result = write(state, t, dry_run, |current| match part {
         Part::Main => {

@@ -120,6 +120,9 @@ fn order_of(api_version: &str, kind: &str) -> Order {
     if kind == "Table" && matches!(api_version, "meta.k8s.io/v1" | "meta.k8s.io/v1beta1") {
         return Order::Table(TABLE);
     }
+    if !schema::is_built_in(api_version) {
+        return Order::Sorted;
+    }
     match schema::message_for(api_version, kind).and_then(schema::message) {
         Some(m) => Order::Message(m),
         None => Order::Sorted,

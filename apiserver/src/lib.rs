@@ -20,6 +20,7 @@ mod cluster;
 mod defaults;
 mod discovery;
 mod faults;
+mod field_validation;
 mod gc;
 mod json;
 mod kubelet;
@@ -37,6 +38,7 @@ mod services;
 mod store;
 mod table;
 mod tls;
+mod unknown_fields;
 mod user;
 mod validation;
 

@@ -119,6 +119,12 @@ pub(crate) fn message(index: u16) -> Option<&'static Message> {
     MESSAGES.get(usize::from(index))
 }
 
+/// Whether `api_version` is a built-in group version (one whose kinds have messages); a
+/// custom resource's is not, even if its kind shares a name with a meta kind (`Status`).
+pub(crate) fn is_built_in(api_version: &str) -> bool {
+    MODULES.iter().any(|(v, _)| *v == api_version)
+}
+
 /// The message of a kind, or of a list or options kind of its group version.
 pub(crate) fn message_for(api_version: &str, kind: &str) -> Option<u16> {
     if let Ok(i) = RESOURCES.binary_search_by(|(v, k, _)| (*v, *k).cmp(&(api_version, kind))) {

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use super::api::{self, DeleteOptions, Deleted, Ownership, Part, Target};
 use super::auth;
 use super::change::{Event, EventType};
+use super::field_validation::{Directive, Validation, Warnings};
 use super::managed::Writer;
 use super::patch::PatchType;
 use super::query::{self, Filter};
@@ -160,7 +161,20 @@ impl Ctx {
     }
 }
 
+/// A routed request, with the warnings it collected (field validation's) as `Warning` headers.
 async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let warnings = Warnings::default();
+    let mut response = route_request(state, user, req, &warnings).await?;
+    warnings.write_headers(response.headers_mut());
+    Ok(response)
+}
+
+async fn route_request(
+    state: &Arc<State>,
+    user: &UserInfo,
+    req: Request<Incoming>,
+    warnings: &Warnings,
+) -> Result<Response<Body>, ApiError> {
     let (parts, body) = req.into_parts();
     let query: HashMap<String, String> =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
@@ -227,6 +241,20 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     }
     let namespace = namespace.unwrap_or("").to_string();
     let body = read_body(body).await?;
+    let fields = Validation {
+        directive: Directive::from_query(ctx.query.get("fieldValidation").map(String::as_str))?,
+        warnings,
+    };
+    // Built-in kinds only: a custom resource's fields are its CRD schema's to judge.
+    let checked = |api_version: &str, kind: &str| -> Result<Value, ApiError> {
+        let mut object = parse_object(&ctx, &body)?;
+        if rt.printer_columns.is_none() {
+            let media = ctx.content_type.split(';').next().unwrap_or("").trim();
+            let json_body = matches!(media, "" | "application/json" | "*/*").then_some(&body[..]);
+            fields.body(api_version, kind, json_body, &mut object)?;
+        }
+        Ok(object)
+    };
     if rt.create_only {
         if name.is_some() || ctx.method != Method::POST {
             return Err(ApiError::method_not_allowed());
@@ -243,7 +271,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 if rt.namespaced && namespace.is_empty() {
                     return Err(ApiError::not_found("", "namespaces", ""));
                 }
-                let object = parse_object(&ctx, &body)?;
+                let object = checked(&rt.api_version(), &rt.kind)?;
                 let writer = ctx.writer(state, &rt, "")?;
                 let created = api::create(state, &rt, &namespace, object, ctx.dry_run(), Ownership::Update(&writer))?;
                 Ok(object_response(StatusCode::CREATED, &rt, &created, &ctx))
@@ -281,9 +309,15 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     let written = match (ctx.method.clone(), part) {
         (Method::GET, Part::Scale) => Arc::new(api::scale_of(&*api::get(state, &target)?)),
         (Method::GET, _) => api::get(state, &target)?,
-        (Method::PUT, Part::Main) => api::update(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
-        (Method::PUT, Part::Status) => api::update_status(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
-        (Method::PUT, Part::Scale) => api::update_scale(state, &target, parse_object(&ctx, &body)?, dry_run, owner)?,
+        (Method::PUT, Part::Main) => {
+            api::update(state, &target, checked(&rt.api_version(), &rt.kind)?, dry_run, owner)?
+        }
+        (Method::PUT, Part::Status) => {
+            api::update_status(state, &target, checked(&rt.api_version(), &rt.kind)?, dry_run, owner)?
+        }
+        (Method::PUT, Part::Scale) => {
+            api::update_scale(state, &target, checked("autoscaling/v1", "Scale")?, dry_run, owner)?
+        }
         (Method::PATCH, part) => {
             let media = ctx.content_type.split(';').next().unwrap_or("").trim();
             let ty = PatchType::from_content_type(media).ok_or_else(|| {
@@ -298,7 +332,8 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 if force {
                     return Err(ApiError::bad_request("force may not be specified for non-apply patch"));
                 }
-                api::patch(state, &target, part, ty, &body, dry_run, owner)?
+                // (A custom resource's kind has no generated schema: `patched` leaves it be.)
+                api::patch(state, &target, part, (ty, &body), dry_run, owner, &fields)?
             } else {
                 if !ctx.query.contains_key("fieldManager") {
                     return Err(ApiError::bad_request("fieldManager is required for apply requests"));

@@ -235,3 +235,107 @@ async fn a_crds_schema_is_published_under_its_group_version_and_explained() {
     assert!(text.contains("    What the widget should be.\n"), "{text}");
     assert!(text.contains("  size\t<integer>\n    How big.\n"), "{text}");
 }
+
+const UNKNOWN_FIELD: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: strict
+spec:
+  foo: bar
+  replicas: 1
+  selector:
+    matchLabels: {app: strict}
+  template:
+    metadata:
+      labels: {app: strict}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        imagePullPolicyy: Always
+";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_validate_strict_refuses_and_warn_warns_of_unknown_fields() {
+    let (cluster, client) = wasmcm_test_support::cluster().await;
+    let out = tokio::task::block_in_place(|| {
+        kubectl(&cluster, &["apply", "--validate=strict", "-f", "-"], Some(UNKNOWN_FIELD))
+    });
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out),
+        "Error from server (BadRequest): error when creating \"STDIN\": Deployment in version \"v1\" cannot be \
+         handled as a Deployment: strict decoding error: unknown field \"spec.foo\", unknown field \
+         \"spec.template.spec.containers[0].imagePullPolicyy\"\n"
+    );
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), "default");
+    assert!(deployments.get_opt("strict").await.unwrap().is_none(), "a refused create stores nothing");
+
+    let out = tokio::task::block_in_place(|| {
+        kubectl(&cluster, &["apply", "--validate=warn", "-f", "-"], Some(UNKNOWN_FIELD))
+    });
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "Warning: unknown field \"spec.foo\"\nWarning: unknown field \"spec.template.spec.containers[0].imagePullPolicyy\"\n"
+    );
+    assert_eq!(stdout(&out), "deployment.apps/strict created\n");
+    let stored: Value =
+        serde_json::from_str(&raw_get(&client, "/apis/apps/v1/namespaces/default/deployments/strict").await).unwrap();
+    let spec = stored["spec"].to_string();
+    assert!(!spec.contains("\"foo\"") && !spec.contains("imagePullPolicyy"), "undeclared fields are dropped: {spec}");
+
+    // The object exists now: kubectl patches it (strategic merge), and the patched object is
+    // what upstream checks.
+    let changed = UNKNOWN_FIELD.replace("foo: bar", "foo: baz");
+    let out =
+        tokio::task::block_in_place(|| kubectl(&cluster, &["apply", "--validate=strict", "-f", "-"], Some(&changed)));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "strict decoding error: unknown field \"spec.foo\", unknown field \
+             \"spec.template.spec.containers[0].imagePullPolicyy\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+
+    // --validate=false (Ignore): accepted without a word, and still dropped.
+    let out =
+        tokio::task::block_in_place(|| kubectl(&cluster, &["apply", "--validate=false", "-f", "-"], Some(&changed)));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn duplicate_fields_in_a_json_body_are_reported_as_upstream_does() {
+    let (_cluster, client) = wasmcm_test_support::cluster().await;
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup"},"data":{"a":"1"},"data":{"b":"2"}}"#;
+    let req = http::Request::builder()
+        .method("POST")
+        .uri("/api/v1/namespaces/default/configmaps?fieldValidation=Strict")
+        .header("Content-Type", "application/json")
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+    match client.request::<Value>(req).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 400);
+            assert_eq!(s.reason, "BadRequest");
+            assert_eq!(
+                s.message,
+                "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"data\""
+            );
+        }
+        other => panic!("expected a 400, got {other:?}"),
+    }
+    let req = http::Request::builder()
+        .method("POST")
+        .uri("/api/v1/namespaces/default/configmaps")
+        .header("Content-Type", "application/json")
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+    let response = client.send(req.map(kube::client::Body::from)).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let warnings: Vec<&str> = response.headers().get_all("warning").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(warnings, ["299 - \"duplicate field \\\"data\\\"\""], "Warn is the default");
+}
