@@ -36,7 +36,7 @@ pub(crate) fn write_top(out: &mut Vec<u8>, value: &Value) {
                 (Some(v), Some(k)) => order_of(v, k),
                 _ => Order::Sorted,
             };
-            write_object(out, map, order, true);
+            write_object(out, map, order, Meta::Write);
         }
         other => write_plain(out, other),
     }
@@ -46,7 +46,19 @@ pub(crate) fn write_top(out: &mut Vec<u8>, value: &Value) {
 /// object is), written in its order even if it does not carry its own `kind`.
 pub(crate) fn write_typed(out: &mut Vec<u8>, api_version: &str, kind: &str, value: &Value) {
     match value {
-        Value::Object(map) => write_object(out, map, order_of(api_version, kind), true),
+        Value::Object(map) => write_object(out, map, order_of(api_version, kind), Meta::Write),
+        other => write_plain(out, other),
+    }
+}
+
+/// An item of a List of `kind`: a built-in kind's without its `kind` and `apiVersion` (see
+/// [`Meta::Drop`]), a custom resource's with them, as it is stored.
+pub(crate) fn write_list_item(out: &mut Vec<u8>, api_version: &str, kind: &str, value: &Value) {
+    match value {
+        Value::Object(map) => match order_of(api_version, kind) {
+            order @ Order::Message(_) => write_object(out, map, order, Meta::Drop),
+            order => write_object(out, map, order, Meta::Write),
+        },
         other => write_plain(out, other),
     }
 }
@@ -137,7 +149,23 @@ fn nested(kind: Kind) -> Order {
     }
 }
 
-fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>, order: Order, top: bool) {
+/// What becomes of an object's `kind` and `apiVersion` where its message does not declare
+/// them as fields (they are then Go's inline `TypeMeta`, the first fields of the struct).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Meta {
+    /// Written first.
+    Write,
+    /// Left out: kube-apiserver's list items of built-in kinds carry no `TypeMeta` (the
+    /// objects are converted from the internal version, which leaves it empty, and only the
+    /// list is given its kind).
+    Drop,
+}
+
+fn is_type_meta(k: &str) -> bool {
+    k == "kind" || k == "apiVersion"
+}
+
+fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>, order: Order, meta: Meta) {
     match order {
         Order::Sorted => {
             // A custom resource or other unstructured value: Go writes a map sorted, as it is
@@ -156,7 +184,7 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>, order: Order, top: 
         Order::Table(fields) => {
             let mut first = true;
             out.push(b'{');
-            if top {
+            if meta == Meta::Write {
                 type_meta(out, map, &mut first);
             }
             for name in fields {
@@ -172,27 +200,26 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>, order: Order, top: 
                     }
                 }
             }
-            rest(out, map, |k| (top && (k == "kind" || k == "apiVersion")) || fields.contains(&k), &mut first);
+            rest(out, map, |k| is_type_meta(k) || fields.contains(&k), &mut first);
             out.push(b'}');
         }
         Order::Message(message) if message.special != Special::None => write_special(out, map, message),
         Order::Message(message) => {
             let mut first = true;
             out.push(b'{');
-            if top {
-                type_meta(out, map, &mut first);
-            }
             // (rank, key, value) of the known fields; the others, sorted, after them.
             let mut known: Vec<(u16, &str, Kind, &Value)> = Vec::with_capacity(map.len());
             let mut unknown = false;
+            let mut inline_meta = false;
             for (k, v) in map {
-                if top && (k == "kind" || k == "apiVersion") {
-                    continue;
-                }
                 match message.json_field(k) {
                     Some(j) => known.push((j.1, k, j.2, v)),
+                    None if is_type_meta(k) => inline_meta = true,
                     None => unknown = true,
                 }
+            }
+            if inline_meta && meta == Meta::Write {
+                type_meta(out, map, &mut first);
             }
             known.sort_unstable_by_key(|f| f.0);
             for (_, k, kind, v) in known {
@@ -200,12 +227,7 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>, order: Order, top: 
                 write_field(out, kind, v);
             }
             if unknown {
-                rest(
-                    out,
-                    map,
-                    |k| (top && (k == "kind" || k == "apiVersion")) || message.json_field(k).is_some(),
-                    &mut first,
-                );
+                rest(out, map, |k| is_type_meta(k) || message.json_field(k).is_some(), &mut first);
             }
             out.push(b'}');
         }
@@ -243,7 +265,7 @@ fn key(out: &mut Vec<u8>, name: &str, first: &mut bool) {
 
 fn write_order(out: &mut Vec<u8>, value: &Value, order: Order) {
     match value {
-        Value::Object(map) => write_object(out, map, order, false),
+        Value::Object(map) => write_object(out, map, order, Meta::Write),
         other => write_plain(out, other),
     }
 }
@@ -270,7 +292,7 @@ fn each(out: &mut Vec<u8>, value: &Value, f: impl Fn(&mut Vec<u8>, &Value)) {
 fn write_field(out: &mut Vec<u8>, kind: Kind, value: &Value) {
     match (kind, value) {
         (Kind::Msg(_), Value::Array(_)) => each(out, value, |out, v| write_order(out, v, nested(kind))),
-        (Kind::Msg(_), Value::Object(map)) => write_object(out, map, nested(kind), false),
+        (Kind::Msg(_), Value::Object(map)) => write_object(out, map, nested(kind), Meta::Write),
         (Kind::Map(MapValue::Msg(i)), Value::Object(map)) => {
             out.push(b'{');
             for (n, (k, v)) in map.iter().enumerate() {
@@ -298,8 +320,8 @@ fn write_special(out: &mut Vec<u8>, map: &Map<String, Value>, message: &'static 
                 _ => None,
             });
             match schema {
-                Some(kind) => write_object(out, map, nested(kind), false),
-                None => write_object(out, map, Order::Sorted, false),
+                Some(kind) => write_object(out, map, nested(kind), Meta::Write),
+                None => write_object(out, map, Order::Sorted, Meta::Write),
             }
         }
         Special::RawJson => {
@@ -309,9 +331,9 @@ fn write_special(out: &mut Vec<u8>, map: &Map<String, Value>, message: &'static 
                 (Some(v), Some(k)) => order_of(v, k),
                 _ => Order::Sorted,
             };
-            write_object(out, map, order, true);
+            write_object(out, map, order, Meta::Write);
         }
-        _ => write_object(out, map, Order::Sorted, false),
+        _ => write_object(out, map, Order::Sorted, Meta::Write),
     }
 }
 
@@ -324,7 +346,7 @@ fn write_plain(out: &mut Vec<u8>, value: &Value) {
         Value::Number(n) => write_number(out, n),
         Value::String(s) => write_str(out, s),
         Value::Array(_) => each(out, value, write_plain),
-        Value::Object(map) => write_object(out, map, Order::Sorted, false),
+        Value::Object(map) => write_object(out, map, Order::Sorted, Meta::Write),
     }
 }
 
@@ -436,6 +458,41 @@ mod tests {
             "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\",\
              \"image\":\"i\",\"ports\":[{\"containerPort\":80,\"protocol\":\"TCP\"}]}],\"restartPolicy\":\"Always\"},\
              \"status\":{\"phase\":\"Running\"}}\n"
+        );
+    }
+
+    #[test]
+    fn built_in_list_items_carry_no_type_meta_and_nested_type_meta_comes_first() {
+        let mut out = Vec::new();
+        let items = [json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}, "data": {}})];
+        write_list(&mut out, "v1", "ConfigMapList", &json!({"resourceVersion": "5"}), &items, |out, item| {
+            write_list_item(out, "v1", "ConfigMap", item)
+        });
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\"},\
+             \"items\":[{\"metadata\":{\"name\":\"a\"},\"data\":{}}]}"
+        );
+        let mut out = Vec::new();
+        let items = [json!({"kind": "Widget", "apiVersion": "example.com/v1", "metadata": {"name": "w"}})];
+        write_list(&mut out, "example.com/v1", "WidgetList", &json!({}), &items, |out, item| {
+            write_list_item(out, "example.com/v1", "Widget", item)
+        });
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"apiVersion\":\"example.com/v1\",\"items\":[{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\
+             \"metadata\":{\"name\":\"w\"}}],\"kind\":\"WidgetList\",\"metadata\":{}}"
+        );
+        // PartialObjectMetadata in its list: TypeMeta first, then metadata; an
+        // OwnerReference's own apiVersion and kind stay in their declared places.
+        let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+            "items": [{"metadata": {"name": "a", "ownerReferences": [{"uid": "u", "name": "o", "kind": "K", "apiVersion": "v1"}]},
+                       "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1"}]});
+        assert_eq!(
+            text(&list),
+            "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{},\"items\":[{\
+             \"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"a\",\
+             \"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"K\",\"name\":\"o\",\"uid\":\"u\"}]}}]}\n"
         );
     }
 

@@ -601,7 +601,11 @@ fn list_json(rt: &ResourceType, metadata: &Value, items: &[Arc<Value>]) -> Vec<u
     let api_version = rt.api_version();
     let mut out = Vec::with_capacity(256 + items.len() * 1024);
     json::write_list(&mut out, &api_version, &rt.list_kind(), metadata, items, |out, item| {
-        write_served(out, rt, &api_version, item)
+        if item.get("apiVersion").and_then(Value::as_str) == Some(&api_version) {
+            json::write_list_item(out, &api_version, &rt.kind, item);
+        } else {
+            json::write_list_item(out, &api_version, &rt.kind, &as_served(rt, item));
+        }
     });
     out.push(b'\n');
     out
