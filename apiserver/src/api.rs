@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::State;
 use super::change::Key;
-use super::field_validation::Validation;
+use super::field_validation::{self, Validation};
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
@@ -424,6 +424,7 @@ pub(crate) fn apply(
     if part == Part::Scale {
         return Err(ApiError::unsupported_media_type("server-side apply of the scale subresource is not supported"));
     }
+    field_validation::apply_config(&t.rt.api_version(), &t.rt.kind, &config)?;
     let ty = Ty::of_kind(&t.rt.api_version(), &t.rt.kind);
     if part == Part::Main && state.store.get(&t.key()).is_none() {
         let object = managed::apply(None, &config, ty, writer, force, t.rt.status)?;

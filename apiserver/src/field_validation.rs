@@ -136,6 +136,34 @@ impl Validation<'_> {
     }
 }
 
+/// A server-side apply configuration of a built-in kind: structured-merge-diff refuses one
+/// with undeclared fields whatever the directive, and kube-apiserver 1.35 passes its plain
+/// error on as a 500 without a reason (kubernetes/kubernetes#122480, #139253).
+pub(crate) fn apply_config(api_version: &str, kind: &str, config: &Value) -> Result<(), ApiError> {
+    let Some(root) = Typed::of(api_version, kind) else { return Ok(()) };
+    let undeclared = unknown_fields::in_apply_config(config, root);
+    if undeclared.is_empty() {
+        return Ok(());
+    }
+    let errors: Vec<String> = undeclared.iter().map(|p| format!("{p}: field not declared in schema")).collect();
+    // structured-merge-diff's ValidationErrors: one alone, or "errors:" and one per line.
+    let errors = match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    let meta = |f: &str| config.pointer(&format!("/metadata/{f}")).and_then(Value::as_str).unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    Err(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({}/{}; {group}/{version}, Kind={kind}): {errors}",
+            meta("namespace"),
+            meta("name")
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,7 +47,14 @@ fn json_response(code: StatusCode, value: &Value) -> Response<Body> {
 }
 
 fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status())
+    let mut status = e.to_status();
+    // A plain Go error becomes a Status without a reason (omitempty), not an empty one.
+    if e.reason.is_empty()
+        && let Some(fields) = status.as_object_mut()
+    {
+        fields.remove("reason");
+    }
+    json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &status)
 }
 
 fn text(code: StatusCode, body: &'static str) -> Response<Body> {

@@ -13,7 +13,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::schema::{self, Kind, MapValue, Message, Special};
+use super::schema::{self, Kind, MapValue, Message, Shape, Special};
 
 /// Where a walk is in a schema.
 pub(crate) trait Node: Copy {
@@ -55,6 +55,18 @@ impl Typed {
             }
             _ => Some(Typed::Any),
         }
+    }
+}
+
+impl Typed {
+    /// How the list field `name` of an object here merges (for its items' paths).
+    fn shape_of(self, name: &str) -> Shape {
+        let message = match self {
+            Typed::Top(m) => Some(m),
+            Typed::Field(Kind::Msg(i)) => schema::message(i),
+            _ => None,
+        };
+        message.and_then(|m| m.field_named(name)).map_or(Shape::Default, |f| f.4)
     }
 }
 
@@ -151,6 +163,49 @@ pub(crate) fn in_value<N: Node>(value: &Value, root: N) -> Vec<Finding> {
     let mut out = Vec::new();
     walk(value, root, "", &mut out);
     out
+}
+
+/// The undeclared fields of a server-side apply configuration, as structured-merge-diff's
+/// typed conversion names them: `.spec.foo`, list items by their keys
+/// (`.spec.template.spec.containers[name="app"].foo`), set items by value (`[="a"]`), other
+/// list items by index.
+pub(crate) fn in_apply_config(value: &Value, root: Typed) -> Vec<String> {
+    fn walk(value: &Value, node: Typed, path: &str, out: &mut Vec<String>) {
+        let Value::Object(map) = value else { return };
+        for (k, v) in map {
+            let at = format!("{path}.{k}");
+            let Some(child) = node.field(k) else {
+                out.push(at);
+                continue;
+            };
+            match v {
+                Value::Array(items) => {
+                    let shape = node.shape_of(k);
+                    for (i, item) in items.iter().enumerate() {
+                        walk(item, child.item(), &format!("{at}{}", element(shape, item, i)), out);
+                    }
+                }
+                _ => walk(v, child, &at, out),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, root, "", &mut out);
+    out
+}
+
+/// A list item's path element as structured-merge-diff writes it.
+fn element(shape: Shape, item: &Value, index: usize) -> String {
+    match shape {
+        Shape::Keys(keys) => {
+            let mut keys: Vec<&str> = keys.to_vec();
+            keys.sort_unstable();
+            let pairs: Vec<String> = keys.iter().filter_map(|k| item.get(*k).map(|v| format!("{k}={v}"))).collect();
+            format!("[{}]", pairs.join(","))
+        }
+        Shape::Set => format!("[={item}]"),
+        Shape::Atomic | Shape::Default => format!("[{index}]"),
+    }
 }
 
 /// Removes the undeclared fields of `value`.
@@ -289,6 +344,21 @@ mod tests {
         assert_eq!(
             in_value(&crd, Typed::of("apiextensions.k8s.io/v1", "CustomResourceDefinition").unwrap()),
             [Finding::Unknown("spec.versions[0].schema.openAPIV3Schema.nope".into())]
+        );
+    }
+
+    #[test]
+    fn apply_configurations_name_list_items_by_their_keys() {
+        let config = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+            "spec": {"foo": 1, "template": {"spec": {"containers": [{"name": "app", "bogus": true,
+                "ports": [{"containerPort": 80, "protocol": "TCP", "x": 1}]}]}}}});
+        assert_eq!(
+            in_apply_config(&config, deployment()),
+            [
+                ".spec.foo",
+                ".spec.template.spec.containers[name=\"app\"].bogus",
+                ".spec.template.spec.containers[name=\"app\"].ports[containerPort=80,protocol=\"TCP\"].x",
+            ]
         );
     }
 

@@ -306,6 +306,39 @@ async fn kubectl_validate_strict_refuses_and_warn_warns_of_unknown_fields() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn server_side_apply_of_undeclared_fields_fails_as_structured_merge_diff_does() {
+    let (cluster, client) = wasmcm_test_support::cluster().await;
+    let out = tokio::task::block_in_place(|| {
+        kubectl(&cluster, &["apply", "--server-side", "--validate=false", "-f", "-"], Some(UNKNOWN_FIELD))
+    });
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "failed to create typed patch object (default/strict; apps/v1, Kind=Deployment): errors:\n  \
+             .spec.foo: field not declared in schema\n  \
+             .spec.template.spec.containers[name=\"app\"].imagePullPolicyy: field not declared in schema"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let req = http::Request::builder()
+        .method("PATCH")
+        .uri("/api/v1/namespaces/default/configmaps/c?fieldManager=test")
+        .header("Content-Type", "application/apply-patch+yaml")
+        .body(b"{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, nope: 1}".to_vec())
+        .unwrap();
+    let response = client.send(req.map(kube::client::Body::from)).await.unwrap();
+    assert_eq!(response.status(), 500);
+    let bytes = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    assert_eq!(
+        String::from_utf8_lossy(&bytes),
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\
+         \"failed to create typed patch object (/c; /v1, Kind=ConfigMap): .nope: field not declared in schema\",\
+         \"code\":500}\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn duplicate_fields_in_a_json_body_are_reported_as_upstream_does() {
     let (_cluster, client) = wasmcm_test_support::cluster().await;
     let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup"},"data":{"a":"1"},"data":{"b":"2"}}"#;
