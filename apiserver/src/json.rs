@@ -161,6 +161,14 @@ enum Meta {
     Drop,
 }
 
+/// Objects with up to this many known fields are ordered without an allocation.
+const STACK_FIELDS: usize = 24;
+
+/// A known field of an object being written: its rank in Go's order, name, kind and value.
+type Field<'a> = (u16, &'a str, Kind, &'a Value);
+
+static NULL: Value = Value::Null;
+
 fn is_type_meta(k: &str) -> bool {
     k == "kind" || k == "apiVersion"
 }
@@ -207,13 +215,27 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>, order: Order, meta:
         Order::Message(message) => {
             let mut first = true;
             out.push(b'{');
-            // (rank, key, value) of the known fields; the others, sorted, after them.
-            let mut known: Vec<(u16, &str, Kind, &Value)> = Vec::with_capacity(map.len());
+            // (rank, key, kind, value) of the known fields; the others, sorted, after them. On
+            // the stack unless there are many: this runs for every object of every list.
+            let mut stack: [Field<'_>; STACK_FIELDS] = [(0, "", Kind::Bool, &NULL); STACK_FIELDS];
+            let mut heap: Vec<Field<'_>> = Vec::new();
+            let mut n = 0;
             let mut unknown = false;
             let mut inline_meta = false;
+            // The map's keys and the message's fields are both sorted by name: one merging
+            // pass finds each key's field, cheaper than a search per key.
+            let mut declared = message.json.iter().peekable();
             for (k, v) in map {
-                match message.json_field(k) {
-                    Some(j) => known.push((j.1, k, j.2, v)),
+                while declared.next_if(|j| j.0 < k.as_str()).is_some() {}
+                match declared.peek().filter(|j| j.0 == k.as_str()) {
+                    Some(j) => {
+                        let field = (j.1, k.as_str(), j.2, v);
+                        match stack.get_mut(n) {
+                            Some(slot) => *slot = field,
+                            None => heap.push(field),
+                        }
+                        n += 1;
+                    }
                     None if is_type_meta(k) => inline_meta = true,
                     None => unknown = true,
                 }
@@ -221,8 +243,14 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>, order: Order, meta:
             if inline_meta && meta == Meta::Write {
                 type_meta(out, map, &mut first);
             }
-            known.sort_unstable_by_key(|f| f.0);
-            for (_, k, kind, v) in known {
+            let fields: &mut [Field<'_>] = if heap.is_empty() {
+                &mut stack[..n]
+            } else {
+                heap.extend_from_slice(&stack);
+                &mut heap
+            };
+            fields.sort_unstable_by_key(|f| f.0);
+            for &mut (_, k, kind, v) in fields {
                 key(out, k, &mut first);
                 write_field(out, kind, v);
             }
@@ -356,11 +384,37 @@ fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
         && f.fract() == 0.0
         && f.abs() < 1e21
     {
-        out.extend_from_slice(format!("{f:.0}").as_bytes());
+        let _ = std::io::Write::write_fmt(out, format_args!("{f:.0}"));
         return;
     }
-    out.extend_from_slice(n.to_string().as_bytes());
+    // Integers as itoa writes them, without an allocation.
+    if serde_json::to_writer(&mut *out, n).is_err() {
+        out.extend_from_slice(b"null");
+    }
 }
+
+/// How each byte of a string is written (see [`write_str`]): 0 as it is, `u` as `\u00XX`,
+/// `E` maybe the start of U+2028 / U+2029, anything else as a backslash and that byte.
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[b'<' as usize] = b'u';
+    table[b'>' as usize] = b'u';
+    table[b'&' as usize] = b'u';
+    table[0xE2] = b'E';
+    table
+};
 
 /// A string as Go's `encoding/json` escapes it with HTML escaping on (its default, and
 /// apimachinery's serializer keeps it): `"`, `\`, control characters, `<`, `>`, `&`, U+2028
@@ -373,37 +427,35 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        let escape: Option<&[u8]> = match b {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0x08 => Some(b"\\b"),
-            0x0c => Some(b"\\f"),
-            0..0x20 | b'<' | b'>' | b'&' => Some(b""),
+        let escape = ESCAPE[usize::from(b)];
+        if escape == 0 {
+            i += 1;
+            continue;
+        }
+        if escape == b'E' {
             // U+2028 / U+2029: E2 80 A8 / E2 80 A9.
-            0xE2 if bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9)) => {
-                out.extend_from_slice(&bytes[start..i]);
-                out.extend_from_slice(if bytes[i + 2] == 0xA8 { b"\\u2028" } else { b"\\u2029" });
-                i += 3;
-                start = i;
-                continue;
+            match (bytes.get(i + 1), bytes.get(i + 2)) {
+                (Some(0x80), Some(last @ (0xA8 | 0xA9))) => {
+                    out.extend_from_slice(&bytes[start..i]);
+                    out.extend_from_slice(if *last == 0xA8 { b"\\u2028" } else { b"\\u2029" });
+                    i += 3;
+                    start = i;
+                }
+                _ => i += 1,
             }
-            _ => None,
-        };
-        if let Some(escape) = escape {
-            out.extend_from_slice(&bytes[start..i]);
-            if escape.is_empty() {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(b >> 4)]);
-                out.push(HEX[usize::from(b & 0xf)]);
-            } else {
-                out.extend_from_slice(escape);
-            }
-            start = i + 1;
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        if escape == b'u' {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(b >> 4)]);
+            out.push(HEX[usize::from(b & 0xf)]);
+        } else {
+            out.push(b'\\');
+            out.push(escape);
         }
         i += 1;
+        start = i;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
