@@ -636,13 +636,15 @@ fn delete_collection(
             name: item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").into(),
         };
         match api::delete(state, &target, &opts) {
-            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(as_served(rt, &o)),
+            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(o),
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }
-    let doc = json!({"apiVersion": rt.api_version(), "kind": rt.list_kind(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted});
-    Ok(json_response(StatusCode::OK, &doc))
+    // Written as a list is (items of built-in kinds without their TypeMeta).
+    let mut r = Response::new(full(list_json(rt, &json!({"resourceVersion": rv.to_string()}), &deleted)));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(r)
 }
 
 fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
