@@ -200,6 +200,8 @@ async fn a_crds_schema_is_published_under_its_group_version_and_explained() {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let (cluster, client) = wasmcm_test_support::cluster().await;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let index: Value = serde_json::from_str(&raw_get(&client, "/openapi/v3").await).unwrap();
+    assert!(index["paths"].get("apis/stable.example.com/v1").is_none(), "{index}");
     let schema = json!({"type": "object", "description": "A widget.", "properties": {
         "spec": {"type": "object", "description": "What the widget should be.",
                  "properties": {"size": {"type": "integer", "description": "How big."}}}}});
@@ -224,7 +226,10 @@ async fn a_crds_schema_is_published_under_its_group_version_and_explained() {
     );
     assert!(v3["components"]["schemas"]["com.example.stable.v1.WidgetList"].is_object());
     let index: Value = serde_json::from_str(&raw_get(&client, "/openapi/v3").await).unwrap();
-    assert!(index["paths"]["apis/stable.example.com/v1"]["serverRelativeURL"].is_string(), "{index}");
+    assert!(
+        index["paths"]["apis/stable.example.com/v1"]["serverRelativeURL"].is_string(),
+        "the cached index follows: {index}"
+    );
 
     let out = tokio::task::block_in_place(|| kubectl(&cluster, &["explain", "widgets.spec"], None));
     assert!(out.status.success(), "{}", stderr(&out));
