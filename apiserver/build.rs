@@ -1,4 +1,5 @@
-//! Generates the schema of the protobuf decoder (see build/protobuf_schema.rs).
+//! Generates the schema of the built-in kinds and their OpenAPI definitions (see
+//! build/protobuf_schema.rs).
 
 use std::path::PathBuf;
 
@@ -16,5 +17,10 @@ fn main() {
     println!("cargo:rerun-if-changed={}", crate_dir.join("build/protobuf_schema.rs").display());
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    protobuf_schema::generate(&cargo, &root, &out_dir.join("protobuf_schema.rs"));
+    protobuf_schema::generate(
+        &cargo,
+        &root,
+        &out_dir.join("protobuf_schema.rs"),
+        &out_dir.join("openapi_definitions.json"),
+    );
 }

@@ -121,17 +121,26 @@ const KEEP_ZERO: &[(&str, &[&str])] = &[
     ("api.batch.v1.CronJobSpec", &["startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"]),
 ];
 
-/// Finds the two crates through `cargo metadata`, parses them and writes the table to `out`.
-pub fn generate(cargo: &str, workspace_root: &Path, out: &Path) {
+/// The k8s-openapi module of the Kubernetes version this server answers as (`/version` says
+/// 1.35): its OpenAPI definitions are what `/openapi/v2` and `/openapi/v3` serve.
+const OPENAPI_VERSION: &str = "v1_35";
+
+/// Finds the two crates through `cargo metadata`, parses them and writes the table to `out`
+/// and the OpenAPI definitions to `definitions`.
+pub fn generate(cargo: &str, workspace_root: &Path, out: &Path, definitions: &Path) {
     let (pb_dir, openapi_dir) = locate_sources(cargo, workspace_root);
-    let code = schema(&pb_dir, &openapi_dir).code;
-    std::fs::write(out, code).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
+    let schema = schema(&pb_dir, &openapi_dir);
+    std::fs::write(out, schema.code).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
+    std::fs::write(definitions, schema.openapi_definitions)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", definitions.display()));
 }
 
 /// The generated table, and where each name that is not its own type's came from.
 pub struct Schema {
     pub code: String,
     pub fallbacks: Vec<Fallback>,
+    /// The OpenAPI definitions of the built-in types, a JSON object by definition name.
+    pub openapi_definitions: String,
 }
 
 /// A field named by tier 2, 3 or 4 (see the module doc).
@@ -163,7 +172,8 @@ pub enum Source {
 pub fn schema(pb_dir: &Path, openapi_dir: &Path) -> Schema {
     let openapi = parse_openapi(&openapi_dir.join("src"));
     let pb = parse_pb(&pb_dir.join("src"));
-    render(&pb, &openapi)
+    let definitions = parse_openapi_schemas(&openapi_dir.join("src").join(OPENAPI_VERSION));
+    render(&pb, &openapi, &definitions)
 }
 
 /// The k8s-pb and k8s-openapi crate directories of the workspace's dependency graph.
@@ -347,6 +357,8 @@ enum Scalar {
 struct PbField {
     /// The `+tag=value` markers of its doc comment (listType, listMapKey, mapType, patch...).
     markers: Vec<(String, String)>,
+    /// Its doc comment, line by line (upstream's Go comment).
+    doc: Vec<String>,
     tag: u32,
     name: String,
     /// `norm(name)`.
@@ -361,6 +373,7 @@ struct PbField {
 
 struct PbMessage {
     fields: Vec<PbField>,
+    doc: Vec<String>,
     /// `+structType=atomic`.
     atomic: bool,
 }
@@ -426,8 +439,9 @@ fn parse_pb_file(module: &str, text: &str, schema: &mut PbSchema) {
         }
         if let Some(rest) = line.strip_prefix("pub struct ") {
             let name = rest.split([' ', '{']).next().unwrap_or_default();
-            let atomic = markers(&std::mem::take(&mut docs)).iter().any(|(k, v)| k == "structType" && v == "atomic");
-            let empty = PbMessage { fields: Vec::new(), atomic };
+            let doc = std::mem::take(&mut docs);
+            let atomic = markers(&doc).iter().any(|(k, v)| k == "structType" && v == "atomic");
+            let empty = PbMessage { fields: Vec::new(), atomic, doc };
             if line.ends_with("{}") {
                 schema.messages.insert(format!("{module}.{name}"), empty);
             } else {
@@ -460,7 +474,8 @@ fn parse_pb_file(module: &str, text: &str, schema: &mut PbSchema) {
             }
             let mut field = parse_pb_field(module, attr.trim_end_matches(")]"), &decl)
                 .unwrap_or_else(|| panic!("cannot parse k8s-pb field of {msg_name}: #[prost({attr} {decl}"));
-            field.markers = markers(&std::mem::take(&mut docs));
+            field.doc = std::mem::take(&mut docs);
+            field.markers = markers(&field.doc);
             msg.fields.push(field);
         } else if !line.trim().starts_with("#[") {
             docs.clear();
@@ -509,7 +524,17 @@ fn parse_pb_field(module: &str, attr: &str, decl: &str) -> Option<PbField> {
         _ => None,
     };
     let name = name.trim().to_owned();
-    Some(PbField { markers: Vec::new(), tag, key: norm(&name), name, scalar, repeated, map_value, message })
+    Some(PbField {
+        markers: Vec::new(),
+        doc: Vec::new(),
+        tag,
+        key: norm(&name),
+        name,
+        scalar,
+        repeated,
+        map_value,
+        message,
+    })
 }
 
 /// `::core::option::Option<super::X>` → `super::X`; maps yield their value type.
@@ -626,7 +651,19 @@ fn shape(f: &PbField) -> String {
     }
 }
 
-fn render(pb: &PbSchema, openapi: &Openapi) -> Schema {
+/// A field with its JSON name and generated Rust kind, in its message's declaration order.
+struct Resolved<'a> {
+    f: &'a PbField,
+    json: String,
+    /// `Kind::...` as generated.
+    kind: String,
+    flags: String,
+    inline: bool,
+    /// Its place in the message's declaration.
+    declared: usize,
+}
+
+fn render(pb: &PbSchema, openapi: &Openapi, definitions: &[OpenapiDef]) -> Schema {
     let refs: BTreeMap<&str, (Vec<&OpenapiType>, bool)> =
         pb.messages.keys().map(|name| (name.as_str(), reference_types(openapi, name))).collect();
     // Tier 2: the types each inline-embedded message takes its names from.
@@ -648,20 +685,18 @@ fn render(pb: &PbSchema, openapi: &Openapi) -> Schema {
         }
     };
     let mut fallbacks = Vec::new();
-    let mut out = String::from(
-        "// @generated by apiserver/build/protobuf_schema.rs from the k8s-pb and k8s-openapi sources.\n\n\
-         static MESSAGES: &[Message] = &[\n",
-    );
+    let mut resolved: BTreeMap<&str, Vec<Resolved>> = BTreeMap::new();
     for (name, msg) in &pb.messages {
         let special = SPECIAL.iter().find(|(n, _)| n == name).map_or("None", |(_, s)| s);
         let (own, is_own) = &refs[name.as_str()];
         let parent = inline_parents.get(name.as_str()).copied().unwrap_or_default();
         let keep: &[&str] = KEEP_ZERO.iter().find(|(n, _)| n == name).map_or(&[], |(_, f)| f);
-        let mut fields: Vec<&PbField> = msg.fields.iter().collect();
-        fields.sort_by_key(|f| f.tag);
-        let atomic = msg.atomic;
-        let _ = write!(out, "    Message {{ name: {name:?}, special: Special::{special}, atomic: {atomic}, fields: &[");
-        for f in fields {
+        let fields = resolved.entry(name.as_str()).or_default();
+        // Resolved in tag order (the order the fallbacks are reported in), kept in declaration
+        // order: Go's struct order, which its JSON encoder follows.
+        let mut by_tag: Vec<(usize, &PbField)> = msg.fields.iter().enumerate().collect();
+        by_tag.sort_by_key(|(_, f)| f.tag);
+        for (declared, f) in by_tag {
             let go_name = GO_NAMES.iter().find(|(m, field, _)| m == name && *field == f.name).map(|(_, _, json)| *json);
             // Only a message's own type shows an embedding: another version may have moved the
             // embedded fields up (node/v1alpha1 RuntimeClass has a `spec`, node/v1's has not).
@@ -706,7 +741,35 @@ fn render(pb: &PbSchema, openapi: &Openapi) -> Schema {
                 .map(|(_, flag)| *flag)
                 .collect::<Vec<_>>();
             let flags = if flags.is_empty() { "0".to_owned() } else { flags.join(" | ") };
-            let _ = write!(out, "F({}, {json:?}, {kind}, {flags}, {}), ", f.tag, shape(f));
+            fields.push(Resolved { f, json, kind, flags, inline, declared });
+        }
+        fields.sort_by_key(|r| r.declared);
+    }
+    let mut out = String::from(
+        "// @generated by apiserver/build/protobuf_schema.rs from the k8s-pb and k8s-openapi sources.\n\n\
+         static MESSAGES: &[Message] = &[\n",
+    );
+    for (name, msg) in &pb.messages {
+        let special = SPECIAL.iter().find(|(n, _)| n == name).map_or("None", |(_, s)| s);
+        let mut fields: Vec<&Resolved> = resolved[name.as_str()].iter().collect();
+        fields.sort_by_key(|r| r.f.tag);
+        let atomic = msg.atomic;
+        let _ = write!(out, "    Message {{ name: {name:?}, special: Special::{special}, atomic: {atomic}, fields: &[");
+        for r in fields {
+            let _ = write!(out, "F({}, {:?}, {}, {}, {}), ", r.f.tag, r.json, r.kind, r.flags, shape(r.f));
+        }
+        out.push_str("], json: &[");
+        let mut flat = Vec::new();
+        flatten(name, &resolved, &mut flat);
+        let mut by_name: Vec<(usize, &Resolved)> = Vec::new();
+        for (rank, r) in flat.into_iter().enumerate() {
+            if !by_name.iter().any(|(_, seen)| seen.json == r.json) {
+                by_name.push((rank, r));
+            }
+        }
+        by_name.sort_by(|a, b| a.1.json.cmp(&b.1.json));
+        for (rank, r) in by_name {
+            let _ = write!(out, "J({:?}, {rank}, {}), ", r.json, r.kind);
         }
         out.push_str("] },\n");
     }
@@ -727,5 +790,323 @@ fn render(pb: &PbSchema, openapi: &Openapi) -> Schema {
         let _ = writeln!(out, "    ({api_version:?}, {module:?}),");
     }
     out.push_str("];\n");
-    Schema { code: out, fallbacks }
+    let openapi_definitions = openapi_definitions(definitions, pb, &resolved);
+    Schema { code: out, fallbacks, openapi_definitions }
+}
+
+/// A message's JSON fields in Go's order, the fields of inline-embedded structs in their place.
+fn flatten<'r, 'a>(name: &str, resolved: &'r BTreeMap<&str, Vec<Resolved<'a>>>, out: &mut Vec<&'r Resolved<'a>>) {
+    for r in resolved.get(name).map(Vec::as_slice).unwrap_or_default() {
+        match (&r.f.message, r.inline) {
+            (Some(nested), true) => flatten(nested, resolved, out),
+            _ => out.push(r),
+        }
+    }
+}
+
+/// One OpenAPI definition of k8s-openapi, from its schemars code (which is upstream's OpenAPI
+/// document, descriptions included, turned into Rust).
+pub struct OpenapiDef {
+    /// `io.k8s.api.apps.v1.Deployment`.
+    name: String,
+    /// `api.apps.v1`, and the Rust type, `Deployment`.
+    module: String,
+    rust: String,
+    schema: serde_json::Value,
+    /// (group, version, kind) of a kind with a `Resource` impl.
+    gvk: Option<(String, String, String)>,
+}
+
+/// (group, version, kind).
+type Gvk = (String, String, String);
+
+/// A definition as found: module, Rust type, definition name, `json_schema!` body lines, kind.
+type RawDef = (String, String, String, Vec<String>, Option<Gvk>);
+
+/// Every definition of one k8s-openapi version module.
+fn parse_openapi_schemas(version_dir: &Path) -> Vec<OpenapiDef> {
+    let mut files = Vec::new();
+    rust_files(version_dir, &mut files);
+    // First pass: which definition each Rust path names, for the `subschema_for::<T>` references.
+    let mut raw: Vec<RawDef> = Vec::new();
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for file in files {
+        let module = module_of(version_dir, &file);
+        let text = read(&file);
+        let mut lines = text.lines();
+        let mut gvks: BTreeMap<String, (String, String, String)> = BTreeMap::new();
+        let mut found: Vec<(String, String, Vec<String>)> = Vec::new();
+        while let Some(line) = lines.next() {
+            if let Some(rest) = line.strip_prefix("impl crate::Resource for ") {
+                let ty = rest.trim_end_matches(" {").to_owned();
+                let (mut group, mut version, mut kind) = (None, None, None);
+                for next in lines.by_ref() {
+                    if next == "}" {
+                        break;
+                    }
+                    group = group.or_else(|| const_str(next, "GROUP"));
+                    version = version.or_else(|| const_str(next, "VERSION"));
+                    kind = kind.or_else(|| const_str(next, "KIND"));
+                }
+                if let (Some(g), Some(v), Some(k)) = (group, version, kind) {
+                    gvks.insert(ty, (g, v, k));
+                }
+            } else if let Some(rest) = line.strip_prefix("impl crate::schemars::JsonSchema for ") {
+                let ty = rest.trim_end_matches(" {").to_owned();
+                let mut name = None;
+                let mut body = Vec::new();
+                let mut inside = false;
+                for next in lines.by_ref() {
+                    if next == "}" {
+                        break;
+                    }
+                    let trimmed = next.trim();
+                    if name.is_none()
+                        && let Some(n) = trimmed.strip_prefix('"').and_then(|n| n.strip_suffix("\".into()"))
+                    {
+                        name = Some(n.to_owned());
+                    } else if trimmed == "crate::schemars::json_schema!({" {
+                        inside = true;
+                        body.push("{".to_owned());
+                    } else if inside && next == "        })" {
+                        inside = false;
+                        body.push("}".to_owned());
+                    } else if inside {
+                        body.push(trimmed.to_owned());
+                    }
+                }
+                if let Some(name) = name.filter(|_| !body.is_empty()) {
+                    found.push((ty, name, body));
+                }
+            }
+        }
+        for (ty, name, body) in found {
+            names.insert(format!("{}.{ty}", module.replace('.', "::")), name.clone());
+            let gvk = gvks.get(&ty).cloned();
+            raw.push((module.clone(), ty, name, body, gvk));
+        }
+    }
+    let mut defs: Vec<OpenapiDef> = raw
+        .into_iter()
+        .map(|(module, rust, name, body, gvk)| {
+            let text = schemars_to_json(&body, &names);
+            let schema = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("k8s-openapi's schema of {name} did not convert to JSON ({e}):\n{text}"));
+            OpenapiDef { name, module, rust, schema, gvk }
+        })
+        .collect();
+    defs.sort_by(|a, b| a.name.cmp(&b.name));
+    if defs.len() < 300 || !defs.iter().any(|d| d.name == "io.k8s.api.apps.v1.Deployment") {
+        panic!(
+            "parsed only {} OpenAPI definitions from {}: has k8s-openapi's layout changed?",
+            defs.len(),
+            version_dir.display()
+        );
+    }
+    defs
+}
+
+/// The body of a `json_schema!` call as JSON: a reference (`__gen.subschema_for::<T>()`, with
+/// the description that `ensure_object().insert(...)` adds) becomes `{"$ref": name, ...}`,
+/// with the bare definition name (each document prefixes it its own way); trailing commas go.
+fn schemars_to_json(body: &[String], names: &BTreeMap<String, String>) -> String {
+    let reference = |path: &str| -> String {
+        let key = path.trim_start_matches("crate::");
+        let key = match key.rsplit_once("::") {
+            Some((module, ty)) => format!("{module}.{ty}"),
+            None => key.to_owned(),
+        };
+        let name = names.get(&key).unwrap_or_else(|| panic!("k8s-openapi refers to {path}, which has no schema"));
+        format!("{{\"$ref\": {name:?}}}")
+    };
+    let mut out = String::new();
+    for line in body {
+        if let Some(rest) = line.strip_prefix("let mut schema_obj = __gen.subschema_for::<") {
+            let full = reference(rest.trim_end_matches(">();"));
+            // `{"$ref": "..."}` without its braces: the object was opened by the `({` line.
+            out.push_str(full.trim_start_matches('{').trim_end_matches('}'));
+            out.push_str(",\n");
+        } else if let Some(rest) = line.strip_prefix("schema_obj.ensure_object().insert(") {
+            let rest = rest.strip_suffix(".into());").unwrap_or(rest);
+            if let Some((key, value)) = rest.split_once(".into(), ") {
+                let _ = writeln!(out, "{key}: {value},");
+            }
+        } else if line == "schema_obj" {
+        } else if line == "})," || line == "})" {
+            out.push_str("},\n");
+        } else if let Some(start) = line.find("__gen.subschema_for::<") {
+            let after = &line[start + "__gen.subschema_for::<".len()..];
+            let path = after.split(">()").next().unwrap_or_default();
+            let prefix = line[..start].trim_end_matches('(');
+            let _ = writeln!(out, "{prefix}{},", reference(path));
+        } else if let Some(open) = line.strip_suffix("({") {
+            let _ = writeln!(out, "{open}{{");
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    strip_trailing_commas(&out)
+}
+
+/// JSON with the commas before `}` and `]` removed (outside strings).
+fn strip_trailing_commas(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '}' | ']' => {
+                let trimmed = out.trim_end().len();
+                if out[..trimmed].ends_with(',') {
+                    out.truncate(trimmed - 1);
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A Go doc comment as upstream's OpenAPI generator makes it a description: markers (`+...`)
+/// dropped, everything after a `---` line dropped, each paragraph's lines joined by spaces and
+/// paragraphs by a blank line. k8s-pb writes URLs as `<https://...>` for rustdoc; Go has no `<>`.
+fn description(doc: &[String]) -> String {
+    let mut paragraphs: Vec<String> = vec![String::new()];
+    for line in doc {
+        if line == "---" {
+            break;
+        }
+        if line.starts_with('+') {
+            continue;
+        }
+        let current = paragraphs.last_mut().expect("never empty");
+        if line.is_empty() {
+            if !current.is_empty() {
+                paragraphs.push(String::new());
+            }
+            continue;
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(line);
+    }
+    let text = paragraphs.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n\n");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("<http") {
+        out.push_str(&rest[..at]);
+        let url = &rest[at + 1..];
+        let end = url.find('>').unwrap_or(url.len());
+        out.push_str(&url[..end]);
+        rest = url.get(end + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The OpenAPI definitions: k8s-openapi's, each property given the `x-kubernetes-*` list, map
+/// and patch extensions its k8s-pb markers state (as upstream's generator turns the same Go
+/// comment tags into them), each kind its `x-kubernetes-group-version-kind`, and each served
+/// kind's list (which k8s-openapi models as one generic `List<T>`) from k8s-pb's list message.
+fn openapi_definitions(defs: &[OpenapiDef], pb: &PbSchema, resolved: &BTreeMap<&str, Vec<Resolved>>) -> String {
+    use serde_json::{Value, json};
+    let pb_by_norm: BTreeMap<(String, String), &str> = pb
+        .messages
+        .keys()
+        .filter_map(|name| {
+            let (module, ty) = name.rsplit_once('.')?;
+            Some(((module.to_owned(), norm(ty)), name.as_str()))
+        })
+        .collect();
+    let mut out: BTreeMap<String, Value> = BTreeMap::new();
+    for def in defs {
+        let mut schema = def.schema.clone();
+        // k8s-openapi requires `metadata` (its Rust field is not an Option); upstream's Go field
+        // is `json:"metadata,omitempty"`, never required.
+        if let Some(Value::Array(required)) = schema.get_mut("required") {
+            required.retain(|r| r != "metadata");
+            if required.is_empty()
+                && let Some(map) = schema.as_object_mut()
+            {
+                map.remove("required");
+            }
+        }
+        let message = pb_by_norm.get(&(def.module.clone(), norm(&def.rust))).copied();
+        if let Some(message) = message {
+            if pb.messages.get(message).is_some_and(|m| m.atomic) {
+                schema["x-kubernetes-map-type"] = json!("atomic");
+            }
+            let mut flat = Vec::new();
+            flatten(message, resolved, &mut flat);
+            if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+                for (name, property) in properties.iter_mut() {
+                    let Some(field) = flat.iter().find(|r| r.json == *name) else { continue };
+                    let markers = &field.f.markers;
+                    let marker = |k: &str| {
+                        markers.iter().filter(|(m, _)| m == k).map(|(_, v)| v.clone()).collect::<Vec<_>>().into_iter()
+                    };
+                    if let Some(t) = marker("listType").next() {
+                        property["x-kubernetes-list-type"] = json!(t);
+                    }
+                    let keys: Vec<String> = marker("listMapKey").collect();
+                    if !keys.is_empty() {
+                        property["x-kubernetes-list-map-keys"] = json!(keys);
+                    }
+                    if let Some(t) = marker("mapType").next() {
+                        property["x-kubernetes-map-type"] = json!(t);
+                    }
+                    if let Some(key) = marker("patchMergeKey").next() {
+                        property["x-kubernetes-patch-merge-key"] = json!(key);
+                    }
+                    if let Some(strategy) = marker("patchStrategy").next() {
+                        property["x-kubernetes-patch-strategy"] = json!(strategy);
+                    }
+                }
+            }
+        }
+        if let Some((group, version, kind)) = &def.gvk {
+            schema["x-kubernetes-group-version-kind"] = json!([{"group": group, "kind": kind, "version": version}]);
+            // The kind's list, as upstream defines it.
+            let list_name = format!("{}List", def.name);
+            let list_message = message.map(|m| format!("{m}List"));
+            if let Some(list) = list_message.as_deref().and_then(|m| pb.messages.get(m))
+                && !defs.iter().any(|d| d.name == list_name)
+            {
+                let doc = |json: &str| {
+                    list.fields.iter().find(|f| f.name == json).map(|f| description(&f.doc)).unwrap_or_default()
+                };
+                let properties = &def.schema["properties"];
+                out.insert(
+                    list_name,
+                    json!({
+                        "description": description(&list.doc),
+                        "type": "object",
+                        "properties": {
+                            "apiVersion": properties["apiVersion"],
+                            "items": {"description": doc("items"), "type": "array", "items": {"$ref": def.name}},
+                            "kind": properties["kind"],
+                            "metadata": {"$ref": "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta", "description": doc("metadata")},
+                        },
+                        "required": ["items"],
+                        "x-kubernetes-group-version-kind": [{"group": group, "kind": format!("{kind}List"), "version": version}],
+                    }),
+                );
+            }
+        }
+        out.insert(def.name.clone(), schema);
+    }
+    serde_json::to_string(&out).expect("a map of JSON values serialises")
 }

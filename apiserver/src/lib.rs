@@ -26,6 +26,7 @@ mod disruption;
 mod ephemeral;
 mod faults;
 mod gc;
+mod json;
 mod kubelet;
 mod managed;
 mod offline;

@@ -4,7 +4,11 @@
 //! OpenAPI (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`, and patch merge keys where
 //! no list type is given, as kube-openapi converts them), for server-side apply.
 //!
-//! It describes; it decodes and merges nothing.
+//! Each message also lists its JSON fields by name ([`J`]), with their place in Go's struct
+//! order (what kube-apiserver's JSON encoder writes them in, `src/json.rs`), which is also what
+//! strict field validation looks names up in (`src/custom/builtin.rs`).
+//!
+//! It describes; it decodes, encodes and merges nothing.
 
 /// How a message's JSON differs from an object of its fields.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -69,6 +73,11 @@ pub(crate) enum Shape {
 #[derive(Debug)]
 pub(crate) struct F(pub(crate) u32, pub(crate) &'static str, pub(crate) Kind, pub(crate) u8, pub(crate) Shape);
 
+/// One JSON field of a message by name: its rank in Go's struct order (fields of embedded
+/// structs in their place) and its kind. Sorted by name.
+#[derive(Debug)]
+pub(crate) struct J(pub(crate) &'static str, pub(crate) u16, pub(crate) Kind);
+
 #[derive(Debug)]
 pub(crate) struct Message {
     pub(crate) name: &'static str,
@@ -77,6 +86,8 @@ pub(crate) struct Message {
     pub(crate) atomic: bool,
     /// Sorted by tag.
     pub(crate) fields: &'static [F],
+    /// Its JSON fields, inline-embedded ones included, sorted by name.
+    pub(crate) json: &'static [J],
 }
 
 include!(concat!(env!("OUT_DIR"), "/protobuf_schema.rs"));
@@ -84,6 +95,11 @@ include!(concat!(env!("OUT_DIR"), "/protobuf_schema.rs"));
 impl Message {
     pub(crate) fn field(&self, tag: u32) -> Option<&'static F> {
         self.fields.binary_search_by_key(&tag, |f| f.0).ok().and_then(|i| self.fields.get(i))
+    }
+
+    /// The JSON field named `name` (inline-embedded messages' included).
+    pub(crate) fn json_field(&self, name: &str) -> Option<&'static J> {
+        self.json.binary_search_by(|j| j.0.cmp(name)).ok().and_then(|i| self.json.get(i))
     }
 
     /// The field with JSON name `json`, looking into inline-embedded messages.
@@ -103,6 +119,13 @@ pub(crate) fn message(index: u16) -> Option<&'static Message> {
     MESSAGES.get(usize::from(index))
 }
 
+/// Whether `api_version` is a built-in group version (one whose kinds have messages); a
+/// custom resource's is not, even if its kind shares a name with a meta kind (`Status`).
+pub(crate) fn is_built_in(api_version: &str) -> bool {
+    // Generated sorted (tested below): this runs for every object a list writes.
+    MODULES.binary_search_by(|(v, _)| (*v).cmp(api_version)).is_ok()
+}
+
 /// The message of a kind, or of a list or options kind of its group version.
 pub(crate) fn message_for(api_version: &str, kind: &str) -> Option<u16> {
     if let Ok(i) = RESOURCES.binary_search_by(|(v, k, _)| (*v, *k).cmp(&(api_version, kind))) {
@@ -115,4 +138,16 @@ pub(crate) fn message_for(api_version: &str, kind: &str) -> Option<u16> {
     module
         .and_then(|m| by_name(&format!("{m}.{kind}")))
         .or_else(|| by_name(&format!("apimachinery.pkg.apis.meta.v1.{kind}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_generated_tables_are_sorted_for_binary_search() {
+        assert!(super::MODULES.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(super::RESOURCES.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)));
+        assert!(super::MESSAGES.windows(2).all(|w| w[0].name < w[1].name));
+        assert!(super::MESSAGES.iter().all(|m| m.json.windows(2).all(|w| w[0].0 < w[1].0)));
+        assert!(super::is_built_in("v1") && super::is_built_in("apps/v1") && !super::is_built_in("example.com/v1"));
+    }
 }

@@ -27,7 +27,7 @@ use super::query::{self, Filter};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
-use super::{State, certificates, control_plane, discovery, disruption, ephemeral, openapi, rbac, table};
+use super::{State, certificates, control_plane, discovery, disruption, ephemeral, json, openapi, rbac, table};
 use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -40,14 +40,21 @@ fn full(bytes: impl Into<Bytes>) -> Body {
 }
 
 fn json_response(code: StatusCode, value: &Value) -> Response<Body> {
-    let mut r = Response::new(full(serde_json::to_vec(value).unwrap_or_default()));
+    let mut r = Response::new(full(json::body(value)));
     *r.status_mut() = code;
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
 
 fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status())
+    let mut status = e.to_status();
+    // A plain Go error becomes a Status without a reason (omitempty), not an empty one.
+    if e.reason.is_empty()
+        && let Some(fields) = status.as_object_mut()
+    {
+        fields.remove("reason");
+    }
+    json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &status)
 }
 
 fn text(code: StatusCode, body: &'static str) -> Response<Body> {
@@ -200,11 +207,13 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
             return Ok(r);
         }
         ["api"] => return get_only(Some(discovery::api_versions(&state.server_address))),
-        ["openapi", "v2"] => return get_only(Some(openapi::v2(registry))),
-        ["openapi", "v3"] => return get_only(Some(openapi::v3_index(registry))),
-        ["openapi", "v3", "api", version] => return get_only(openapi::v3_group_version(registry, "", version)),
+        ["openapi", "v2"] => return get_only(Some(openapi::v2(registry, &crds(state)))),
+        ["openapi", "v3"] => return get_only(Some(openapi::v3_index(registry, &crds(state)))),
+        ["openapi", "v3", "api", version] => {
+            return get_only(openapi::v3_group_version(registry, &crds(state), "", version));
+        }
         ["openapi", "v3", "apis", group, version] => {
-            return get_only(openapi::v3_group_version(registry, group, version));
+            return get_only(openapi::v3_group_version(registry, &crds(state), group, version));
         }
         ["apis"] => return get_only(Some(discovery::api_group_list(registry))),
         ["apis", group] => return get_only(discovery::api_group(registry, group)),
@@ -424,6 +433,12 @@ fn with_warning(mut r: Response<Body>, warning: Option<&str>) -> Response<Body> 
         r.headers_mut().append("warning", value);
     }
     r
+}
+
+/// The stored CustomResourceDefinitions (their schemas go into the OpenAPI documents).
+fn crds(state: &State) -> Vec<Arc<Value>> {
+    let id = "apiextensions.k8s.io/customresourcedefinitions";
+    state.store.list(id, None, &Filter::for_type(id)).0
 }
 
 fn not_found_path() -> ApiError {
@@ -703,42 +718,35 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
     Ok(r)
 }
 
-/// Writes `object` as served in `rt`'s version, copying it only if its stored version differs.
+/// Writes `object` as served in `rt`'s version (in its kind's order, see `json`), copying it
+/// only if its stored version differs.
 fn write_served(out: &mut Vec<u8>, rt: &ResourceType, api_version: &str, object: &Value) {
     // Custom resources are defaulted as read, as upstream's storage decoder does.
     let defaulted = custom::default_stored(rt, object);
     let object = defaulted.as_ref().unwrap_or(object);
-    let written = if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
-        serde_json::to_writer(&mut *out, object)
+    if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+        json::write_typed(out, api_version, &rt.kind, object);
     } else {
-        serde_json::to_writer(&mut *out, &as_served(rt, object))
-    };
-    // Writing a Value to memory cannot fail; should it, the client gets broken JSON, not a
-    // panic.
-    if let Err(e) = written {
-        tracing::warn!("serializing an object: {e}");
+        json::write_typed(out, api_version, &rt.kind, &as_served(rt, object));
     }
 }
 
-/// The List document, as `json!` would serialize it (keys in order), straight from the stored
-/// objects: no deep copy of each item.
+/// The List document straight from the stored objects (no deep copy of each item), with the
+/// newline kube-apiserver ends a body with.
 fn list_json(rt: &ResourceType, metadata: &Value, items: &[Arc<Value>]) -> Vec<u8> {
     let api_version = rt.api_version();
     let mut out = Vec::with_capacity(256 + items.len() * 1024);
-    out.extend_from_slice(b"{\"apiVersion\":");
-    let _ = serde_json::to_writer(&mut out, &api_version);
-    out.extend_from_slice(b",\"items\":[");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    json::write_list(&mut out, &api_version, &rt.list_kind(), metadata, items, |out, item| {
+        // Custom resources are defaulted as read, as upstream's storage decoder does.
+        let defaulted = custom::default_stored(rt, item);
+        let item = defaulted.as_ref().unwrap_or(item);
+        if item.get("apiVersion").and_then(Value::as_str) == Some(&api_version) {
+            json::write_list_item(out, &api_version, &rt.kind, item);
+        } else {
+            json::write_list_item(out, &api_version, &rt.kind, &as_served(rt, item));
         }
-        write_served(&mut out, rt, &api_version, item);
-    }
-    out.extend_from_slice(b"],\"kind\":");
-    let _ = serde_json::to_writer(&mut out, &rt.list_kind());
-    out.extend_from_slice(b",\"metadata\":");
-    let _ = serde_json::to_writer(&mut out, metadata);
-    out.push(b'}');
+    });
+    out.push(b'\n');
     out
 }
 
@@ -760,13 +768,15 @@ fn delete_collection(
             name: item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").into(),
         };
         match api::delete(state, &target, &opts) {
-            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(as_served(rt, &o)),
+            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(o),
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }
-    let doc = json!({"apiVersion": rt.api_version(), "kind": rt.list_kind(), "metadata": {"resourceVersion": rv.to_string()}, "items": deleted});
-    Ok(with_warning(json_response(StatusCode::OK, &doc), api::delete_warning(rt, &opts)))
+    // Written as a list is (items of built-in kinds without their TypeMeta).
+    let mut r = Response::new(full(list_json(rt, &json!({"resourceVersion": rv.to_string()}), &deleted)));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(with_warning(r, api::delete_warning(rt, &opts)))
 }
 
 fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
@@ -908,11 +918,9 @@ fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Vec<u8> {
 /// One watch event as kube-apiserver writes it: `type` before `object` (Go's field order).
 /// Clients may rely on it: kube-rs decodes `object` straight into the target type only when
 /// the tag came first, and the host keeps each object's JSON as served that way.
-fn watch_event(event_type: &str, object: &impl serde::Serialize) -> Vec<u8> {
+fn watch_event(event_type: &str, object: &Value) -> Vec<u8> {
     let mut line = format!("{{\"type\":\"{event_type}\",\"object\":").into_bytes();
-    if serde_json::to_writer(&mut line, object).is_err() {
-        return Vec::new();
-    }
+    json::write_top(&mut line, object);
     line.push(b'}');
     line
 }

@@ -9,4 +9,5 @@ mod kubectl;
 mod misc;
 mod protobuf;
 mod rbac;
+mod schema;
 mod workloads;

@@ -115,7 +115,7 @@ mod tests {
         assert!(t.admits("default").is_ok());
         assert!(t.admits("wasmcm").unwrap_err().contains("host's own"));
         let lease = Kind::new("coordination.k8s.io/v1", "Lease");
-        assert!(t.admits_write(&lease, "kube-system", "wasmcm", true).unwrap_err().contains("leader lease"));
+        assert!(t.admits_write(&lease, "kube-system", "wasmcm", true).unwrap_err().contains("leader or shard lease"));
         assert!(t.admits_write(&lease, "kube-system", "other", true).is_ok());
         assert!(t.admits_write(&lease, "kube-system", "wasmcm-shard-3", true).unwrap_err().contains("shard lease"));
         let role = Kind::new("rbac.authorization.k8s.io/v1", "ClusterRole");
