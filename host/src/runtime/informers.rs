@@ -255,6 +255,22 @@ fn without_managed_fields(json: Box<RawValue>) -> serde_json::Result<Box<RawValu
     serde_json::value::to_raw_value(&object)
 }
 
+/// The object with its `apiVersion` and `kind`. kube-apiserver writes the items of a typed list
+/// without them (only the list has a TypeMeta; watch events carry it), and a plugin reads the
+/// same object whichever way it arrived. Objects that start with either are kept as served (a
+/// server writes the TypeMeta first, in Go's order, or `apiVersion` first, sorted); others get
+/// both in front.
+fn with_type_meta(json: Box<RawValue>, kind: &Kind) -> serde_json::Result<Box<RawValue>> {
+    let text = json.get();
+    if text.starts_with("{\"kind\"") || text.starts_with("{\"apiVersion\"") {
+        return Ok(json);
+    }
+    let mut object: BTreeMap<String, Box<RawValue>> = serde_json::from_str(text)?;
+    object.entry("apiVersion".into()).or_insert(serde_json::value::to_raw_value(&kind.api_version)?);
+    object.entry("kind".into()).or_insert(serde_json::value::to_raw_value(&kind.kind)?);
+    serde_json::value::to_raw_value(&object)
+}
+
 /// As `DynamicObject`'s: the kind is known at run time, from discovery.
 impl kube::Resource for Served {
     type DynamicType = ApiResource;
@@ -426,7 +442,14 @@ impl Informer {
         candidates.into_iter().filter(|o| selector.matches(&o.labels)).collect()
     }
 
-    fn apply(&self, served: Served) {
+    fn apply(&self, mut served: Served) {
+        match with_type_meta(served.json, &self.kind) {
+            Ok(json) => served.json = json,
+            Err(e) => {
+                tracing::warn!(kind = %self.kind, "an object that is not a JSON object: {e}");
+                return;
+            }
+        }
         let object = Arc::new(Object::from_served(served));
         let old = match self.store.write() {
             Ok(mut store) => store.insert(object.clone()),
@@ -764,6 +787,20 @@ impl<F: Fn(&str) -> bool + Send + Sync> Cache for ScopedCache<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A typed list's items come without their TypeMeta (kube-apiserver's JSON); cached, they
+    /// have it, as a watch event's objects do.
+    #[test]
+    fn listed_items_get_their_kind_and_api_version() {
+        let kind = Kind::new("apps/v1", "ReplicaSet");
+        let bare = RawValue::from_string(r#"{"metadata":{"name":"r"},"spec":{"replicas":1}}"#.into()).unwrap();
+        let typed: serde_json::Value = serde_json::from_str(with_type_meta(bare, &kind).unwrap().get()).unwrap();
+        assert_eq!((typed["apiVersion"].as_str(), typed["kind"].as_str()), (Some("apps/v1"), Some("ReplicaSet")));
+        assert_eq!(typed["spec"]["replicas"], 1);
+        let served = r#"{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"name":"r"}}"#;
+        let kept = with_type_meta(RawValue::from_string(served.into()).unwrap(), &kind).unwrap();
+        assert_eq!(kept.get(), served, "an object with its TypeMeta is kept as served");
+    }
 
     #[test]
     fn cached_objects_carry_no_managed_fields_and_keep_the_rest() {
