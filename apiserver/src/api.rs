@@ -494,14 +494,7 @@ pub(crate) fn scale_of(object: &Value) -> Value {
     let selector = object.pointer("/spec/selector");
     let selector = if str_at(object, "/kind") == "ReplicationController" {
         // A plain label map (labels.SelectorFromSet).
-        let mut pairs: Vec<String> = selector
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect();
-        pairs.sort();
-        pairs.join(",")
+        table::label_set_string(selector)
     } else {
         table::selector_string(selector).unwrap_or_default()
     };

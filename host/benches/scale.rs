@@ -85,6 +85,10 @@ fn parse_options() -> Result<Options, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
         value.parse().map_err(|_| format!("{flag} {value}: not a number"))
     }
+    fn numbers(flag: &str, value: Option<String>) -> Result<Vec<usize>, String> {
+        let list = value.ok_or_else(|| format!("{flag} needs a value"))?;
+        list.split(',').map(|s| s.trim().parse().map_err(|_| format!("{flag} {list}: not a list of numbers"))).collect()
+    }
     while let Some(arg) = args.next() {
         // `--flag=value` as well as `--flag value`.
         let (flag, inline) = match arg.split_once('=') {
@@ -96,13 +100,7 @@ fn parse_options() -> Result<Options, String> {
             // What `cargo bench` passes to every bench binary.
             "--bench" => {}
             "--size" => o.sizes = vec![number(&flag, value())?],
-            "--sizes" => {
-                let list = value().ok_or("--sizes needs a value")?;
-                o.sizes = list
-                    .split(',')
-                    .map(|s| s.trim().parse().map_err(|_| format!("--sizes {list}: not a list of numbers")))
-                    .collect::<Result<_, _>>()?;
-            }
+            "--sizes" => o.sizes = numbers(&flag, value())?,
             "--replicas" => o.replicas = number(&flag, value())?,
             "--raw-pods" => o.raw_pods = Some(number(&flag, value())?),
             "--qps" => o.qps = number(&flag, value())?,
@@ -112,13 +110,7 @@ fn parse_options() -> Result<Options, String> {
             "--clients" => o.clients = number::<usize>(&flag, value())?.max(1),
             "--phase-timeout" => o.phase_timeout = Some(Duration::from_secs(number(&flag, value())?)),
             "--keep-logs" => o.keep_logs = true,
-            "--hosts" => {
-                let list = value().ok_or("--hosts needs a value")?;
-                o.hosts = list
-                    .split(',')
-                    .map(|s| s.trim().parse().map_err(|_| format!("--hosts {list}: not a list of numbers")))
-                    .collect::<Result<_, _>>()?;
-            }
+            "--hosts" => o.hosts = numbers(&flag, value())?,
             "--shards" => o.shards = number(&flag, value())?,
             "-h" | "--help" => {
                 return Err("flags: --size N | --sizes a,b,c, --replicas R, --raw-pods K, --qps Q, --burst B, \

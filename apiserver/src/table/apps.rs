@@ -10,8 +10,8 @@ use wasmcm_core::validation::{label_value, qualified_name};
 
 use super::{AGE_COLUMN, ColumnSpec, NAME_COLUMN, Row, age, int, items, text, timestamp};
 
-const CONTAINERS_DOC: &str = "Names of each container in the template.";
-const IMAGES_DOC: &str = "Images referenced by each container in the template.";
+pub(super) const CONTAINERS_DOC: &str = "Names of each container in the template.";
+pub(super) const IMAGES_DOC: &str = "Images referenced by each container in the template.";
 const REPLICAS_SPEC_DOC: &str = "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller";
 
 pub(super) const DEPLOYMENT_COLUMNS: &[ColumnSpec] = &[

@@ -76,6 +76,18 @@ pub(crate) fn render(
     })
 }
 
+/// A label map as `labels.Set.String()` writes it: `k=v` pairs sorted by key, joined by commas.
+pub(crate) fn label_set_string(map: Option<&Value>) -> String {
+    let mut pairs: Vec<String> = map
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    pairs.sort();
+    pairs.join(",")
+}
+
 /// `metav1.LabelSelectorAsSelector(selector).String()`, as a Scale's `status.selector` shows it;
 /// Err for a selector upstream refuses to convert.
 pub(crate) fn selector_string(selector: Option<&Value>) -> Result<String, ()> {

@@ -8,13 +8,11 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
-use super::apps::{container_cells, label_selector};
+use super::apps::{CONTAINERS_DOC, IMAGES_DOC, container_cells, label_selector};
 use super::{
     AGE_COLUMN, ColumnSpec, NAME_COLUMN, Row, age, human_duration, int, items, or_none, present, text, timestamp,
 };
 
-const CONTAINERS_DOC: &str = "Names of each container in the template.";
-const IMAGES_DOC: &str = "Images referenced by each container in the template.";
 const JOB_SELECTOR_DOC: &str = "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
 
 pub(super) const JOB_COLUMNS: &[ColumnSpec] = &[
@@ -157,14 +155,7 @@ fn format_label_selector(selector: Option<&Value>) -> String {
 
 /// labels.FormatLabels: `k=v` pairs sorted by key, `<none>` when there are none.
 fn format_labels(map: Option<&Value>) -> Value {
-    let mut pairs: Vec<String> = map
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    pairs.sort();
-    or_none(&pairs.join(","))
+    or_none(&super::label_set_string(map))
 }
 
 /// Whether the Job has a condition of this type with status True (hasJobCondition).

@@ -9,26 +9,32 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use wasmcm_apiserver::Cluster;
 
-struct Env {
-    kubeconfig: PathBuf,
+/// A cluster and the real kubectl configured for it (shared by the modules that drive kubectl).
+pub(crate) struct Env {
+    pub(crate) kubeconfig: PathBuf,
     _cluster: Cluster,
     _runtime: tokio::runtime::Runtime,
 }
 
-fn env() -> Env {
+pub(crate) fn env() -> Env {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let cluster = runtime.block_on(Cluster::start(wasmcm_test_support::quick_config())).expect("cluster starts");
     Env { kubeconfig: cluster.kubeconfig.clone(), _cluster: cluster, _runtime: runtime }
 }
 
 impl Env {
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+    pub(crate) fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         wasmcm_test_support::kubectl(&self.kubeconfig, args, stdin)
     }
 
     /// Runs kubectl and returns stdout; fails the test with stderr on a non-zero exit.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args, None);
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
+        self.ok_stdin(args, None)
+    }
+
+    /// [`Env::ok`] with `stdin` piped in.
+    pub(crate) fn ok_stdin(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin);
         assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
@@ -41,7 +47,7 @@ impl Env {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
         let mut a = args.to_vec();
         a.extend(["-o", "json"]);
         serde_json::from_str(&self.ok(&a)).expect("kubectl -o json prints JSON")

@@ -3,50 +3,14 @@
 //! and server-side), prints, scales and is refused with upstream's texts; kube-rs round-trips
 //! the defaults and the status subresource.
 
-use std::path::PathBuf;
-use std::process::Output;
-
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
-use wasmcm_apiserver::Cluster;
 
-struct Env {
-    kubeconfig: PathBuf,
-    _cluster: Cluster,
-    _runtime: tokio::runtime::Runtime,
-}
-
-fn env() -> Env {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let cluster = runtime.block_on(Cluster::start(wasmcm_test_support::quick_config())).expect("cluster starts");
-    Env { kubeconfig: cluster.kubeconfig.clone(), _cluster: cluster, _runtime: runtime }
-}
-
-impl Env {
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        wasmcm_test_support::kubectl(&self.kubeconfig, args, stdin)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_stdin(args, None)
-    }
-
-    fn ok_stdin(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.run(args, stdin);
-        assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&a)).expect("kubectl -o json prints JSON")
-    }
-}
+use crate::kubectl::env;
 
 const DAEMON_SET: &str = "apiVersion: apps/v1
 kind: DaemonSet
