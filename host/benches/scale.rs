@@ -306,22 +306,7 @@ fn run_size(o: &Options, size: usize, ticks: f64) -> Result<SizeResult, String> 
     // Phase 1: rollout.
     log.skip();
     let before = snapshot(&mut server, &mut host, &mut admin)?;
-    parallel(&addr, o.clients, size, |http, i| {
-        let name = deployment_name(i);
-        let deployment = json!({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": r,
-                "selector": {"matchLabels": {"app": name}},
-                "template": {
-                    "metadata": {"labels": {"app": name}},
-                    "spec": {"containers": [{"name": "c", "image": IMAGE_BEFORE}]},
-                },
-            },
-        });
-        create(http, &format!("/apis/apps/v1/namespaces/{}/deployments", namespace(i)), &deployment)
-    })?;
+    create_deployments(&addr, o.clients, size, r)?;
     let created = before.at.elapsed();
     // Each phase ends alike: wait for its generation, measure, and on a timeout print what was
     // measured and the log's reasons so far before failing.
@@ -572,20 +557,7 @@ fn sharded_rollout(o: &Options, size: usize, hosts: usize) -> Result<ShardedRow,
     }
     let started = Instant::now();
     let r = o.replicas;
-    parallel(&addr, o.clients, size, |http, i| {
-        let name = deployment_name(i);
-        let deployment = json!({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": r,
-                "selector": {"matchLabels": {"app": name}},
-                "template": {"metadata": {"labels": {"app": name}},
-                             "spec": {"containers": [{"name": "c", "image": IMAGE_BEFORE}]}},
-            },
-        });
-        create(http, &format!("/apis/apps/v1/namespaces/{}/deployments", namespace(i)), &deployment)
-    })?;
+    create_deployments(&addr, o.clients, size, r)?;
     wait_converged(&mut http, &mut replicas[0].0, size, r, 1, started + timeout)?;
     let converge = started.elapsed();
     let mut row = ShardedRow { hosts, converge, held: vec![], cached: vec![], rss_kib: vec![], peak_kib: vec![] };
@@ -622,6 +594,26 @@ fn start_server(o: &Options, dir: &Path) -> Result<(Process, String), String> {
     let url = server.first_line_after("wasmcm cluster serving at ", Duration::from_secs(60))?;
     let addr = url.strip_prefix("http://").ok_or_else(|| format!("the server is not plain HTTP: {url}"))?.to_string();
     Ok((server, addr))
+}
+
+/// The bench's `size` Deployments of `replicas` pods each, created by `clients` threads.
+fn create_deployments(addr: &str, clients: usize, size: usize, replicas: usize) -> Result<(), String> {
+    parallel(addr, clients, size, |http, i| {
+        let name = deployment_name(i);
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": IMAGE_BEFORE}]},
+                },
+            },
+        });
+        create(http, &format!("/apis/apps/v1/namespaces/{}/deployments", namespace(i)), &deployment)
+    })
 }
 
 fn namespace(i: usize) -> String {

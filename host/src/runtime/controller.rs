@@ -232,13 +232,13 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let _ = self.shards.set(gate);
     }
 
-    /// A shard this replica now runs (its caches hold a list begun after it was acquired):
-    /// nothing is expected of its keys any more, and every primary in it is reconciled.
-    pub(crate) fn shard_started(&self, shard: u32) {
+    /// Shards this replica now runs (its caches hold a list begun after they were acquired):
+    /// nothing is expected of their keys any more, and every primary in them is reconciled.
+    pub(crate) fn shards_started(&self, shards: &std::collections::BTreeSet<u32>) {
         let Some(gate) = self.shards.get() else { return };
-        self.expectations.forget_where(|key| gate.shard_of(namespace_of(key)) == shard);
+        self.expectations.forget_where(|key| shards.contains(&gate.shard_of(namespace_of(key))));
         for o in self.primary.list("", &Selector::everything()) {
-            if gate.shard_of(&o.namespace) == shard {
+            if shards.contains(&gate.shard_of(&o.namespace)) {
                 self.queue.add(o.key());
             }
         }

@@ -60,17 +60,14 @@ impl Host {
     ) -> anyhow::Result<Host> {
         // Without election this host leads from the start, so the first lists are fresh enough.
         let started = tokio::time::Instant::now();
-        let instance = match &config.leader {
-            Some(l) => l.identity.clone(),
-            None => crate::runtime::leader::default_identity(),
+        let instance = match (&config.leader, &config.shards) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("leader election and shards exclude each other: with shards every replica is active")
+            }
+            (Some(l), None) => l.identity.clone(),
+            (None, Some(s)) => s.lease.identity.clone(),
+            (None, None) => crate::runtime::leader::default_identity(),
         };
-        let instance = match &config.shards {
-            Some(s) => s.lease.identity.clone(),
-            None => instance,
-        };
-        if config.leader.is_some() && config.shards.is_some() {
-            anyhow::bail!("leader election and shards exclude each other: with shards every replica is active");
-        }
         let clients = Clients::new(kube, &instance);
         let read = clients.read()?;
         // One discovery for the informers and the writers.
@@ -341,13 +338,17 @@ async fn start_shards(
         }
         let since = batch.iter().map(|(_, _, at)| *at).max().unwrap_or_else(tokio::time::Instant::now);
         futures_util::future::join_all(controllers.iter().map(|c| c.fresh_since(since))).await;
-        for (shard, generation, _) in batch {
-            if gate.activate(shard, generation) {
-                tracing::info!(shard, "shard started");
-                for c in &controllers {
-                    c.shard_started(shard);
-                }
-            }
+        let started: std::collections::BTreeSet<u32> = batch
+            .into_iter()
+            .filter(|(shard, generation, _)| gate.activate(*shard, *generation))
+            .map(|b| b.0)
+            .collect();
+        if started.is_empty() {
+            continue;
+        }
+        tracing::info!(shards = ?started, "shards started");
+        for c in &controllers {
+            c.shards_started(&started);
         }
     }
 }

@@ -537,24 +537,24 @@ impl Shards {
         let mut members = BTreeSet::new();
         let now = jiff::Timestamp::now();
         for (name, lease) in by_name {
-            let labels = lease.metadata.labels.clone().unwrap_or_default();
-            if labels.get(SHARD_ROLE_LABEL).map(String::as_str) != Some("member") {
+            let role = lease.metadata.labels.as_ref().and_then(|l| l.get(SHARD_ROLE_LABEL));
+            if role.map(String::as_str) != Some("member") {
                 continue;
             }
-            let spec = lease.spec.clone().unwrap_or_default();
-            let Some(holder) = spec.holder_identity.clone().filter(|h| !h.is_empty()) else { continue };
+            let Some(spec) = &lease.spec else { continue };
+            let Some(holder) = spec.holder_identity.as_deref().filter(|h| !h.is_empty()) else { continue };
+            if holder == c.lease.identity {
+                continue;
+            }
             let term = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
             // At first sight every record looks fresh; one whose own renewTime is long past
             // (by more than any clock skew) is a crashed replica's, not a live one.
             let stale_stamp = spec.renew_time.as_ref().is_some_and(|t| {
                 now.duration_since(t.0).as_secs_f64() > (term * 2 + Duration::from_secs(30)).as_secs_f64()
             });
-            if holder == c.lease.identity {
-                continue;
-            }
             let seen = self.seen.get(name).unwrap_or(&None);
             if Observed::fresh(seen, term) && !stale_stamp {
-                members.insert(holder);
+                members.insert(holder.to_string());
             } else if stale_stamp || !Observed::fresh(seen, term * 4) {
                 let (api, name, uid, rv) = (
                     self.api.clone(),
