@@ -5,8 +5,9 @@
 //! names and uids drawn from a seeded sequence, so one input always gives one output.
 //!
 //! No loops run: no kubelet, no garbage collector. What every cluster starts with (its
-//! namespaces, `default/kubernetes`, the default RBAC policy) and the namespaces the loaded
-//! objects are in exist without being listed in [`Offline::objects`].
+//! namespaces, `default/kubernetes`, the default RBAC policy), the namespaces the loaded
+//! objects are in, and an open CRD for each custom kind loaded without its CRD exist without
+//! being listed in [`Offline::objects`].
 
 use std::collections::BTreeSet;
 
@@ -45,6 +46,9 @@ impl Offline {
 
     fn restore(&mut self, object: Value) -> Result<(), String> {
         let kind = Kind::of_object(&object);
+        if self.resource_type(&kind).is_err() && kind.api_version.contains('/') {
+            self.define(&kind, !str_at(&object, "/metadata/namespace").is_empty())?;
+        }
         let rt = self.resource_type(&kind).map_err(|e| e.message)?;
         let namespace = if rt.namespaced { str_at(&object, "/metadata/namespace").to_string() } else { String::new() };
         if rt.namespaced && namespace.is_empty() {
@@ -66,6 +70,43 @@ impl Offline {
             self.state.registry.sync_crd(&object, true);
         }
         self.state.store.restore(key, object);
+        Ok(())
+    }
+
+    /// Serves `kind`, a custom resource the snapshot holds no CRD for (a recording holds what
+    /// the plugin read, not its CRDs), as a CRD with an open schema and a status subresource
+    /// would: its writes are stored as they come, unvalidated, and status only through
+    /// `/status`. The CRD is left out of [`Offline::objects`].
+    fn define(&mut self, kind: &Kind, namespaced: bool) -> Result<(), String> {
+        let (group, version) = kind.api_version.split_once('/').unwrap_or(("", &kind.api_version));
+        let singular = kind.kind.to_lowercase();
+        let plural = format!("{singular}s");
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group,
+                "names": {"kind": kind.kind, "listKind": format!("{}List", kind.kind), "plural": plural, "singular": singular},
+                "scope": if namespaced { "Namespaced" } else { "Cluster" },
+                "versions": [{
+                    "name": version, "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                    "subresources": {"status": {}},
+                }],
+            },
+        });
+        let key = Key {
+            id: "apiextensions.k8s.io/customresourcedefinitions".into(),
+            namespace: String::new(),
+            name: format!("{plural}.{group}"),
+        };
+        if self.state.store.get(&key).is_some() {
+            return Err(format!("no {kind} is served: the snapshot's CRD {} lacks it", key.name));
+        }
+        self.state.registry.sync_crd(&crd, true);
+        self.state.store.restore(key.clone(), crd);
+        self.implicit.insert(key);
         Ok(())
     }
 
@@ -129,5 +170,35 @@ impl Offline {
     pub fn objects(&self) -> Vec<Value> {
         let all = self.state.store.snapshot();
         all.into_iter().filter(|(k, _)| !self.implicit.contains(k)).map(|(_, v)| v.as_ref().clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_custom_kind_without_its_crd_is_served_openly_and_not_listed() {
+        let now: jiff::Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
+        let site = json!({"apiVersion": "example.com/v1", "kind": "Site", "metadata": {"name": "a", "namespace": "d",
+            "resourceVersion": "7", "uid": "u1", "generation": 1}, "spec": {"anything": [1, {"goes": true}]}});
+        let offline = Offline::new(vec![site.clone()], now).unwrap();
+        assert_eq!(
+            offline.objects(),
+            std::slice::from_ref(&site),
+            "the made-up CRD and namespace are not objects of the snapshot"
+        );
+        let kind = Kind::new("example.com/v1", "Site");
+        assert!(offline.namespaced(&kind).unwrap());
+        let mut changed = offline.get(&kind, "d", "a").unwrap();
+        changed["status"] = json!({"ready": true});
+        changed["spec"]["anything"] = json!("changed");
+        let stored = offline.update_status(changed).unwrap();
+        assert_eq!(stored["status"]["ready"], true);
+        assert_eq!(stored["spec"], site["spec"], "status is written through /status only");
+        let cluster = json!({"apiVersion": "example.com/v1", "kind": "Zone", "metadata": {"name": "z"}});
+        assert!(!Offline::new(vec![cluster], now).unwrap().namespaced(&Kind::new("example.com/v1", "Zone")).unwrap());
+        let core = json!({"apiVersion": "v1", "kind": "Gadget", "metadata": {"name": "g"}});
+        assert!(Offline::new(vec![core], now).err().unwrap().contains("no v1/Gadget is served"));
     }
 }

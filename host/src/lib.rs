@@ -7,6 +7,8 @@
 //! - `writes`: checking an outcome's intents and performing them.
 //! - `ops`: metrics, health and the admin endpoint.
 //! - [`simulate`]: one reconcile offline, on the API server's own write path.
+//! - [`record`]: one live reconcile's reads, request and outcome, which `simulate` replays.
+//! - `outcome`: an outcome as JSON, and where two differ.
 //!
 //! The modules are private; what the binary, the tests and the benchmarks use is re-exported
 //! here.
@@ -17,6 +19,8 @@
 mod engine;
 mod lifecycle;
 mod ops;
+mod outcome;
+pub mod record;
 mod runtime;
 pub mod simulate;
 mod writes;

@@ -95,6 +95,22 @@ enum PluginsCommand {
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// Reconcile one key on a running host now and save what the plugin read, was asked and
+    /// returned: a recording `wasmcm simulate --state <file> --expect <file>` replays.
+    Record {
+        /// The plugin's name on that host.
+        plugin: String,
+        /// The object, <namespace>/<name>.
+        key: String,
+        /// Where to write the recording [default: standard output].
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Seconds to wait for the reconcile (at most 50).
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
 }
 
 #[derive(Args)]
@@ -113,15 +129,21 @@ struct SimulateArgs {
     /// A built-in plugin name (replicaset, deployment, rollback) or a path to a .wasm component.
     #[arg(long)]
     plugin: String,
-    /// The cluster state: a Kubernetes List (JSON or YAML) or multi-document YAML.
+    /// The cluster state: a Kubernetes List (JSON or YAML), multi-document YAML, or a recording
+    /// from `wasmcm plugins record` (the plugin reads what the recorded reconcile read, with its
+    /// request).
     #[arg(long)]
     state: PathBuf,
-    /// The object to reconcile, <namespace>/<name>.
+    /// The object to reconcile, <namespace>/<name> [default: a recording's].
     #[arg(long)]
-    key: String,
-    /// The time the plugin sees, RFC 3339 [default: now].
+    key: Option<String>,
+    /// The time the plugin sees, RFC 3339 [default: a recording's, else now].
     #[arg(long)]
     now: Option<String>,
+    /// A recording whose outcome this one must equal: prints where they differ and exits 1 if
+    /// they do.
+    #[arg(long)]
+    expect: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -316,25 +338,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
     })?;
     match command {
         Command::Run(args) => run_host(&engine, args),
-        Command::Simulate(args) => {
-            let plugin = load_plugin(&engine, &args.plugin, args.limits.limits())?;
-            let now = match &args.now {
-                Some(t) => Instant::parse_rfc3339(t).map_err(anyhow::Error::msg).context("--now")?,
-                None => Instant::from_timestamp(jiff::Timestamp::now()),
-            };
-            let state_name = args.state.display().to_string();
-            let text = std::fs::read_to_string(&args.state).with_context(|| format!("{state_name}: cannot read"))?;
-            match simulate::simulate(&plugin, &state_name, &text, &args.key, now) {
-                Ok(out) => {
-                    println!("{}", serde_json::to_string_pretty(&out)?);
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    Ok(ExitCode::from(e.exit_code() as u8))
-                }
-            }
-        }
+        Command::Simulate(args) => simulate_command(&engine, args),
         Command::Cluster(_) | Command::Shards(_) => unreachable!("handled above"),
         Command::Plugins(PluginsCommand::Inspect { plugins }) => {
             let names: Vec<String> =
@@ -390,6 +394,86 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Plugins(PluginsCommand::Abandon { name, admin }) => {
             admin_call(&admin, hyper::Method::POST, &format!("/plugins/{name}/abandon"), print_body)
+        }
+        Command::Plugins(PluginsCommand::Record { plugin, key, output, timeout, admin }) => {
+            let query: String = form_urlencoded::Serializer::new(String::new())
+                .append_pair("key", &key)
+                .append_pair("timeout", &timeout.to_string())
+                .finish();
+            admin_call(&admin, hyper::Method::POST, &format!("/plugins/{plugin}/record?{query}"), |body| {
+                let recording = wasmcm::record::Recording::from_json(&serde_json::from_str(body)?)
+                    .map_err(|e| anyhow::anyhow!("the host answered a broken recording: {e}"))?;
+                let r = &recording.plugin;
+                let what = format!(
+                    "{} {} (sha256 {}) reconciling {key}: {}",
+                    r.name,
+                    r.version,
+                    r.digest,
+                    recording.summary()
+                );
+                match &output {
+                    Some(path) => {
+                        std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))?;
+                        eprintln!("recorded {what} -> {}", path.display());
+                    }
+                    None => {
+                        print!("{body}");
+                        eprintln!("recorded {what}");
+                    }
+                }
+                Ok(())
+            })
+        }
+    }
+}
+
+/// `wasmcm simulate`: exit 0 done (and identical to `--expect`), 1 different from `--expect`,
+/// 2 bad input, 3 the plugin failed.
+fn simulate_command(engine: &Engine, args: SimulateArgs) -> anyhow::Result<ExitCode> {
+    let plugin = load_plugin(engine, &args.plugin, args.limits.limits())?;
+    let now = match &args.now {
+        Some(t) => Some(Instant::parse_rfc3339(t).map_err(anyhow::Error::msg).context("--now")?),
+        None => None,
+    };
+    let read = |path: &Path| {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
+        simulate::Snapshot::parse(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))
+    };
+    let expect = match &args.expect {
+        Some(path) => match read(path)? {
+            simulate::Snapshot::Recording(r) => Some(r),
+            simulate::Snapshot::Objects(_) => anyhow::bail!("--expect {}: not a recording", path.display()),
+        },
+        None => None,
+    };
+    let state_name = args.state.display().to_string();
+    match simulate::simulate(&plugin, &state_name, read(&args.state)?, args.key.as_deref(), now, expect.as_deref()) {
+        Ok(out) => {
+            println!("{}", serde_json::to_string_pretty(&out.document)?);
+            let Some(expected) = out.document.get("expected") else { return Ok(ExitCode::SUCCESS) };
+            let file = args.expect.as_deref().unwrap_or(Path::new("")).display();
+            if !expected["samePlugin"].as_bool().unwrap_or(false) {
+                let p = &expected["plugin"];
+                eprintln!(
+                    "note: replayed with another plugin than recorded ({} {}, sha256 {})",
+                    p["name"], p["version"], p["digest"]
+                );
+            }
+            match expected["difference"].as_str() {
+                Some(difference) => {
+                    eprintln!("differs from {file}: {difference}");
+                    Ok(ExitCode::from(1))
+                }
+                None => {
+                    eprintln!("identical to {file}");
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(e.exit_code() as u8))
         }
     }
 }
@@ -632,7 +716,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             Some(file) => match wasmcm::admin_token(&file, true) {
                 Ok(t) => Some(t.into()),
                 Err(e) => {
-                    tracing::warn!("plugin promote/abandon over HTTP are off: {e:#}");
+                    tracing::warn!("plugin promote, abandon and record over HTTP are off: {e:#}");
                     None
                 }
             },

@@ -2,6 +2,10 @@
 //! embedded API server's own write path ([`Offline`]: the same defaulting, validation, status
 //! subresources and graceful deletion as `wasmcm cluster`, at the request's time, with seeded
 //! names and uids), printed as one JSON document. The plugin author's offline test tool.
+//!
+//! The snapshot may be a [`Recording`] of a live reconcile: the plugin then reads exactly what
+//! it read then, with the same request, and `expect` compares its outcome with the recorded
+//! one, so a recorded misbehaviour replays offline and a fix shows its difference.
 
 use std::future::{Future, ready};
 use std::sync::Arc;
@@ -9,9 +13,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wasmcm_apiserver::Offline;
 use wasmcm_core::{ApiError, Kind};
-use wasmcm_guest::{Event, EventType, Instant, MemoryCache, ObjectRef, Request};
+use wasmcm_guest::{Cache, Event, EventType, Instant, MemoryCache, ObjectRef, Request};
 
 use crate::engine::{CallError, Plugin};
+use crate::outcome::outcome_json;
+use crate::record::Recording;
 use crate::writes::writer::{self, WriteApi};
 
 #[derive(Debug, thiserror::Error)]
@@ -33,24 +39,69 @@ impl SimulateError {
     }
 }
 
-/// Runs one reconcile of `key` (`namespace/name`) with the objects of `state_text` cached.
-/// `state_name` names the state in errors.
+/// What `--state` holds: objects, or a recording (whose reads the plugin gets back exactly,
+/// with its request: key, time, settings and previous failure).
+pub enum Snapshot {
+    Objects(Vec<Value>),
+    Recording(Box<Recording>),
+}
+
+impl Snapshot {
+    /// A recording (JSON or YAML), else a `List` or YAML stream of objects.
+    pub fn parse(text: &str) -> Result<Snapshot, String> {
+        let docs = parse_documents(text)?;
+        if let [doc] = docs.as_slice()
+            && Recording::is_recording(doc)
+        {
+            return Ok(Snapshot::Recording(Box::new(Recording::from_json(doc)?)));
+        }
+        items(docs).map(Snapshot::Objects)
+    }
+}
+
+/// One simulated reconcile: the document to print, and whether its outcome differs from the
+/// expected recording's.
+pub struct Simulated {
+    pub document: Value,
+    pub differs: bool,
+}
+
+/// Runs one reconcile of `key` (`namespace/name`; a recording's own by default) against
+/// `snapshot` at `now` (a recording's time, else the clock), and with `expect`, compares its
+/// outcome with that recording's. `state_name` names the state in errors.
 pub fn simulate(
     plugin: &Plugin,
     state_name: &str,
-    state_text: &str,
-    key: &str,
-    now: Instant,
-) -> Result<Value, SimulateError> {
+    snapshot: Snapshot,
+    key: Option<&str>,
+    now: Option<Instant>,
+    expect: Option<&Recording>,
+) -> Result<Simulated, SimulateError> {
     let input = |msg: String| SimulateError::Input(msg);
-    let items = parse_objects(state_text).map_err(|e| input(format!("{state_name}: {e}")))?;
-    let cache = MemoryCache::from_objects(&items).map_err(|e| input(format!("{state_name}: {e}")))?;
+    let (items, cache, recorded): (_, Arc<dyn Cache + Send + Sync>, _) = match snapshot {
+        Snapshot::Objects(items) => {
+            let cache = MemoryCache::from_objects(&items).map_err(|e| input(format!("{state_name}: {e}")))?;
+            (items, Arc::new(cache), None)
+        }
+        Snapshot::Recording(r) => {
+            let items = r.objects().map_err(|e| input(format!("{state_name}: {e}")))?;
+            let cache = r.replay_cache().map_err(|e| input(format!("{state_name}: {e}")))?;
+            (items, Arc::new(cache), Some(r.request.clone()))
+        }
+    };
     let summary = summary(&items);
+    let now =
+        now.or(recorded.as_ref().map(|r| r.now)).unwrap_or_else(|| Instant::from_timestamp(jiff::Timestamp::now()));
     let api = Offline::new(items, now.timestamp()).map_err(|e| input(format!("{state_name}: {e}")))?;
 
+    let key = match (key, &recorded) {
+        (Some(k), _) => k.to_string(),
+        (None, Some(r)) => wasmcm_core::key(&r.namespace, &r.name),
+        (None, None) => return Err(input(format!("--key is required: {state_name} is not a recording"))),
+    };
     let (namespace, name) = match key.split_once('/') {
         Some((ns, name)) if !name.is_empty() && !name.contains('/') => (ns, name),
-        _ if !key.is_empty() && !key.contains('/') => ("", key),
+        _ if !key.is_empty() && !key.contains('/') => ("", key.as_str()),
         _ => return Err(input(format!("invalid key {key:?}: expected <namespace>/<name>"))),
     };
     let info = plugin.info();
@@ -58,8 +109,25 @@ pub fn simulate(
         return Err(input(format!("key {key}: no {} {key} in {state_name}, which holds {summary}", info.primary)));
     }
 
-    let request = Request::new(namespace, name, now);
-    let outcome = plugin.reconcile(&request, Arc::new(cache))?;
+    let request = Request {
+        namespace: namespace.into(),
+        name: name.into(),
+        now,
+        ..recorded.unwrap_or_else(|| Request::new(namespace, name, now))
+    };
+    let result = plugin.reconcile(&request, cache);
+    let expected = expect.map(|r| (r, r.compare(&result)));
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) if expected.is_none() => return Err(SimulateError::Plugin(e)),
+        Err(e) => {
+            let mut document = json!({
+                "plugin": {"name": info.name, "version": info.version, "digest": plugin.digest()},
+                "failure": e.to_string(),
+            });
+            return Ok(expectation(&mut document, plugin, expected));
+        }
+    };
     // The writer is async for live APIs; the offline server answers at once.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -102,6 +170,7 @@ pub fn simulate(
         .collect();
     let mut out = json!({
         "plugin": {"name": info.name, "version": info.version, "digest": plugin.digest()},
+        "outcome": outcome_json(&outcome),
         "actions": actions,
         "events": events,
         "requeueAfterSeconds": outcome.requeue_after_ms.map(|ms| ms as f64 / 1000.0),
@@ -113,16 +182,40 @@ pub fn simulate(
     if let Some(f) = &report.failure {
         out["failure"] = json!(f);
     }
-    Ok(out)
+    Ok(expectation(&mut out, plugin, expected))
+}
+
+/// Adds `expected` (the recording compared with, and the difference) to `document`.
+fn expectation(document: &mut Value, plugin: &Plugin, expected: Option<(&Recording, Option<String>)>) -> Simulated {
+    let Some((recording, difference)) = expected else {
+        return Simulated { document: document.take(), differs: false };
+    };
+    let r = &recording.plugin;
+    document["expected"] = json!({
+        "plugin": {"name": r.name, "version": r.version, "digest": r.digest},
+        "samePlugin": r.digest == plugin.digest(),
+        "identical": difference.is_none(),
+        "difference": difference,
+    });
+    Simulated { document: document.take(), differs: difference.is_some() }
 }
 
 /// Reads a Kubernetes `List` (JSON or YAML) or a multi-document YAML stream of objects.
 pub fn parse_objects(text: &str) -> Result<Vec<Value>, String> {
-    let docs: Vec<Value> = if text.trim_start().starts_with(['{', '[']) {
-        vec![serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?]
+    items(parse_documents(text)?)
+}
+
+/// The documents of a JSON text or a YAML stream.
+fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+    if text.trim_start().starts_with(['{', '[']) {
+        Ok(vec![serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?])
     } else {
-        serde_saphyr::from_multiple(text).map_err(|e| format!("invalid YAML: {e}"))?
-    };
+        serde_saphyr::from_multiple(text).map_err(|e| format!("invalid YAML: {e}"))
+    }
+}
+
+/// The objects of `docs`: Lists' items, arrays' elements, and objects.
+fn items(docs: Vec<Value>) -> Result<Vec<Value>, String> {
     let mut items = Vec::new();
     for doc in docs {
         match doc {

@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::Value;
-use wasmcm_guest::{Intent, Outcome};
+use wasmcm_guest::Outcome;
 
 use crate::engine::CallError;
 use crate::lifecycle::loader::Version;
 use crate::lifecycle::manifest::RolloutStrategy;
 use crate::ops::metrics::{Metrics, PluginLabels, ShadowLabels};
+use crate::outcome::outcome_diff;
 
 pub struct Rollout {
     name: String,
@@ -417,113 +417,4 @@ fn capability_changes(old: &wasmcm_guest::PluginInfo, new: &wasmcm_guest::Plugin
         }
     }
     out
-}
-
-/// Where two outcomes differ, compared as JSON (field order and formatting do not count);
-/// `None` when they agree.
-pub(crate) fn outcome_diff(live: &Outcome, candidate: &Outcome) -> Option<String> {
-    if live.requeue_after_ms != candidate.requeue_after_ms {
-        return Some(format!("requeue after {:?} ms vs {:?} ms", live.requeue_after_ms, candidate.requeue_after_ms));
-    }
-    let (a, b): (Vec<_>, Vec<_>) = (live.intents().collect(), candidate.intents().collect());
-    if a.len() != b.len() || live.batches.len() != candidate.batches.len() {
-        return Some(format!(
-            "{} intents in {} batches vs {} in {}",
-            a.len(),
-            live.batches.len(),
-            b.len(),
-            candidate.batches.len()
-        ));
-    }
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        let paths = json_diff(&intent_json(x), &intent_json(y));
-        if !paths.is_empty() {
-            return Some(format!("intent {i} ({}): {}", intent_label(x), paths.join(", ")));
-        }
-    }
-    None
-}
-
-fn intent_label(i: &Intent) -> String {
-    let object = |o: &str| {
-        let v: Value = serde_json::from_str(o).unwrap_or(Value::Null);
-        let m = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
-        format!("{} {}/{}", m("/kind"), m("/metadata/namespace"), m("/metadata/name"))
-    };
-    match i {
-        Intent::Create(o) => format!("create {}", object(o)),
-        Intent::Update(o) => format!("update {}", object(o)),
-        Intent::UpdateStatus(o) => format!("update status {}", object(o)),
-        Intent::Delete(d) => format!("delete {} {}/{}", d.target.kind, d.target.namespace, d.target.name),
-        Intent::Event(e) => format!("event {}", e.reason),
-    }
-}
-
-fn intent_json(i: &Intent) -> Value {
-    let parse = |o: &str| serde_json::from_str(o).unwrap_or_else(|_| Value::String(o.to_string()));
-    match i {
-        Intent::Create(o) => serde_json::json!({"create": parse(o)}),
-        Intent::Update(o) => serde_json::json!({"update": parse(o)}),
-        Intent::UpdateStatus(o) => serde_json::json!({"updateStatus": parse(o)}),
-        Intent::Delete(d) => serde_json::json!({"delete": {
-            "kind": d.target.kind.to_string(), "namespace": d.target.namespace, "name": d.target.name, "uid": d.uid,
-        }}),
-        Intent::Event(e) => serde_json::json!({"event": {
-            "regarding": format!("{} {}/{}", e.regarding.kind, e.regarding.namespace, e.regarding.name),
-            "type": format!("{:?}", e.event_type), "reason": e.reason, "message": e.message,
-        }}),
-    }
-}
-
-/// Where `a` and `b` differ, as JSON pointers with both values, from json-patch's diff; at
-/// most 5.
-fn json_diff(a: &Value, b: &Value) -> Vec<String> {
-    let show = |v: Option<&Value>| {
-        let mut s = v.map_or_else(|| "null".to_string(), Value::to_string);
-        if s.len() > 80 {
-            s.truncate(s.char_indices().take_while(|(i, _)| *i < 80).last().map_or(0, |(i, c)| i + c.len_utf8()));
-            s.push('…');
-        }
-        s
-    };
-    json_patch::diff(a, b)
-        .iter()
-        .take(5)
-        .map(|op| {
-            let (path, new) = match op {
-                json_patch::PatchOperation::Add(o) => (&o.path, Some(&o.value)),
-                json_patch::PatchOperation::Replace(o) => (&o.path, Some(&o.value)),
-                json_patch::PatchOperation::Remove(o) => (&o.path, None),
-                json_patch::PatchOperation::Move(o) => (&o.path, a.pointer(o.from.as_str())),
-                json_patch::PatchOperation::Copy(o) => (&o.path, a.pointer(o.from.as_str())),
-                json_patch::PatchOperation::Test(o) => (&o.path, Some(&o.value)),
-            };
-            let path = path.as_str();
-            format!("{}: {} → {}", if path.is_empty() { "/" } else { path }, show(a.pointer(path)), show(new))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn update(json: &str) -> Outcome {
-        Outcome { batches: vec![vec![Intent::Update(json.into())]], requeue_after_ms: None }
-    }
-
-    #[test]
-    fn outcomes_compare_as_json() {
-        let a = update(r#"{"kind":"ConfigMap","metadata":{"name":"x","namespace":"d"},"data":{"stamp":"v1","n":"1"}}"#);
-        let same =
-            update(r#"{"data":{"n":"1","stamp":"v1"},"metadata":{"namespace":"d","name":"x"},"kind":"ConfigMap"}"#);
-        let other =
-            update(r#"{"kind":"ConfigMap","metadata":{"name":"x","namespace":"d"},"data":{"stamp":"v2","n":"1"}}"#);
-        assert_eq!(outcome_diff(&a, &same), None);
-        assert_eq!(
-            outcome_diff(&a, &other).as_deref(),
-            Some(r#"intent 0 (update ConfigMap d/x): /update/data/stamp: "v1" → "v2""#)
-        );
-        assert_eq!(outcome_diff(&a, &Outcome::default()).as_deref(), Some("1 intents in 1 batches vs 0 in 0"));
-    }
 }

@@ -4,18 +4,24 @@
 //! plugins` talks to:
 //!
 //! - `GET /plugins`: every plugin's versions (live, shadow, previous, failed) with counters;
-//! - `POST /plugins/<name>/promote` and `/abandon`: end a shadow period by hand. Changing what
-//!   runs needs `Authorization: Bearer <token>` with the host's admin token (where it came from
-//!   is the caller's business: a file only its user reads, a Secret), never the peer's address:
-//!   a sidecar or a hostNetwork pod reaches loopback too. A request a browser sends on a page's
-//!   behalf (it carries `Origin`) is refused, so a port-forward cannot be driven by CSRF.
+//! - `POST /plugins/<name>/promote` and `/abandon`: end a shadow period by hand;
+//! - `POST /plugins/<name>/record?key=<namespace>/<name>[&timeout=<seconds>]`: reconcile that
+//!   key now and answer what the live version read, was asked and returned (a
+//!   [`Recording`](crate::record::Recording), JSON), or 504 when no reconcile of it ran within
+//!   the timeout (default 30 s; a standby or another shard's replica never runs one).
+//!
+//! Each POST needs `Authorization: Bearer <token>` with the host's admin token (where it came
+//! from is the caller's business: a file only its user reads, a Secret), never the peer's
+//! address: a sidecar or a hostNetwork pod reaches loopback too. A recording holds what the
+//! plugin read, so it is as guarded as a change. A request a browser sends on a page's behalf
+//! (it carries `Origin`) is refused, so a port-forward cannot be driven by CSRF.
 //!
 //! Connections are capped and timed out (headers in 10 s, a connection at most 60 s) so idle
 //! or slow clients cannot take the probes' port, and accept errors (out of file descriptors)
 //! back off instead of spinning.
 //!
 //! It reads what the controllers, rollouts and metrics report and changes nothing but shadow
-//! periods.
+//! periods (a recording only queues the key).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -51,8 +57,12 @@ const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
 type Reply = (StatusCode, &'static str, String);
 
+/// How long a recording waits for its reconcile unless the request says otherwise, and at most.
+const RECORD_TIMEOUT: Duration = Duration::from_secs(30);
+const MAX_RECORD_TIMEOUT: Duration = Duration::from_secs(50);
+
 impl Admin {
-    fn handle(&self, req: &Request<hyper::body::Incoming>) -> Reply {
+    async fn handle(&self, req: &Request<hyper::body::Incoming>) -> Reply {
         const TEXT: &str = "text/plain";
         let (method, path) = (req.method(), req.uri().path());
         match (method, path) {
@@ -71,15 +81,17 @@ impl Admin {
                     return reply;
                 }
                 let Some((name, action)) = p["/plugins/".len()..].split_once('/') else {
-                    return (StatusCode::NOT_FOUND, TEXT, "POST /plugins/<name>/promote or /abandon\n".into());
+                    return (StatusCode::NOT_FOUND, TEXT, "POST /plugins/<name>/promote, /abandon or /record\n".into());
                 };
-                let found = self.plugins.borrow().iter().map(|c| c.rollout()).find(|r| r.name() == name).cloned();
-                let Some(rollout) = found else {
+                let found = self.plugins.borrow().iter().find(|c| c.rollout().name() == name).cloned();
+                let Some(controller) = found else {
                     return (StatusCode::NOT_FOUND, TEXT, format!("no plugin {name}\n"));
                 };
+                let rollout = controller.rollout();
                 let result = match action {
                     "promote" => rollout.promote(),
                     "abandon" => rollout.abandon(),
+                    "record" => return record(&controller, req.uri().query().unwrap_or("")).await,
                     _ => return (StatusCode::NOT_FOUND, TEXT, format!("unknown action {action}\n")),
                 };
                 match result {
@@ -145,6 +157,50 @@ impl Admin {
     }
 }
 
+/// Records the next reconcile of the query's `key` (see the module doc).
+async fn record(controller: &PluginController<KubeApi>, query: &str) -> Reply {
+    const TEXT: &str = "text/plain";
+    let param =
+        |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    let Some(key) = param("key") else {
+        return (StatusCode::BAD_REQUEST, TEXT, "record: ?key=<namespace>/<name> is required\n".into());
+    };
+    let timeout = match param("timeout").map(|t| t.parse::<u64>()) {
+        None => RECORD_TIMEOUT,
+        Some(Ok(s)) if s > 0 && Duration::from_secs(s) <= MAX_RECORD_TIMEOUT => Duration::from_secs(s),
+        Some(_) => {
+            let why =
+                format!("record: timeout is a whole number of seconds from 1 to {}\n", MAX_RECORD_TIMEOUT.as_secs());
+            return (StatusCode::BAD_REQUEST, TEXT, why);
+        }
+    };
+    let waiting = match controller.record(&key) {
+        Ok(w) => w,
+        Err(why) => return (StatusCode::NOT_FOUND, TEXT, format!("record: {why}\n")),
+    };
+    match tokio::time::timeout(timeout, waiting).await {
+        Ok(Ok(recording)) => {
+            let body =
+                serde_json::to_string_pretty(&recording.to_json()).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+            (StatusCode::OK, "application/json", body + "\n")
+        }
+        Ok(Err(_)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            TEXT,
+            format!("record: the reconcile of {key} ended before it returned\n"),
+        ),
+        Err(_) => (
+            StatusCode::GATEWAY_TIMEOUT,
+            TEXT,
+            format!(
+                "record: {key} was not reconciled within {}s: this host reconciles it only while it leads (or holds \
+                 the key's shard), and a key in backoff waits for its retry\n",
+                timeout.as_secs()
+            ),
+        ),
+    }
+}
+
 /// Listens on `addr` and serves until the runtime stops; returns the bound address.
 pub async fn serve_admin(addr: SocketAddr, admin: Admin) -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -169,12 +225,15 @@ pub async fn serve_admin(addr: SocketAddr, admin: Admin) -> anyhow::Result<Socke
             tokio::spawn(async move {
                 let _slot = slot;
                 let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (code, content_type, body) = admin.handle(&req);
-                    let mut r = Response::new(Full::new(Bytes::from(body)));
-                    *r.status_mut() = code;
-                    r.headers_mut()
-                        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
-                    async move { Ok::<_, Infallible>(r) }
+                    let admin = admin.clone();
+                    async move {
+                        let (code, content_type, body) = admin.handle(&req).await;
+                        let mut r = Response::new(Full::new(Bytes::from(body)));
+                        *r.status_mut() = code;
+                        r.headers_mut()
+                            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+                        Ok::<_, Infallible>(r)
+                    }
                 });
                 let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
                 builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);

@@ -13,6 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::oneshot;
+
 use wasmcm_guest::{Instant, Kind, Request, Selector};
 
 use crate::engine::CallError;
@@ -22,6 +24,7 @@ use crate::ops::metrics::{
     BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, ShardPluginLabels, TrapLabels,
     VersionLabels,
 };
+use crate::record::{Recording, RecordingCache};
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache, ScopedCache};
 use crate::runtime::queue::{RateLimit, WorkQueue};
@@ -82,6 +85,8 @@ pub struct PluginController<A> {
     reported: Mutex<BTreeMap<String, std::time::Instant>>,
     /// On a sharded host: which keys it takes (those of the shards it runs).
     shards: std::sync::OnceLock<Arc<ShardGate>>,
+    /// Keys whose next reconcile is to be recorded, and who waits for each recording.
+    recordings: Mutex<BTreeMap<String, Vec<oneshot::Sender<Recording>>>>,
     config: ControllerConfig,
     metrics: Arc<Metrics>,
 }
@@ -159,6 +164,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             reported: Mutex::default(),
             routes: Mutex::new(None),
             shards: std::sync::OnceLock::new(),
+            recordings: Mutex::default(),
             api,
             primary,
             config,
@@ -249,6 +255,27 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         if self.shards.get().is_none_or(|g| g.admits(namespace_of(&key))) {
             self.queue.add(key);
         }
+    }
+
+    /// Records the next reconcile of `key` (`namespace/name`), which it queues now: what the
+    /// live version read, was asked and returned. The answer comes once that reconcile has run;
+    /// on a replica that does not reconcile the key (a standby, another shard's) it never does.
+    pub fn record(&self, key: &str) -> Result<oneshot::Receiver<Recording>, String> {
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+        if name.is_empty() || name.contains('/') {
+            return Err(format!(
+                "invalid key {key:?}: expected <namespace>/<name>, or <name> for a cluster-scoped kind"
+            ));
+        }
+        self.cache_status().map_err(|why| format!("plugin {} is not reconciling: {why}", self.rollout.name()))?;
+        if self.primary.get(namespace, name).is_none() {
+            return Err(format!("no {} {key} in the host's cache", self.primary.kind()));
+        }
+        let (tx, rx) = oneshot::channel();
+        let key = wasmcm_core::key(namespace, name);
+        self.recordings.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().push(tx);
+        self.add(key);
+        Ok(rx)
     }
 
     /// Resolves once every informer it reads holds a list begun at or after `since`.
@@ -556,10 +583,20 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         };
         let cache: Arc<dyn wasmcm_guest::Cache + Send + Sync> =
             Arc::new(ScopedCache { cache: self.cache.clone(), admits });
+        let waiting: Vec<_> = {
+            let mut recordings = self.recordings.lock().unwrap_or_else(|e| e.into_inner());
+            recordings.remove(key).into_iter().flatten().filter(|w| !w.is_closed()).collect()
+        };
+        // Only the live version's reads are recorded, not a shadow candidate's.
+        let recorder = (!waiting.is_empty()).then(|| (Arc::new(RecordingCache::new(cache.clone())), request.clone()));
+        let live_cache = match &recorder {
+            Some((r, _)) => r.clone() as Arc<dyn wasmcm_guest::Cache + Send + Sync>,
+            None => cache.clone(),
+        };
         let plugin = live.plugin.clone();
         let shadow_plugin = shadow.as_ref().map(|s| (s.plugin.clone(), s.spec.settings.clone()));
         let result = tokio::task::spawn_blocking(move || {
-            let result = plugin.reconcile(&request, cache.clone());
+            let result = plugin.reconcile(&request, live_cache);
             // The candidate sees the same request against the same cache, right after.
             let candidate = shadow_plugin.map(|(p, settings)| p.reconcile(&Request { settings, ..request }, cache));
             (result, candidate)
@@ -573,6 +610,13 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 return "error";
             }
         };
+        if let Some((reads, request)) = recorder {
+            let recording = Recording::new(&live.plugin, request, &reads, &result);
+            tracing::info!(plugin = %info.name, key, "recorded: {}", recording.summary());
+            for w in waiting {
+                let _ = w.send(recording.clone());
+            }
+        }
         if let (Some(version), Some(candidate)) = (&shadow, &candidate) {
             if let Err(CallError::Trap { reason, .. }) = candidate {
                 let version = version.plugin.info().version.clone();

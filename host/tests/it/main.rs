@@ -20,6 +20,7 @@ mod leader;
 mod least_privilege;
 mod lifecycle;
 mod plugin_loading;
+mod record;
 mod reproducible;
 mod sandbox;
 mod shards;
