@@ -19,8 +19,8 @@ cluster: toolchain
 # Every test: formatting, lints, the SDK's docs, then the whole workspace (native logic, engine,
 # sandbox, CLI, the embedded cluster through kube-rs and the real kubectl, the deploy manifests and
 # Helm chart through the real kubectl and helm, the image through umoci, skopeo and runc; the
-# scripts install those tools). The integration tests mostly wait on clusters, kubelets and leases, so they run
-# on at least 4 threads, more on a machine with more cores.
+# scripts install those tools). The integration tests mostly wait on clusters, kubelets and
+# leases, so they run on at least 4 threads, more on a machine with more cores.
 TEST_THREADS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? n : 4 )))
 
 test: toolchain

@@ -1,8 +1,8 @@
 //! Kinds as objects name them (`apiVersion` and `kind`), and what follows from the name alone.
 
-/// A kind: `apiVersion` (`group/version`, or `version` for the core group) and `kind`, as
-/// objects carry them and as `Display` prints them (`apps/v1/Deployment`). Two kinds are equal
-/// when both parts are: `apps/v1` and `apps/v1beta1` Deployments are different kinds.
+/// `apiVersion` (`group/version`, or `version` for the core group) and `kind`, as objects carry
+/// them; `Display` prints `apps/v1/Deployment`. Two kinds are equal when both parts are:
+/// `apps/v1` and `apps/v1beta1` Deployments are different kinds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Kind {
     /// `group/version` (`apps/v1`), or `version` alone for the core group (`v1`).

@@ -33,9 +33,9 @@ pub struct Requirement {
     pub values: Vec<String>,
 }
 
-/// A label selector with the semantics of apimachinery's `labels.Selector`: an object matches
-/// when it carries every pair of `match_labels` and meets every requirement of
-/// `match_expressions`. The empty selector selects everything.
+/// Matching follows apimachinery's `labels.Selector`: an object matches when it carries every
+/// pair of `match_labels` and meets every requirement of `match_expressions`; the empty
+/// selector selects everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Selector {
     /// Labels an object must carry with exactly these values, as `matchLabels`.

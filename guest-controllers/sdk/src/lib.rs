@@ -159,8 +159,8 @@
 //!
 //! A plugin is a library crate of `crate-type = ["cdylib", "rlib"]` (the `cdylib` is the
 //! component, the `rlib` lets native tests and tools link it) depending on `wasmcm-guest`,
-//! `serde_json` and, for typed reads of built-in kinds, `k8s-openapi` with the version of this
-//! crate. Then:
+//! `serde_json` and, for typed reads of built-in kinds, the `k8s-openapi` version this crate
+//! depends on (with a Kubernetes version feature, e.g. `latest`). Then:
 //!
 //! 1. **Build** for `wasm32-unknown-unknown`, linked by `wasm-component-ld` (shipped with the
 //!    Rust toolchain) straight into a component that imports nothing but the contract. This
@@ -233,9 +233,8 @@ pub use time::Instant;
 /// assert_eq!(Kind::new("v1", "Pod").group(), "");
 /// ```
 pub use wasmcm_core::Kind;
-/// A label selector, as [`Cache::list`] takes it. Usually made from an object's
-/// `spec.selector` with [`Selector::from_label_selector`]; [`Selector::parse`] reads kubectl's
-/// `-l` syntax.
+/// A label selector, as [`Cache::list`] takes it: made from an object's `spec.selector` with
+/// [`Selector::from_label_selector`], or from kubectl's `-l` syntax with [`Selector::parse`].
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -303,8 +302,9 @@ pub struct ObjectRef {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PluginInfo {
-    /// The plugin's name, a DNS label (`[a-z0-9-]`, at most 63 characters); metrics, logs and
-    /// the admin endpoint use it unless a manifest renames the plugin.
+    /// The plugin's name, a DNS label (`[a-z0-9-]`, at most 63 characters). It names the plugin
+    /// where no manifest does (`wasmcm simulate`, `wasmcm plugins inspect`); in a running host
+    /// the manifest's `metadata.name` names it.
     pub name: String,
     /// Its version, free text of at most 256 bytes (`env!("CARGO_PKG_VERSION")` serves).
     pub version: String,
