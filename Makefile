@@ -16,11 +16,11 @@ run: toolchain
 cluster: toolchain
 	cargo run -p wasmcm -- cluster
 
-# Every test: formatting, lints, then the whole workspace (native logic, engine, sandbox, CLI,
-# the embedded cluster through kube-rs and the real kubectl, the deploy manifests and Helm chart
-# through the real kubectl and helm, the image through umoci, skopeo and runc; the scripts install
-# those tools). The integration tests mostly wait on clusters, kubelets and leases, so they run
-# on at least 4 threads, more on a machine with more cores.
+# Every test: formatting, lints, the SDK's docs, then the whole workspace (native logic, engine,
+# sandbox, CLI, the embedded cluster through kube-rs and the real kubectl, the deploy manifests and
+# Helm chart through the real kubectl and helm, the image through umoci, skopeo and runc; the
+# scripts install those tools). The integration tests mostly wait on clusters, kubelets and
+# leases, so they run on at least 4 threads, more on a machine with more cores.
 TEST_THREADS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? n : 4 )))
 
 test: toolchain
@@ -30,6 +30,7 @@ test: toolchain
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc -p wasmcm-guest --no-deps --locked
 	cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
 
 # The scale bench (host/benches/scale.rs) runs the server and the host as two processes; its

@@ -1,13 +1,19 @@
 //! Kinds as objects name them (`apiVersion` and `kind`), and what follows from the name alone.
 
-/// A kind: `apiVersion` (`group/version`, or `version` for the core group) and `kind`.
+/// `apiVersion` (`group/version`, or `version` for the core group) and `kind`, as objects carry
+/// them; `Display` prints `apps/v1/Deployment`. Two kinds are equal when both parts are:
+/// `apps/v1` and `apps/v1beta1` Deployments are different kinds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Kind {
+    /// `group/version` (`apps/v1`), or `version` alone for the core group (`v1`).
     pub api_version: String,
+    /// The kind's name, as in an object's `kind` field (`Deployment`).
     pub kind: String,
 }
 
 impl Kind {
+    /// The kind of `apiVersion` and `kind`, e.g. `Kind::new("example.com/v1", "Widget")` for a
+    /// custom resource.
     pub fn new(api_version: &str, kind: &str) -> Self {
         Kind { api_version: api_version.to_string(), kind: kind.to_string() }
     }

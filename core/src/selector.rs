@@ -8,33 +8,49 @@ use crate::validation;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+/// The operator of a [`Requirement`], as a `LabelSelectorRequirement`'s `operator`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operator {
+    /// The label is present and its value is one of the requirement's values.
     In,
+    /// The label is absent, or its value is none of the requirement's values.
     NotIn,
+    /// The label is present, whatever its value (the requirement has no values).
     Exists,
+    /// The label is absent (the requirement has no values).
     DoesNotExist,
 }
 
+/// One requirement of a [`Selector`] on one label key, as a `LabelSelectorRequirement`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Requirement {
+    /// The label key, `[prefix/]name`.
     pub key: String,
+    /// How the label's value is compared with `values`.
     pub operator: Operator,
+    /// The values for [`Operator::In`] and [`Operator::NotIn`] (at least one); empty for
+    /// [`Operator::Exists`] and [`Operator::DoesNotExist`].
     pub values: Vec<String>,
 }
 
-/// A selector; the empty one selects everything.
+/// Matching follows apimachinery's `labels.Selector`: an object matches when it carries every
+/// pair of `match_labels` and meets every requirement of `match_expressions`; the empty
+/// selector selects everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Selector {
+    /// Labels an object must carry with exactly these values, as `matchLabels`.
     pub match_labels: Vec<(String, String)>,
+    /// Requirements an object's labels must all meet, as `matchExpressions`.
     pub match_expressions: Vec<Requirement>,
 }
 
 impl Selector {
+    /// The empty selector, which matches every object.
     pub fn everything() -> Self {
         Selector::default()
     }
 
+    /// Whether this selector has no labels and no requirements (and so matches everything).
     pub fn is_empty(&self) -> bool {
         self.match_labels.is_empty() && self.match_expressions.is_empty()
     }
@@ -66,6 +82,7 @@ impl Selector {
         Ok(Selector { match_labels, match_expressions })
     }
 
+    /// Whether an object with `labels` is selected.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
             && self.match_expressions.iter().all(|r| {

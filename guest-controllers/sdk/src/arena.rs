@@ -19,6 +19,8 @@ unsafe extern "C" {
     static __heap_base: u8;
 }
 
+/// The bump allocator described above, the global allocator of every wasm32 build of this
+/// crate.
 pub struct Arena {
     next: Cell<usize>,
     end: Cell<usize>,
@@ -28,6 +30,7 @@ pub struct Arena {
 unsafe impl Sync for Arena {}
 
 impl Arena {
+    /// An allocator that has taken no memory yet.
     pub const fn new() -> Self {
         Arena { next: Cell::new(0), end: Cell::new(0) }
     }

@@ -162,7 +162,8 @@ fn intent_to_wit(intent: Intent) -> wit::Intent {
 #[global_allocator]
 static ALLOCATOR: crate::arena::Arena = crate::arena::Arena::new();
 
-/// Exports a [`Controller`] as the component's `controller` interface.
+/// Exports a [`Controller`] as the component's `controller` interface. The documentation of
+/// the native build describes it: there, the same call only checks its argument.
 #[macro_export]
 macro_rules! export_plugin {
     ($controller:ty) => {

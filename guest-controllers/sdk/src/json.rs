@@ -3,7 +3,17 @@
 use serde_json::Value;
 
 /// RFC 7386 JSON merge patch (what `kubectl patch --type=merge` sends): objects merge key by
-/// key, `null` removes a key, anything else replaces.
+/// key, `null` removes a key, anything else replaces. Handy to change an object read from the
+/// cache before sending it back in an update.
+///
+/// ```
+/// use serde_json::json;
+/// use wasmcm_guest::json::merge_patch;
+///
+/// let mut object = json!({"metadata": {"name": "a", "labels": {"x": "1", "y": "2"}}, "data": {"k": "v"}});
+/// merge_patch(&mut object, json!({"metadata": {"labels": {"x": null, "z": "3"}}, "data": {"k": "w"}}));
+/// assert_eq!(object, json!({"metadata": {"name": "a", "labels": {"y": "2", "z": "3"}}, "data": {"k": "w"}}));
+/// ```
 pub fn merge_patch(target: &mut Value, patch: Value) {
     match (target, patch) {
         (Value::Object(t), Value::Object(p)) => {

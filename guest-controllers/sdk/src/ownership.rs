@@ -1,17 +1,48 @@
 //! Controller references: who controls an object, and the adopt/release decision of
 //! apimachinery's `ControllerRefManager.ClaimObject`.
+//!
+//! An object a plugin creates for a primary carries a controller ownerReference to it
+//! ([`new_controller_ref`], [`with_owner_ref`]): that is what routes the child's changes back to
+//! the primary's key, what [`Cache::list_controlled`](crate::Cache::list_controlled) finds, what
+//! makes the host count the create until its cache has seen it, and what lets the API server's
+//! garbage collector delete the child with its owner. Children matching an owner's selector but
+//! controlled by nobody are adopted, and children that stop matching released ([`claim`]).
+//!
+//! ```
+//! use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+//! use serde_json::json;
+//! use wasmcm_guest::ownership::{Claim, claim, new_controller_ref, with_owner_ref, without_owner_ref};
+//!
+//! let owner = ObjectMeta { name: Some("web".into()), namespace: Some("demo".into()), uid: Some("u1".into()), ..Default::default() };
+//! let owner_ref = new_controller_ref("apps/v1", "ReplicaSet", &owner);
+//!
+//! // An orphan the owner's selector matches is adopted: the update adds the reference.
+//! let orphan = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "demo"}});
+//! let orphan_meta: ObjectMeta = serde_json::from_value(orphan["metadata"].clone()).unwrap();
+//! assert_eq!(claim(&owner, &orphan_meta, true), Claim::Adopt);
+//! let adopted = with_owner_ref(orphan, &owner_ref).unwrap();
+//! assert_eq!(adopted["metadata"]["ownerReferences"][0]["controller"], true);
+//!
+//! // Once it no longer matches, it is released: the update drops the reference.
+//! let adopted_meta: ObjectMeta = serde_json::from_value(adopted["metadata"].clone()).unwrap();
+//! assert_eq!(claim(&owner, &adopted_meta, true), Claim::Owned);
+//! assert_eq!(claim(&owner, &adopted_meta, false), Claim::Release);
+//! let released = without_owner_ref(adopted, "u1").unwrap();
+//! assert_eq!(released["metadata"]["ownerReferences"], json!([]));
+//! ```
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::Value;
 
 use crate::Error;
 
-/// The ownerReference with `controller: true`, if any.
+/// The ownerReference with `controller: true`, if any: the object's controller.
 pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
     meta.owner_references.iter().flatten().find(|r| r.controller == Some(true))
 }
 
-/// `metav1.NewControllerRef`.
+/// `metav1.NewControllerRef`: a controller reference to `owner`, of `api_version` and `kind`,
+/// with `blockOwnerDeletion` (foreground deletion of the owner waits for the child).
 pub fn new_controller_ref(api_version: &str, kind: &str, owner: &ObjectMeta) -> OwnerReference {
     OwnerReference {
         api_version: api_version.to_string(),
@@ -36,6 +67,10 @@ pub enum Claim {
     Ignore,
 }
 
+/// What to do with `child`, a candidate for `owner`'s control whose labels `matches` (or not)
+/// the owner's selector: `ControllerRefManager.ClaimObject`. Owners being deleted adopt and
+/// release nothing, children being deleted are not adopted, and a namespaced owner adopts only
+/// in its own namespace.
 pub fn claim(owner: &ObjectMeta, child: &ObjectMeta, matches: bool) -> Claim {
     let owner_deleting = owner.deletion_timestamp.is_some();
     match controller_of(child) {
@@ -63,14 +98,15 @@ fn owner_refs(raw: &mut Value) -> Result<&mut Vec<Value>, Error> {
     refs.as_array_mut().ok_or_else(|| Error::permanent("metadata.ownerReferences is not a list"))
 }
 
-/// The child's JSON with `r` appended to its ownerReferences.
+/// The child's JSON with `r` appended to its ownerReferences: a child to create, or an orphan
+/// to adopt by an update. A permanent [`Error`] when the JSON has no `metadata` object.
 pub fn with_owner_ref(mut raw: Value, r: &OwnerReference) -> Result<Value, Error> {
     let r = serde_json::to_value(r).map_err(|e| Error::permanent(e.to_string()))?;
     owner_refs(&mut raw)?.push(r);
     Ok(raw)
 }
 
-/// The child's JSON without the ownerReference of `uid`.
+/// The child's JSON without the ownerReference of `uid`: a child to release by an update.
 pub fn without_owner_ref(mut raw: Value, uid: &str) -> Result<Value, Error> {
     owner_refs(&mut raw)?.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
     Ok(raw)

@@ -1,5 +1,19 @@
 //! Pod predicates and construction shared by controllers (upstream `controller_utils.go` and
 //! `podutil`).
+//!
+//! ```
+//! use k8s_openapi::api::core::v1::Pod;
+//! use serde_json::json;
+//! use wasmcm_guest::{Instant, pod};
+//!
+//! let ready: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "status": {"phase": "Running",
+//!     "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-26T10:00:00Z"}]}}))
+//! .unwrap();
+//! let now = Instant::parse_rfc3339("2026-11-26T10:00:30Z").unwrap();
+//! assert!(pod::is_active(&ready) && pod::is_ready(&ready));
+//! assert!(pod::is_available(&ready, 10, now), "ready for 30 s");
+//! assert!(!pod::is_available(&ready, 60, now), "not yet for 60 s");
+//! ```
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
@@ -14,6 +28,7 @@ pub fn is_active(pod: &Pod) -> bool {
     phase != Some("Succeeded") && phase != Some("Failed") && pod.metadata.deletion_timestamp.is_none()
 }
 
+/// The pod's `Ready` condition, if it has one.
 pub fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
     pod.status.as_ref()?.conditions.iter().flatten().find(|c| c.type_ == "Ready")
 }
@@ -44,7 +59,22 @@ pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Instant) -> bool {
 
 /// `controller.GetPodFromTemplate` on the template's JSON, so fields this build does not know
 /// reach the pod: labels, annotations and finalizers of the template, `generateName`
-/// `<parent>-`, the controller reference, and the template's spec.
+/// `<parent>-`, the controller reference, and the template's spec. A template without labels
+/// is a permanent [`Error`] (the pods could never be selected).
+///
+/// ```
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+/// use serde_json::json;
+/// use wasmcm_guest::{Intent, ownership::new_controller_ref, pod::pod_from_template};
+///
+/// let owner = ObjectMeta { name: Some("web".into()), uid: Some("u1".into()), ..Default::default() };
+/// let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+/// let pod = pod_from_template(&template, "demo", "web", &new_controller_ref("apps/v1", "ReplicaSet", &owner)).unwrap();
+/// assert_eq!(pod["metadata"]["generateName"], "web-");
+/// assert_eq!(pod["metadata"]["ownerReferences"][0]["uid"], "u1");
+/// let create = Intent::Create(pod.to_string());
+/// # let _ = create;
+/// ```
 pub fn pod_from_template(
     template: &Value,
     namespace: &str,
