@@ -13,12 +13,17 @@ pub mod arena;
 pub mod cache;
 #[cfg(target_arch = "wasm32")]
 pub mod component;
+pub mod conditions;
+pub mod finalizer;
 pub mod json;
 pub mod ownership;
 pub mod pod;
+pub mod resource;
 pub mod time;
 
 pub use cache::{Cache, CacheExt, MemoryCache, Object, controller_uid};
+pub use k8s_openapi;
+pub use resource::Resource;
 pub use time::Instant;
 pub use wasmcm_core::{Kind, Operator, Requirement, Selector};
 
