@@ -182,6 +182,17 @@ async fn ready_pods(pods: &Api<Pod>, image: &str) -> usize {
         .count()
 }
 
+/// The host's `/readyz?verbose`, once it answers.
+async fn readyz(address: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+    let request = "GET /readyz?verbose HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.ok()?;
+    Some(out)
+}
+
 /// The live version of the host's `website` plugin, from `wasmcm plugins list`.
 fn live_version(address: &str) -> Option<String> {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
@@ -228,10 +239,13 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
     let log = collect(child.stderr.take().expect("piped"));
     let _host = Running(child);
     let log_text = || log.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
-    eventually("the host to serve its plugin list", || async {
-        tokio::task::block_in_place(|| live_version(&address)).filter(|v| v == "0.1.0")
+    // The host is up and has found that the cluster does not serve Websites yet.
+    let readyz = eventually("the host to report website not synced", || async {
+        readyz(&address).await.filter(|body| body.contains("[-]plugin/website not synced"))
     })
     .await;
+    assert!(readyz.contains("[+]plugin/deployment ok"), "the other plugins run: {readyz}");
+    assert_eq!(tokio::task::block_in_place(|| live_version(&address)).as_deref(), Some("0.1.0"));
 
     let crd = example_dir().join("deploy/crd.yaml");
     kubectl_ok(&kubeconfig, &["apply", "-f", &crd.display().to_string()]);
