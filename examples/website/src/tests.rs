@@ -90,6 +90,11 @@ fn live_children(replicas: i32, ready: i32, image: &str) -> Vec<Value> {
     vec![content, deployment, registry]
 }
 
+/// `site` and `others`, as one cache's objects.
+fn with(site: impl std::borrow::Borrow<Value>, others: Vec<Value>) -> Vec<Value> {
+    [vec![site.borrow().clone()], others].concat()
+}
+
 fn with_status(mut site: Value, outcome: &Outcome) -> Value {
     site["status"] = written(outcome, "Website", "blog")["status"].clone();
     site
@@ -157,13 +162,13 @@ fn then_children_and_registry_entry_are_created_before_status() {
 #[test]
 fn status_follows_the_deployment_and_settles() {
     let site = website(&[FINALIZER]);
-    let rolling = run(&[&[site.clone()], &live_children(1, 0, "nginx:1.27")[..]].concat());
+    let rolling = run(&with(&site, live_children(1, 0, "nginx:1.27")));
     assert_eq!(summary(&rolling), [vec![triple("update-status", "Website", "blog")]], "no child needs a write");
     let site = with_status(site, &rolling);
     assert_eq!(site["status"]["conditions"][1]["reason"], "RollingOut");
     assert_eq!(site["status"]["conditions"][0]["message"], "0/2 replicas ready");
 
-    let ready = run(&[&[site.clone()], &live_children(2, 2, "nginx:1.27")[..]].concat());
+    let ready = run(&with(&site, live_children(2, 2, "nginx:1.27")));
     let site = with_status(site, &ready);
     assert_eq!(site["status"]["readyReplicas"], 2);
     let ready_condition = &site["status"]["conditions"][0];
@@ -171,7 +176,7 @@ fn status_follows_the_deployment_and_settles() {
     assert_eq!(site["status"]["conditions"][1]["reason"], "Complete");
 
     // Nothing changed: nothing to write, not even a status with a new time.
-    let settled = run(&[&[site], &live_children(2, 2, "nginx:1.27")[..]].concat());
+    let settled = run(&with(site, live_children(2, 2, "nginx:1.27")));
     assert_eq!(settled, Outcome::default());
 }
 
@@ -184,7 +189,7 @@ fn transition_times_move_only_when_a_status_changes() {
              "observedGeneration": 1, "lastTransitionTime": "2026-11-26T07:00:00Z"},
             {"type": "Progressing", "status": "True", "reason": "RollingOut", "message": "1/2 updated, 0/2 replicas ready",
              "observedGeneration": 1, "lastTransitionTime": "2026-11-26T07:00:00Z"}]});
-    let outcome = run(&[&[site], &live_children(2, 1, "nginx:1.27")[..]].concat());
+    let outcome = run(&with(site, live_children(2, 1, "nginx:1.27")));
     let conditions = &written(&outcome, "Website", "blog")["status"]["conditions"];
     assert_eq!(conditions[0]["message"], "1/2 replicas ready");
     assert_eq!(conditions[0]["lastTransitionTime"], "2026-11-26T07:00:00Z", "still False");
@@ -196,7 +201,7 @@ fn a_spec_change_updates_only_the_fields_the_plugin_owns() {
     site["metadata"]["generation"] = json!(2);
     site["spec"]["image"] = json!("nginx:1.28");
     site["spec"]["replicas"] = json!(3);
-    let outcome = run(&[&[site], &live_children(2, 2, "nginx:1.27")[..]].concat());
+    let outcome = run(&with(site, live_children(2, 2, "nginx:1.27")));
     assert_eq!(
         summary(&outcome),
         [
@@ -221,7 +226,7 @@ fn a_spec_change_updates_only_the_fields_the_plugin_owns() {
 fn deletion_removes_the_registry_entry_then_the_finalizer() {
     let mut site = website(&["other.io/keep", FINALIZER]);
     site["metadata"]["deletionTimestamp"] = json!("2026-11-26T07:59:00Z");
-    let outcome = run(&[&[site], &live_children(2, 2, "nginx:1.27")[..]].concat());
+    let outcome = run(&with(site, live_children(2, 2, "nginx:1.27")));
     assert_eq!(
         summary(&outcome),
         [vec![triple("update", "ConfigMap", DEFAULT_REGISTRY)], vec![triple("update", "Website", "blog")]]
@@ -245,7 +250,7 @@ fn a_child_of_someone_else_is_left_alone_and_reported() {
     let mut objects = live_children(2, 2, "nginx:1.27");
     objects[1]["metadata"]["ownerReferences"] = json!([]);
     objects[1]["spec"]["replicas"] = json!(9);
-    let outcome = run(&[&[website(&[FINALIZER])], &objects[..]].concat());
+    let outcome = run(&with(website(&[FINALIZER]), objects));
     assert_eq!(summary(&outcome), [vec![triple("update-status", "Website", "blog")]]);
     let ready = &written(&outcome, "Website", "blog")["status"]["conditions"][0];
     assert_eq!(ready["reason"], "ChildConflict");
@@ -277,7 +282,7 @@ fn a_new_release_updates_the_children_it_wrote() {
     let mut objects = live_children(2, 2, "nginx:1.27");
     objects[0]["metadata"]["annotations"][VERSION_ANNOTATION] = json!("0.0.9");
     objects[1]["metadata"]["annotations"][VERSION_ANNOTATION] = json!("0.0.9");
-    let outcome = run(&[&[website(&[FINALIZER])], &objects[..]].concat());
+    let outcome = run(&with(website(&[FINALIZER]), objects));
     let updated: Vec<_> = summary(&outcome)[0].iter().map(|(verb, _, name)| format!("{verb} {name}")).collect();
     assert_eq!(updated, ["update blog-content", "update blog"]);
 }
