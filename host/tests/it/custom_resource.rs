@@ -260,6 +260,10 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NAMESPACE);
     let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), NAMESPACE);
     let pods: Api<Pod> = Api::namespaced(admin.clone(), NAMESPACE);
+    kubectl_ok(
+        &kubeconfig,
+        &["wait", "--for=condition=Ready", &format!("website/{SITE}"), "-n", NAMESPACE, "--timeout=120s"],
+    );
     let site = eventually("the Website to be Ready with 2 replicas", || async {
         website(&kubeconfig).filter(|s| settled(s, 2))
     })
