@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Error, Kind, Selector};
+use crate::{Error, Kind, Resource, Selector};
 
 /// The `cache` import of the contract: reads of the host's informer caches. Objects are
 /// Kubernetes JSON, as the API server serves them, each with its `apiVersion` and `kind`.
@@ -113,7 +113,7 @@ impl<T> Object<T> {
     }
 }
 
-fn parse<T: k8s_openapi::Resource + DeserializeOwned>(json: String) -> Result<Object<T>, Error> {
+fn parse<T: Resource + DeserializeOwned>(json: String) -> Result<Object<T>, Error> {
     match serde_json::from_str::<T>(&json) {
         Ok(value) => Ok(Object { value, json }),
         Err(e) => {
@@ -128,13 +128,13 @@ fn parse<T: k8s_openapi::Resource + DeserializeOwned>(json: String) -> Result<Ob
                     ))
                 })
                 .unwrap_or_else(|| "<unnamed>".into());
-            Err(Error::retryable(format!("cannot decode {} {name} from the cache: {e}", T::KIND)))
+            Err(Error::retryable(format!("cannot decode {} {name} from the cache: {e}", T::kind().kind)))
         }
     }
 }
 
-/// Typed reads for k8s-openapi resource types, on any [`Cache`] (`&dyn Cache` included). The
-/// kind comes from the type; an object the type cannot decode is a retryable [`Error`] naming
+/// Typed reads for k8s-openapi resource types and custom resources ([`Resource`]), on any
+/// [`Cache`] (`&dyn Cache` included). The kind comes from the type; an object the type cannot decode is a retryable [`Error`] naming
 /// it.
 ///
 /// ```
@@ -163,31 +163,27 @@ fn parse<T: k8s_openapi::Resource + DeserializeOwned>(json: String) -> Result<Ob
 /// ```
 pub trait CacheExt: Cache {
     /// [`Cache::get`] of `T`'s kind, decoded.
-    fn get_as<T: k8s_openapi::Resource + DeserializeOwned>(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<Object<T>>, Error> {
-        self.get(&Kind::of::<T>(), namespace, name).map(parse).transpose()
+    fn get_as<T: Resource + DeserializeOwned>(&self, namespace: &str, name: &str) -> Result<Option<Object<T>>, Error> {
+        self.get(&T::kind(), namespace, name).map(parse).transpose()
     }
 
     /// [`Cache::list`] of `T`'s kind, decoded.
-    fn list_as<T: k8s_openapi::Resource + DeserializeOwned>(
+    fn list_as<T: Resource + DeserializeOwned>(
         &self,
         namespace: &str,
         selector: &Selector,
     ) -> Result<Vec<Object<T>>, Error> {
-        self.list(&Kind::of::<T>(), namespace, selector).into_iter().map(parse).collect()
+        self.list(&T::kind(), namespace, selector).into_iter().map(parse).collect()
     }
 
     /// [`Cache::list_controlled`] of `T`'s kind, decoded.
-    fn list_controlled_as<T: k8s_openapi::Resource + DeserializeOwned>(
+    fn list_controlled_as<T: Resource + DeserializeOwned>(
         &self,
         namespace: &str,
         owner_uid: &str,
         orphans: bool,
     ) -> Result<Vec<Object<T>>, Error> {
-        self.list_controlled(&Kind::of::<T>(), namespace, owner_uid, orphans).into_iter().map(parse).collect()
+        self.list_controlled(&T::kind(), namespace, owner_uid, orphans).into_iter().map(parse).collect()
     }
 }
 

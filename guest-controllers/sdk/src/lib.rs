@@ -199,6 +199,9 @@
 //! - [`cache`]: the [`Cache`] trait, typed reads ([`CacheExt`]), [`MemoryCache`].
 //! - [`ownership`]: controller references and adoption; [`pod`]: pod predicates and pods from
 //!   templates; [`json`]: merge patches; [`time`]: [`Instant`].
+//! - Custom resources: [`Resource`] makes a plugin's own type of one readable with
+//!   [`CacheExt`]; [`finalizer`] and [`conditions`] for the finalizer cycle and status
+//!   conditions.
 //! - [`Kind`], [`Selector`]: re-exported from `wasmcm-core`, which the host shares.
 #![warn(missing_docs)]
 
@@ -210,14 +213,19 @@ pub mod arena;
 pub mod cache;
 #[cfg(target_arch = "wasm32")]
 pub mod component;
+pub mod conditions;
+pub mod finalizer;
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 pub mod json;
 pub mod ownership;
 pub mod pod;
+pub mod resource;
 pub mod time;
 
 pub use cache::{Cache, CacheExt, MemoryCache, Object, controller_uid};
+pub use k8s_openapi;
+pub use resource::Resource;
 pub use time::Instant;
 /// A kind as the API names it, and as [`PluginInfo`] declares them and [`Cache`] reads take
 /// them: [`Kind::of`] for a k8s-openapi type, [`Kind::new`] for any other (a custom resource).

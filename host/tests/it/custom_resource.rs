@@ -1,0 +1,441 @@
+//! The example plugin for a custom resource (`examples/website`), end to end as a team outside
+//! this repository would run it: built with cargo in its own directory (a standalone crate with
+//! its own lock), loaded by the real `wasmcm run` from its own `plugin.yaml` next to the
+//! built-ins, its CRD and a Website applied with the real kubectl to the embedded cluster, then
+//! reconciled (owned children, pods, status and conditions, printer columns, a spec change),
+//! hot-swapped to its second release (cargo feature `v2`) and deleted through its finalizer.
+//! Also `wasmcm simulate` of the example's snapshot.
+//!
+//! Owns this module and the example's build; it must not touch the other modules' plugins or
+//! the built-in guests' build (`host/build.rs`, `target/guests`).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, ListParams};
+use serde_json::Value;
+use wasmcm_test_support::{eventually, workspace_root};
+
+const NAMESPACE: &str = "default";
+const SITE: &str = "hello";
+const REGISTRY: &str = "website-registry";
+const VERSION_ANNOTATION: &str = "example.wasmcm.dev/controller-version";
+const FOOTER: &str = "<footer>served by website 0.2.0</footer>";
+
+fn example_dir() -> PathBuf {
+    workspace_root().join("examples/website")
+}
+
+/// The example's component as its README builds it, with `features`. One build at a time:
+/// both releases come out at the same path. The shared `target/plugins` keeps compiled
+/// dependencies across runs and tests.
+fn build_example(features: &[&str]) -> Vec<u8> {
+    static BUILD: Mutex<()> = Mutex::new(());
+    let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let target_dir = workspace_root().join("target/plugins");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| option_env!("CARGO").unwrap_or("cargo").into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(example_dir())
+        .args(["build", "--release", "--locked", "--target", "wasm32-unknown-unknown", "--target-dir"])
+        .arg(&target_dir);
+    if !features.is_empty() {
+        cmd.args(["--features", &features.join(",")]);
+    }
+    // What the outer build set for the host must not leak into the plugin's, as host/build.rs.
+    for var in [
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+    ] {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().expect("cargo runs");
+    assert!(out.status.success(), "building examples/website {features:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let wasm = target_dir.join("wasm32-unknown-unknown/release/website.wasm");
+    std::fs::read(&wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()))
+}
+
+/// A plugin directory laid out as the example's: its `plugin.yaml` as shipped, and the
+/// component where that manifest says (`target/wasm32-unknown-unknown/release/website.wasm`).
+struct PluginDir {
+    dir: tempfile::TempDir,
+}
+
+impl PluginDir {
+    fn new(component: &[u8]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(example_dir().join("plugin.yaml"), dir.path().join("plugin.yaml")).unwrap();
+        std::fs::create_dir_all(dir.path().join("target/wasm32-unknown-unknown/release")).unwrap();
+        let me = PluginDir { dir };
+        me.release(component);
+        me
+    }
+
+    fn manifest(&self) -> PathBuf {
+        self.dir.path().join("plugin.yaml")
+    }
+
+    /// Replaces the component as a build would end: a complete file renamed into place.
+    fn release(&self, component: &[u8]) {
+        let at = self.dir.path().join("target/wasm32-unknown-unknown/release/website.wasm");
+        let tmp = at.with_extension("wasm.new");
+        std::fs::write(&tmp, component).unwrap();
+        std::fs::rename(&tmp, &at).unwrap();
+    }
+}
+
+/// Kills the host this test started, when the test ends however it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Collects a child's pipe on a thread, for the failure messages.
+fn collect(pipe: impl Read + Send + 'static) -> std::sync::Arc<Mutex<Vec<String>>> {
+    let lines = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
+    });
+    lines
+}
+
+/// A free loopback address for the host's metrics and admin endpoint.
+fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// The real kubectl, off the async workers (the cluster serves on them).
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = tokio::task::block_in_place(|| wasmcm_test_support::kubectl(kubeconfig, args, None));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn kubectl_ok(kubeconfig: &Path, args: &[&str]) -> String {
+    let (ok, stdout, stderr) = kubectl(kubeconfig, args);
+    assert!(ok, "kubectl {args:?}: {stdout}{stderr}");
+    stdout
+}
+
+/// The Website as kubectl reads it, if it exists.
+fn website(kubeconfig: &Path) -> Option<Value> {
+    let (ok, stdout, _) = kubectl(kubeconfig, &["get", "website", SITE, "-n", NAMESPACE, "-o", "json"]);
+    ok.then(|| serde_json::from_str(&stdout).ok()).flatten()
+}
+
+fn condition<'a>(site: &'a Value, type_: &str) -> Option<&'a Value> {
+    site.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+/// Ready and not progressing, with every count at `replicas`, for the site's latest generation.
+fn settled(site: &Value, replicas: i64) -> bool {
+    let status = &site["status"];
+    let current = |c: Option<&Value>| c.is_some_and(|c| c["observedGeneration"] == site["metadata"]["generation"]);
+    status["observedGeneration"] == site["metadata"]["generation"]
+        && status["readyReplicas"] == replicas
+        && status["updatedReplicas"] == replicas
+        && condition(site, "Ready").is_some_and(|c| c["status"] == "True" && c["reason"] == "Available")
+        && condition(site, "Progressing").is_some_and(|c| c["status"] == "False" && c["reason"] == "Complete")
+        && current(condition(site, "Ready"))
+        && current(condition(site, "Progressing"))
+}
+
+fn registry_data(cm: Option<ConfigMap>) -> Vec<(String, String)> {
+    cm.and_then(|cm| cm.data).map(|d| d.into_iter().collect()).unwrap_or_default()
+}
+
+async fn ready_pods(pods: &Api<Pod>, image: &str) -> usize {
+    let list = pods.list(&ListParams::default().labels(&format!("app.kubernetes.io/instance={SITE}"))).await;
+    list.map(|l| l.items)
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.spec.as_ref().is_some_and(|s| s.containers[0].image.as_deref() == Some(image)))
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count()
+}
+
+/// The host's `/readyz?verbose`, once it answers.
+async fn readyz(address: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+    let request = "GET /readyz?verbose HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.ok()?;
+    Some(out)
+}
+
+/// The live version of the host's `website` plugin, from `wasmcm plugins list`.
+fn live_version(address: &str) -> Option<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(["plugins", "list", "--address", address])
+        .env("RUST_LOG", "off")
+        .output()
+        .ok()?;
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    table.lines().map(|l| l.split_whitespace().collect::<Vec<_>>()).find_map(|words| {
+        (words.first() == Some(&"website") && words.get(2) == Some(&"live")).then(|| words[1].to_string())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer() {
+    let v1 = tokio::task::block_in_place(|| build_example(&[]));
+    let v2 = tokio::task::block_in_place(|| build_example(&["v2"]));
+    assert_ne!(v1, v2, "the second release is another component");
+
+    let (cluster, admin) = wasmcm_test_support::cluster().await;
+    let kubeconfig = cluster.kubeconfig.clone();
+    let plugins = PluginDir::new(&v1);
+    let state = tempfile::tempdir().unwrap();
+    let address = free_address();
+    // Started before the CRD exists: the host must find the kind once it is served.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(["run", "--leader-elect=false", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--plugins")
+        .arg(plugins.manifest())
+        .args(["--metrics-bind-address", &address, "--cache-dir"])
+        .arg(state.path().join("cache"))
+        .arg("--admin-token-file")
+        .arg(state.path().join("admin-token"))
+        .env("RUST_LOG", "warn,wasmcm=info")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("WASMCM_KUBECONFIG")
+        .env_remove("WASMCM_PLUGINS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wasmcm runs");
+    let log = collect(child.stderr.take().expect("piped"));
+    let _host = Running(child);
+    let log_text = || log.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
+    // The host is up and has found that the cluster does not serve Websites yet.
+    let readyz = eventually("the host to report website not synced", || async {
+        readyz(&address).await.filter(|body| body.contains("[-]plugin/website not synced"))
+    })
+    .await;
+    assert!(readyz.contains("[+]plugin/deployment ok"), "the other plugins run: {readyz}");
+    assert_eq!(tokio::task::block_in_place(|| live_version(&address)).as_deref(), Some("0.1.0"));
+
+    let crd = example_dir().join("deploy/crd.yaml");
+    kubectl_ok(&kubeconfig, &["apply", "-f", &crd.display().to_string()]);
+    kubectl_ok(
+        &kubeconfig,
+        &["wait", "--for=condition=Established", "crd/websites.example.wasmcm.dev", "--timeout=60s"],
+    );
+    let sample = example_dir().join("deploy/website.yaml");
+    kubectl_ok(&kubeconfig, &["apply", "-f", &sample.display().to_string()]);
+
+    // Reconciled: the finalizer, owned children, two ready pods, status with conditions.
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NAMESPACE);
+    let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), NAMESPACE);
+    kubectl_ok(
+        &kubeconfig,
+        &["wait", "--for=condition=Ready", &format!("website/{SITE}"), "-n", NAMESPACE, "--timeout=120s"],
+    );
+    let site = eventually("the Website to be Ready with 2 replicas", || async {
+        website(&kubeconfig).filter(|s| settled(s, 2))
+    })
+    .await;
+    let uid = site["metadata"]["uid"].as_str().expect("a uid").to_string();
+    assert_eq!(site["metadata"]["finalizers"], serde_json::json!(["example.wasmcm.dev/registry"]), "{site}");
+    let deployment = deployments.get(SITE).await.expect("the Deployment");
+    let content = config_maps.get(&format!("{SITE}-content")).await.expect("the content ConfigMap");
+    for (what, refs) in
+        [("Deployment", &deployment.metadata.owner_references), ("ConfigMap", &content.metadata.owner_references)]
+    {
+        let refs = refs.as_ref().unwrap_or_else(|| panic!("{what} has ownerReferences"));
+        assert_eq!(refs.len(), 1, "{what}: {refs:?}");
+        let r = &refs[0];
+        assert_eq!(
+            (r.kind.as_str(), r.api_version.as_str(), r.name.as_str(), r.uid.as_str(), r.controller),
+            ("Website", "example.wasmcm.dev/v1", SITE, uid.as_str(), Some(true)),
+            "{what}"
+        );
+    }
+    let data = content.data.clone().unwrap_or_default();
+    assert!(data["index.html"].contains("<h1>Hello from a wasmcm plugin</h1>"), "{data:?}");
+    assert!(!data["index.html"].contains(FOOTER));
+    assert_eq!(ready_pods(&pods, "nginx:1.27").await, 2);
+    assert_eq!(
+        registry_data(config_maps.get_opt(REGISTRY).await.unwrap()),
+        [(SITE.to_string(), "nginx:1.27".to_string())]
+    );
+
+    // The CRD's printer columns, through kubectl's server-side printing.
+    let table = kubectl_ok(&kubeconfig, &["get", "websites", "-n", NAMESPACE]);
+    let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["NAME", "IMAGE", "REPLICAS", "READY", "AGE"], "{table}");
+    assert_eq!(rows[1][..4], [SITE, "nginx:1.27", "2", "2"], "{table}");
+
+    // A spec change reaches the Deployment, the pods, the registry and the status.
+    kubectl_ok(
+        &kubeconfig,
+        &[
+            "patch",
+            "website",
+            SITE,
+            "-n",
+            NAMESPACE,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"image":"nginx:1.28","replicas":3}}"#,
+        ],
+    );
+    let site = eventually("the Website to be Ready with 3 replicas of nginx:1.28", || async {
+        website(&kubeconfig).filter(|s| settled(s, 3) && s["metadata"]["generation"] == 2)
+    })
+    .await;
+    assert_eq!(site["status"]["observedGeneration"], 2);
+    eventually("3 ready pods of nginx:1.28", || async { (ready_pods(&pods, "nginx:1.28").await == 3).then_some(()) })
+        .await;
+    let deployment = deployments.get(SITE).await.unwrap();
+    let spec = &deployment.spec;
+    assert_eq!(spec.replicas, Some(3));
+    assert_eq!(spec.template.spec.as_ref().unwrap().containers[0].image.as_deref(), Some("nginx:1.28"));
+    assert_eq!(
+        registry_data(config_maps.get_opt(REGISTRY).await.unwrap()),
+        [(SITE.to_string(), "nginx:1.28".to_string())]
+    );
+    let annotation = |d: &Deployment| d.metadata.annotations.as_ref().and_then(|a| a.get(VERSION_ANNOTATION)).cloned();
+    assert_eq!(annotation(&deployment).as_deref(), Some("0.1.0"));
+
+    // Hot swap: the second release replaces the file while the host runs; the next change of
+    // the Website is reconciled by it.
+    plugins.release(&v2);
+    eventually("the host to promote website 0.2.0", || async {
+        tokio::task::block_in_place(|| live_version(&address)).filter(|v| v == "0.2.0")
+    })
+    .await;
+    kubectl_ok(
+        &kubeconfig,
+        &[
+            "patch",
+            "website",
+            SITE,
+            "-n",
+            NAMESPACE,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"content":"<h1>Hello again</h1>"}}"#,
+        ],
+    );
+    let page = eventually("the page of 0.2.0 with its footer", || async {
+        let cm = config_maps.get_opt(&format!("{SITE}-content")).await.ok().flatten()?;
+        let page = cm.data?.get("index.html")?.clone();
+        (page.contains("<h1>Hello again</h1>") && page.contains(FOOTER)).then_some(page)
+    })
+    .await;
+    assert!(page.starts_with("<h1>Hello again</h1>"), "{page}");
+    let deployment = eventually("the Deployment annotated by 0.2.0", || async {
+        deployments.get(SITE).await.ok().filter(|d| annotation(d).as_deref() == Some("0.2.0"))
+    })
+    .await;
+    assert_eq!(deployment.metadata.owner_references.as_ref().map(|r| r[0].uid.clone()), Some(uid.clone()));
+    eventually("the Website Ready at generation 3", || async {
+        website(&kubeconfig).filter(|s| settled(s, 3) && s["metadata"]["generation"] == 3)
+    })
+    .await;
+
+    // Delete: the finalizer's cleanup runs before the Website goes, then its children go.
+    let out = kubectl_ok(&kubeconfig, &["delete", "website", SITE, "-n", NAMESPACE, "--timeout=120s"]);
+    assert!(out.contains(&format!("website.example.wasmcm.dev \"{SITE}\" deleted")), "{out}");
+    assert!(website(&kubeconfig).is_none(), "kubectl delete waits until the Website is gone");
+    let registry = config_maps.get_opt(REGISTRY).await.unwrap();
+    assert!(registry.is_some(), "the shared registry stays");
+    assert_eq!(registry_data(registry), [], "the finalizer removed the Website's entry");
+    eventually("the children and their pods to be garbage-collected", || async {
+        let gone = deployments.get_opt(SITE).await.ok()?.is_none()
+            && config_maps.get_opt(&format!("{SITE}-content")).await.ok()?.is_none()
+            && pods
+                .list(&ListParams::default().labels(&format!("app.kubernetes.io/instance={SITE}")))
+                .await
+                .ok()?
+                .items
+                .is_empty();
+        gone.then_some(())
+    })
+    .await;
+    let log = log_text();
+    assert!(!log.contains("ReconcileFailed"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulate_runs_the_example_on_its_snapshot() {
+    let v1 = tokio::task::block_in_place(|| build_example(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let component = dir.path().join("website.wasm");
+    std::fs::write(&component, &v1).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(["simulate", "--plugin"])
+        .arg(&component)
+        .arg("--state")
+        .arg(example_dir().join("deploy/snapshot.yaml"))
+        .args(["--key", "default/hello", "--now", "2026-11-26T08:00:05Z", "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("wasmcm runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let actions: Vec<String> = result["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {} {}",
+                a["verb"].as_str().unwrap_or(""),
+                a["kind"].as_str().unwrap_or(""),
+                a["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "create ConfigMap hello-content",
+            "create Deployment hello",
+            format!("create ConfigMap {REGISTRY}").as_str(),
+            "update-status Website hello",
+        ],
+        "{result:#}"
+    );
+    assert_eq!(result["plugin"]["version"], "0.1.0");
+    let items = result["state"]["items"].as_array().expect("the state after");
+    let site = items.iter().find(|o| o["kind"] == "Website").expect("the Website");
+    assert_eq!(condition(site, "Progressing").map(|c| c["reason"].clone()), Some("Creating".into()), "{site:#}");
+    let deployment = items.iter().find(|o| o["kind"] == "Deployment").expect("the Deployment");
+    assert_eq!(deployment["metadata"]["ownerReferences"][0]["uid"], site["metadata"]["uid"]);
+}
