@@ -7,6 +7,7 @@
 //! - `writes`: checking an outcome's intents and performing them.
 //! - `ops`: metrics, health and the admin endpoint.
 //! - [`simulate`]: one reconcile offline, on the API server's own write path.
+//! - [`scaffold`]: `wasmcm new`, a standalone plugin crate to start from.
 //!
 //! The modules are private; what the binary, the tests and the benchmarks use is re-exported
 //! here.
@@ -18,6 +19,7 @@ mod engine;
 mod lifecycle;
 mod ops;
 mod runtime;
+pub mod scaffold;
 pub mod simulate;
 mod writes;
 

@@ -56,6 +56,29 @@ enum Command {
     /// Which replica holds which shard, and the live members, read from the shard Leases of
     /// hosts run with --shards.
     Shards(ShardsArgs),
+    /// Create a standalone plugin crate to start from: describe(), a reconcile skeleton with
+    /// unit tests, a simulate snapshot, a plugin manifest and, for a custom kind, its CRD.
+    New(NewArgs),
+}
+
+#[derive(Args)]
+struct NewArgs {
+    /// The plugin's name, also its crate's: lowercase letters, digits and '-'.
+    name: String,
+    /// The kind it reconciles, group/version/Kind (version/Kind for the core group)
+    /// [default: example.com/v1alpha1/<CamelCase of the name>, a custom kind with its CRD].
+    #[arg(long)]
+    kind: Option<String>,
+    /// A custom kind's resource name [default: the kind in lowercase + "s"].
+    #[arg(long)]
+    plural: Option<String>,
+    /// Where to create it (new or empty) [default: ./<name>].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// The wasmcm-guest SDK to depend on by path [default: the SDK of the checkout this
+    /// wasmcm was built from; without one, version only, from a registry].
+    #[arg(long)]
+    sdk: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -292,6 +315,19 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
     if let Command::Shards(args) = command {
         return show_shards(args);
     }
+    if let Command::New(args) = command {
+        let options = wasmcm::scaffold::Options {
+            name: args.name,
+            kind: args.kind,
+            plural: args.plural,
+            dir: args.dir,
+            sdk: args.sdk,
+        };
+        let created = wasmcm::scaffold::create(&options).map_err(anyhow::Error::msg)?;
+        let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "wasmcm".into());
+        print!("{}", wasmcm::scaffold::next_steps(&created, &exe));
+        return Ok(ExitCode::SUCCESS);
+    }
     let precompiled_dir = if cli.no_cache { None } else { cli.cache_dir.or_else(default_cache_dir) };
     let memory_budget = match &cli.plugin_memory_budget {
         Some(q) => Some(
@@ -335,7 +371,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Command::Cluster(_) | Command::Shards(_) => unreachable!("handled above"),
+        Command::Cluster(_) | Command::Shards(_) | Command::New(_) => unreachable!("handled above"),
         Command::Plugins(PluginsCommand::Inspect { plugins }) => {
             let names: Vec<String> =
                 if plugins.is_empty() { builtin::names().map(String::from).collect() } else { plugins };
