@@ -599,7 +599,7 @@ mod tests {
 
     #[test]
     fn the_default_kind_is_a_custom_one_named_after_the_plugin() {
-        let plan = plan(&options("my-plugin")).unwrap();
+        let plan = super::plan(&options("my-plugin")).unwrap();
         assert_eq!(plan.kind, parse_kind("example.com/v1alpha1/MyPlugin").unwrap());
         let file = |f: &str| &plan.files.iter().find(|(p, _)| p == f).unwrap_or_else(|| panic!("{f}")).1;
         assert!(file("deploy/crd.yaml").contains("name: myplugins.example.com"));
@@ -607,12 +607,12 @@ mod tests {
         assert!(file("src/lib.rs").contains("name: \"my-plugin\".into()"));
         assert!(file("plugin.yaml").contains("file: target/wasm32-unknown-unknown/release/my_plugin.wasm"));
         assert!(file("snapshot.yaml").contains("- apiVersion: apiextensions.k8s.io/v1"));
-        assert!(plan(&Options { plural: Some("Bad_Plural".into()), ..options("x") }).unwrap_err().contains("--plural"));
-        let builtin = plan(&Options { kind: Some("v1/ConfigMap".into()), ..options("cm") }).unwrap();
+        assert!(super::plan(&Options { plural: Some("Bad_Plural".into()), ..options("x") }).unwrap_err().contains("--plural"));
+        let builtin = super::plan(&Options { kind: Some("v1/ConfigMap".into()), ..options("cm") }).unwrap();
         let files: Vec<&str> = builtin.files.iter().map(|(p, _)| p.as_str()).collect();
         assert!(!files.contains(&"deploy/crd.yaml"), "{files:?}");
         assert!(
-            plan(&Options { kind: Some("v1/ConfigMap".into()), plural: Some("cms".into()), ..options("cm") }).is_err()
+            super::plan(&Options { kind: Some("v1/ConfigMap".into()), plural: Some("cms".into()), ..options("cm") }).is_err()
         );
     }
 
