@@ -516,11 +516,29 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         let cluster = Cluster::start(config).await?;
         println!("wasmcm cluster serving at {}", cluster.url);
         println!("kubeconfig: {}", cluster.kubeconfig.display());
-        println!("try: export KUBECONFIG={} && kubectl get nodes", cluster.kubeconfig.display());
+        println!("try: export KUBECONFIG={} && {} get nodes", cluster.kubeconfig.display(), kubectl_for_try());
         tokio::signal::ctrl_c().await?;
         cluster.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The kubectl a `try:` line names, so it can be pasted as it is: the pinned one `make run`
+/// installs (scripts/install-kubectl.sh, as the tests use) in the checkout this binary was built
+/// from, or in $WASMCM_TOOLS_DIR as the script does; else the PATH's.
+fn kubectl_for_try() -> String {
+    let tools = std::env::var_os("WASMCM_TOOLS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| wasmcm::scaffold::checkout().map(|c| c.join("target/tools")));
+    match tools.map(|t| t.join("kubectl")).filter(|k| k.is_file()) {
+        Some(k)
+            if k.to_str().is_some_and(|s| s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))) =>
+        {
+            k.display().to_string()
+        }
+        Some(k) => format!("'{}'", k.display().to_string().replace('\'', r"'\''")),
+        None => "kubectl".into(),
+    }
 }
 
 /// Ctrl-C, or SIGTERM (what the kubelet sends a pod's container to stop it).
@@ -609,8 +627,10 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
                 let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
                 println!("embedded cluster at {}", cluster.url);
+                let k = kubectl_for_try();
                 println!(
-                    "try: export KUBECONFIG={} && kubectl create -f examples/replicaset.yaml && kubectl get pods",
+                    "try: export KUBECONFIG={} && {k} create deployment web --image=nginx:1 --replicas=3 && {k} rollout \
+                     status deployment/web && {k} get pods",
                     cluster.kubeconfig.display()
                 );
                 (Some(cluster), config)

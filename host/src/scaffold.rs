@@ -607,12 +607,17 @@ mod tests {
         assert!(file("src/lib.rs").contains("name: \"my-plugin\".into()"));
         assert!(file("plugin.yaml").contains("file: target/wasm32-unknown-unknown/release/my_plugin.wasm"));
         assert!(file("snapshot.yaml").contains("- apiVersion: apiextensions.k8s.io/v1"));
-        assert!(super::plan(&Options { plural: Some("Bad_Plural".into()), ..options("x") }).unwrap_err().contains("--plural"));
+        assert!(
+            super::plan(&Options { plural: Some("Bad_Plural".into()), ..options("x") })
+                .unwrap_err()
+                .contains("--plural")
+        );
         let builtin = super::plan(&Options { kind: Some("v1/ConfigMap".into()), ..options("cm") }).unwrap();
         let files: Vec<&str> = builtin.files.iter().map(|(p, _)| p.as_str()).collect();
         assert!(!files.contains(&"deploy/crd.yaml"), "{files:?}");
         assert!(
-            super::plan(&Options { kind: Some("v1/ConfigMap".into()), plural: Some("cms".into()), ..options("cm") }).is_err()
+            super::plan(&Options { kind: Some("v1/ConfigMap".into()), plural: Some("cms".into()), ..options("cm") })
+                .is_err()
         );
     }
 

@@ -22,5 +22,6 @@ mod lifecycle;
 mod plugin_loading;
 mod reproducible;
 mod sandbox;
+mod scaffold;
 mod shards;
 mod simulate_cli;
