@@ -586,15 +586,18 @@ mod tests {
     }
 
     #[test]
-    fn an_existing_non_empty_directory_is_refused_untouched() {
-        let dir = std::env::temp_dir().join(format!("wasmcm-scaffold-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("keep.txt"), "mine").unwrap();
-        let err = create(&Options { dir: Some(dir.clone()), ..options("my-plugin") }).unwrap_err();
+    fn a_non_empty_directory_or_a_wrong_sdk_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
+        let err = create(&Options { dir: Some(dir.path().into()), ..options("my-plugin") }).unwrap_err();
         assert!(err.contains("exists and is not empty"), "{err}");
-        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, ["keep.txt"]);
-        std::fs::remove_dir_all(&dir).unwrap();
+        let err = plan(&Options { sdk: Some(dir.path().into()), ..options("my-plugin") }).unwrap_err();
+        assert!(err.starts_with("--sdk ") && err.contains("cannot read"), "{err}");
+        std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"other\"\n").unwrap();
+        let err = plan(&Options { sdk: Some(dir.path().into()), ..options("my-plugin") }).unwrap_err();
+        assert!(err.contains("is not the wasmcm-guest crate"), "{err}");
     }
 
     #[test]
