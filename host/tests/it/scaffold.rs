@@ -1,8 +1,9 @@
 //! `wasmcm new` end to end, as a plugin author follows it from an empty directory: scaffold,
 //! build the component with the scaffold's own `cargo build --release --locked`, its native unit
-//! tests, `simulate` on its snapshot, `plugins inspect`, then `wasmcm run` with its plugin.yaml on
-//! the embedded cluster, where the `try:` line the host prints is pasted as it is, and the
-//! scaffold's CRD and example are applied with the real kubectl and reconciled.
+//! tests, `simulate` on its snapshot, `plugins inspect`, then `wasmcm run` with its plugin.yaml
+//! (in `WASMCM_PLUGINS`, as `make run` gets it) on the embedded cluster, where the `try:` line the
+//! host prints is pasted as it is, and the scaffold's CRD and example are applied with the real
+//! kubectl and reconciled.
 //!
 //! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold.rs`. The
 //! plugin builds share `target/plugins` so that reruns reuse compiled dependencies; nothing
@@ -163,7 +164,9 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     let mut host = Running(
         Command::new(env!("CARGO_BIN_EXE_wasmcm"))
             .current_dir(&dir)
-            .args(["run", "--plugins", "plugin.yaml", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
+            // As `WASMCM_PLUGINS=$PWD/plugin.yaml make run` passes it.
+            .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
+            .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
             .arg("--admin-token-file")
             .arg(home.path().join("admin-token"))
             .env("WASMCM_CACHE_DIR", common::precompiled_dir())
