@@ -161,8 +161,8 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     assert!(shown.contains("primary: example.com/v1alpha1/HelloScaffold"), "{shown}");
 
     // The host with its plugin.yaml, on the embedded cluster.
-    let mut host = Running(
-        Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+    let mut host = Running {
+        child: Command::new(env!("CARGO_BIN_EXE_wasmcm"))
             .current_dir(&dir)
             // As `WASMCM_PLUGINS=$PWD/plugin.yaml make run` passes it.
             .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
@@ -175,8 +175,9 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
             .stderr(Stdio::null())
             .spawn()
             .expect("wasmcm runs"),
-    );
-    let mut lines = BufReader::new(host.0.stdout.take().expect("piped")).lines();
+        cluster_dir: None,
+    };
+    let mut lines = BufReader::new(host.child.stdout.take().expect("piped")).lines();
     let mut try_line = None;
     for line in lines.by_ref() {
         let line = line.expect("the host's output");
@@ -189,22 +190,6 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
         }
     }
     let try_line = try_line.expect("the host prints what to try");
-    reconciled_on_the_host(home.path(), &dir, &try_line);
-}
-
-/// Stops the host however the test ends.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The `try:` line pasted into a shell, then the scaffold's CRD and example applied and the
-/// example reconciled Ready, again after a spec change.
-fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str) {
     let kubeconfig = PathBuf::from(
         try_line
             .split("KUBECONFIG=")
@@ -212,6 +197,29 @@ fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str) {
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("the try line names the kubeconfig: {try_line}")),
     );
+    host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
+}
+
+/// Stops the host however the test ends, and removes what its embedded cluster left.
+struct Running {
+    child: std::process::Child,
+    cluster_dir: Option<PathBuf>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(dir) = &self.cluster_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The `try:` line pasted into a shell, then the scaffold's CRD and example applied and the
+/// example reconciled Ready, again after a spec change.
+fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, kubeconfig: &Path) {
     // As pasted: the command names the kubectl it uses; no KUBECONFIG or PATH from here.
     let pasted = Command::new("sh")
         .args(["-c", try_line])
@@ -226,7 +234,7 @@ fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str) {
     assert_eq!(shown.lines().filter(|l| l.starts_with("web-") && l.contains("Running")).count(), 3, "{shown}");
 
     let kubectl = |args: &[&str]| {
-        let out = wasmcm_test_support::kubectl(&kubeconfig, args, None);
+        let out = wasmcm_test_support::kubectl(kubeconfig, args, None);
         (out.status.success(), text(&out))
     };
     let file = |f: &str| dir.join(f).display().to_string();
