@@ -8,12 +8,18 @@ toolchain:
 	rustup toolchain install
 
 # The main job: the host with its built-in plugins on a new embedded cluster (or the cluster
-# of $KUBECONFIG). `cargo run -p wasmcm -- --help` lists everything.
+# of $KUBECONFIG). `cargo run -p wasmcm -- --help` lists everything. The tests' pinned kubectl
+# first, into target/tools, which the "try:" line the host prints names (without one, that
+# line names the PATH's kubectl and the host runs all the same).
+KUBECTL_FOR_RUN = scripts/install-kubectl.sh >/dev/null || echo "make: no kubectl in target/tools (see above); the host runs without it" >&2
+
 run: toolchain
+	$(KUBECTL_FOR_RUN)
 	cargo run -p wasmcm -- run
 
 # The embedded Kubernetes API server alone; prints the kubeconfig to use with kubectl.
 cluster: toolchain
+	$(KUBECTL_FOR_RUN)
 	cargo run -p wasmcm -- cluster
 
 # Every test: formatting, lints, the SDK's docs, then the whole workspace (native logic, engine,

@@ -9,6 +9,7 @@
 //! - [`simulate`]: one reconcile offline, on the API server's own write path.
 //! - [`record`]: one live reconcile's reads, request and outcome, which `simulate` replays.
 //! - `outcome`: an outcome as JSON, and where two differ.
+//! - [`scaffold`]: `wasmcm new`, a standalone plugin crate to start from.
 //!
 //! The modules are private; what the binary, the tests and the benchmarks use is re-exported
 //! here.
@@ -22,6 +23,7 @@ mod ops;
 mod outcome;
 pub mod record;
 mod runtime;
+pub mod scaffold;
 pub mod simulate;
 mod writes;
 

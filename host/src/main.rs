@@ -56,6 +56,29 @@ enum Command {
     /// Which replica holds which shard, and the live members, read from the shard Leases of
     /// hosts run with --shards.
     Shards(ShardsArgs),
+    /// Create a standalone plugin crate to start from: describe(), a reconcile skeleton with
+    /// unit tests, a simulate snapshot, a plugin manifest and, for a custom kind, its CRD.
+    New(NewArgs),
+}
+
+#[derive(Args)]
+struct NewArgs {
+    /// The plugin's name, also its crate's: lowercase letters, digits and '-'.
+    name: String,
+    /// The kind it reconciles, group/version/Kind (version/Kind for the core group)
+    /// [default: example.com/v1alpha1/<CamelCase of the name>, a custom kind with its CRD].
+    #[arg(long)]
+    kind: Option<String>,
+    /// A custom kind's resource name [default: the kind in lowercase + "s"].
+    #[arg(long)]
+    plural: Option<String>,
+    /// Where to create it (new or empty) [default: ./<name>].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// The wasmcm-guest SDK to depend on by path [default: the SDK of the checkout this
+    /// wasmcm was built from; without one, version only, from a registry].
+    #[arg(long)]
+    sdk: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -314,6 +337,19 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
     if let Command::Shards(args) = command {
         return show_shards(args);
     }
+    if let Command::New(args) = command {
+        let options = wasmcm::scaffold::Options {
+            name: args.name,
+            kind: args.kind,
+            plural: args.plural,
+            dir: args.dir,
+            sdk: args.sdk,
+        };
+        let created = wasmcm::scaffold::create(&options).map_err(anyhow::Error::msg)?;
+        let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "wasmcm".into());
+        print!("{}", wasmcm::scaffold::next_steps(&created, &exe));
+        return Ok(ExitCode::SUCCESS);
+    }
     let precompiled_dir = if cli.no_cache { None } else { cli.cache_dir.or_else(default_cache_dir) };
     let memory_budget = match &cli.plugin_memory_budget {
         Some(q) => Some(
@@ -339,7 +375,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => run_host(&engine, args),
         Command::Simulate(args) => simulate_command(&engine, args),
-        Command::Cluster(_) | Command::Shards(_) => unreachable!("handled above"),
+        Command::Cluster(_) | Command::Shards(_) | Command::New(_) => unreachable!("handled above"),
         Command::Plugins(PluginsCommand::Inspect { plugins }) => {
             let names: Vec<String> =
                 if plugins.is_empty() { builtin::names().map(String::from).collect() } else { plugins };
@@ -564,11 +600,29 @@ fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         let cluster = Cluster::start(config).await?;
         println!("wasmcm cluster serving at {}", cluster.url);
         println!("kubeconfig: {}", cluster.kubeconfig.display());
-        println!("try: export KUBECONFIG={} && kubectl get nodes", cluster.kubeconfig.display());
+        println!("try: export KUBECONFIG={} && {} get nodes", cluster.kubeconfig.display(), kubectl_for_try());
         tokio::signal::ctrl_c().await?;
         cluster.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The kubectl a `try:` line names, so it can be pasted as it is: the pinned one `make run`
+/// installs (scripts/install-kubectl.sh, as the tests use) in the checkout this binary was built
+/// from, or in $WASMCM_TOOLS_DIR as the script does; else the PATH's.
+fn kubectl_for_try() -> String {
+    let tools = std::env::var_os("WASMCM_TOOLS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| wasmcm::scaffold::checkout().map(|c| c.join("target/tools")));
+    match tools.map(|t| t.join("kubectl")).filter(|k| k.is_file()) {
+        Some(k)
+            if k.to_str().is_some_and(|s| s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))) =>
+        {
+            k.display().to_string()
+        }
+        Some(k) => format!("'{}'", k.display().to_string().replace('\'', r"'\''")),
+        None => "kubectl".into(),
+    }
 }
 
 /// Ctrl-C, or SIGTERM (what the kubelet sends a pod's container to stop it).
@@ -657,8 +711,10 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
                 let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
                 println!("embedded cluster at {}", cluster.url);
+                let k = kubectl_for_try();
                 println!(
-                    "try: export KUBECONFIG={} && kubectl create -f examples/replicaset.yaml && kubectl get pods",
+                    "try: export KUBECONFIG={} && {k} create deployment web --image=nginx:1 --replicas=3 && {k} rollout \
+                     status deployment/web && {k} get pods",
                     cluster.kubeconfig.display()
                 );
                 (Some(cluster), config)

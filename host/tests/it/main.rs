@@ -24,5 +24,6 @@ mod plugin_loading;
 mod record;
 mod reproducible;
 mod sandbox;
+mod scaffold;
 mod shards;
 mod simulate_cli;

@@ -1,0 +1,280 @@
+//! `wasmcm new` end to end, as a plugin author follows it from an empty directory: scaffold,
+//! build the component with the scaffold's own `cargo build --release --locked`, its native unit
+//! tests, `simulate` on its snapshot, `plugins inspect`, then `wasmcm run` with its plugin.yaml
+//! (in `WASMCM_PLUGINS`, as `make run` gets it) on the embedded cluster, where the `try:` line the
+//! host prints is pasted as it is, and the scaffold's CRD and example are applied with the real
+//! kubectl and reconciled.
+//!
+//! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold.rs`. The
+//! plugin builds share `target/plugins` so that reruns reuse compiled dependencies; nothing
+//! else of the workspace is written.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const NAME: &str = "hello-scaffold";
+const WASM: &str = "hello_scaffold.wasm";
+const PLURAL: &str = "helloscaffolds";
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn wasmcm(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .current_dir(dir)
+        .args(args)
+        .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the binary runs")
+}
+
+/// Cargo as the author runs it in the scaffold (the rustup proxy on PATH, so its
+/// rust-toolchain.toml applies), without what this test's own build put in the environment.
+fn cargo(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(dir).args(args).env("CARGO_TARGET_DIR", plugins_target());
+    for var in [
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+        "RUSTC",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "RUSTUP_TOOLCHAIN",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.output().expect("cargo runs")
+}
+
+/// Shared by every run of this test, so a rerun builds only the plugin itself.
+fn plugins_target() -> PathBuf {
+    common::workspace_root().join("target/plugins")
+}
+
+#[test]
+fn bad_input_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, why) in [
+        (vec!["new", "Bad_Name"], "invalid plugin name \"Bad_Name\""),
+        (vec!["new", "ok", "--kind", "Widget"], "invalid --kind \"Widget\": expected group/version/Kind"),
+    ] {
+        let out = wasmcm(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(why), "{args:?}: {}", text(&out));
+    }
+    std::fs::create_dir(dir.path().join("taken")).unwrap();
+    std::fs::write(dir.path().join("taken/file"), "").unwrap();
+    let out = wasmcm(dir.path(), &["new", "taken"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("exists and is not empty"), "{}", text(&out));
+    assert_eq!(std::fs::read_dir(dir.path().join("taken")).unwrap().count(), 1, "nothing written");
+}
+
+#[test]
+fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the_host() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(NAME);
+
+    // Scaffold.
+    let out = wasmcm(home.path(), &["new", NAME]);
+    assert!(out.status.success(), "wasmcm new: {}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(printed.contains("cargo build --release --target wasm32-unknown-unknown"), "{printed}");
+    let lock = std::fs::read_to_string(dir.join("Cargo.lock")).expect("a Cargo.lock");
+    assert!(lock.contains("name = \"wasmcm-guest\""), "{lock}");
+    assert!(!lock.contains("name = \"wasmtime\""), "the lock is pruned to the plugin's dependencies");
+
+    // Build: the component, with the lock as generated.
+    let built = cargo(&dir, &["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"]);
+    assert!(built.status.success(), "cargo build: {}", text(&built));
+    assert_eq!(std::fs::read_to_string(dir.join("Cargo.lock")).unwrap(), lock, "--locked kept the lock as written");
+    // Where plugin.yaml expects it (this test's builds go to the shared target dir).
+    let wasm_dir = dir.join("target/wasm32-unknown-unknown/release");
+    std::fs::create_dir_all(&wasm_dir).unwrap();
+    std::fs::copy(plugins_target().join("wasm32-unknown-unknown/release").join(WASM), wasm_dir.join(WASM)).unwrap();
+    let wasm = wasm_dir.join(WASM).display().to_string();
+
+    // Unit tests, natively.
+    let tested = cargo(&dir, &["test", "--locked"]);
+    assert!(tested.status.success(), "cargo test: {}", text(&tested));
+    assert!(
+        text(&tested).contains("reports_the_generation_ready_then_writes_nothing_more ... ok"),
+        "{}",
+        text(&tested)
+    );
+
+    // Simulate on the snapshot: one status update, Ready.
+    let out = wasmcm(
+        &dir,
+        &[
+            "simulate",
+            "--plugin",
+            &wasm,
+            "--state",
+            "snapshot.yaml",
+            "--key",
+            "default/example",
+            "--now",
+            "2026-01-01T00:00:00Z",
+        ],
+    );
+    assert!(out.status.success(), "simulate: {}", text(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
+    assert_eq!(result["plugin"]["name"], NAME);
+    let actions: Vec<String> = result["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!("{} {} {}", a["verb"].as_str().unwrap(), a["kind"].as_str().unwrap(), a["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(actions, ["update-status HelloScaffold example"], "{result:#}");
+    let object = result["state"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "HelloScaffold")
+        .expect("the example in the state");
+    assert_eq!(object["status"]["observedGeneration"], 1, "{object:#}");
+    assert_eq!(object["status"]["conditions"][0]["type"], "Ready", "{object:#}");
+    assert_eq!(object["status"]["conditions"][0]["status"], "True", "{object:#}");
+
+    // What the host sees of it.
+    let out = wasmcm(&dir, &["plugins", "inspect", &wasm]);
+    assert!(out.status.success(), "inspect: {}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&format!("{NAME} 0.1.0 (contract")), "{shown}");
+    assert!(shown.contains("primary: example.com/v1alpha1/HelloScaffold"), "{shown}");
+
+    // The host with its plugin.yaml, on the embedded cluster.
+    let mut host = Running {
+        child: Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            .current_dir(&dir)
+            // As `WASMCM_PLUGINS=$PWD/plugin.yaml make run` passes it.
+            .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
+            .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
+            .arg("--admin-token-file")
+            .arg(home.path().join("admin-token"))
+            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("wasmcm runs"),
+        cluster_dir: None,
+    };
+    let mut lines = BufReader::new(host.child.stdout.take().expect("piped")).lines();
+    let mut try_line = None;
+    for line in lines.by_ref() {
+        let line = line.expect("the host's output");
+        if let Some(command) = line.strip_prefix("try: ") {
+            try_line = Some(command.to_string());
+        }
+        if line.starts_with("wasmcm running") {
+            assert!(line.contains(NAME), "the plugin runs: {line}");
+            break;
+        }
+    }
+    let try_line = try_line.expect("the host prints what to try");
+    let kubeconfig = PathBuf::from(
+        try_line
+            .split("KUBECONFIG=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("the try line names the kubeconfig: {try_line}")),
+    );
+    host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
+}
+
+/// Stops the host however the test ends, and removes what its embedded cluster left.
+struct Running {
+    child: std::process::Child,
+    cluster_dir: Option<PathBuf>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(dir) = &self.cluster_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The `try:` line pasted into a shell, then the scaffold's CRD and example applied and the
+/// example reconciled Ready, again after a spec change.
+fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, kubeconfig: &Path) {
+    // As pasted: the command names the kubectl it uses; no KUBECONFIG or PATH from here.
+    let pasted = Command::new("sh")
+        .args(["-c", try_line])
+        .env_remove("KUBECONFIG")
+        .env("HOME", home)
+        .current_dir(dir)
+        .output()
+        .expect("sh runs");
+    let shown = text(&pasted);
+    assert!(pasted.status.success(), "the try line failed: {try_line}\n{shown}");
+    assert!(shown.contains("successfully rolled out"), "{shown}");
+    assert_eq!(shown.lines().filter(|l| l.starts_with("web-") && l.contains("Running")).count(), 3, "{shown}");
+
+    let kubectl = |args: &[&str]| {
+        let out = wasmcm_test_support::kubectl(kubeconfig, args, None);
+        (out.status.success(), text(&out))
+    };
+    let file = |f: &str| dir.join(f).display().to_string();
+    let (ok, shown) = kubectl(&["apply", "-f", &file("deploy/crd.yaml")]);
+    assert!(ok, "{shown}");
+    // The CRD takes a moment to be served; kubectl then maps the kind.
+    let deadline = Instant::now() + common::PATIENCE;
+    loop {
+        let (ok, shown) = kubectl(&["apply", "-f", &file("deploy/example.yaml")]);
+        if ok {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the example is never accepted: {shown}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let ready = |generation: &str| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let (_, shown) = kubectl(&[
+                "get",
+                PLURAL,
+                "example",
+                "-o",
+                "jsonpath={.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status}",
+            ]);
+            if shown.trim() == format!("{generation} True") {
+                return;
+            }
+            // The host retries a kind it found unserved with a backoff of up to 30 s.
+            assert!(Instant::now() < deadline, "not reconciled to generation {generation}: {shown}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    ready("1");
+    let (ok, shown) = kubectl(&["get", PLURAL]);
+    assert!(
+        ok && shown.contains("READY") && shown.lines().any(|l| l.starts_with("example ") && l.contains("True")),
+        "{shown}"
+    );
+    let (ok, shown) = kubectl(&["patch", PLURAL, "example", "--type=merge", "-p", r#"{"spec":{"message":"again"}}"#]);
+    assert!(ok, "{shown}");
+    ready("2");
+}
