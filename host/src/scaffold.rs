@@ -31,8 +31,9 @@ const T_SNAPSHOT_BUILTIN: &str = include_str!("../templates/plugin/snapshot-buil
 /// The SDK's version: the workspace's, which a registry would resolve `wasmcm-guest` to.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The workspace dependencies a plugin uses as the SDK does (same versions and features).
-const PLUGIN_DEPENDENCIES: [&str; 3] = ["serde", "serde_json", "k8s-openapi"];
+/// The workspace dependencies a plugin uses as the SDK does (same versions and features);
+/// k8s-openapi comes through the SDK's re-export, so its version always matches.
+const PLUGIN_DEPENDENCIES: [&str; 2] = ["serde", "serde_json"];
 
 /// The built-in plugins' annotation for the skeleton of a built-in kind.
 const BUILTIN_ANNOTATION: &str = "wasmcm.dev/reconciled-by";
@@ -644,10 +645,8 @@ mod tests {
         ] {
             assert!(cargo.contains(line), "{line} in\n{cargo}");
         }
-        assert!(
-            cargo.contains("k8s-openapi = { version = \"0.29\", default-features = false, features = [\"latest\"] }"),
-            "{cargo}"
-        );
+        assert!(cargo.contains("serde_json = \"1\""), "{cargo}");
+        assert!(!cargo.contains("k8s-openapi"), "the SDK's re-export is used: {cargo}");
         assert!(cargo.contains(&format!("wasmcm-guest = {{ version = \"{SDK_VERSION}\", path = \"/")), "{cargo}");
         assert!(cargo.contains("\n[workspace]\n"), "{cargo}");
         assert!(cargo.contains("crate-type = [\"cdylib\", \"rlib\"]"), "{cargo}");

@@ -3,7 +3,9 @@
 //! tests, `simulate` on its snapshot, `plugins inspect`, then `wasmcm run` with its plugin.yaml
 //! (in `WASMCM_PLUGINS`, as `make run` gets it) on the embedded cluster, where the `try:` line the
 //! host prints is pasted as it is, and the scaffold's CRD and example are applied with the real
-//! kubectl and reconciled.
+//! kubectl and reconciled; then a key is recorded on that host with `wasmcm plugins record`,
+//! replayed identically with `simulate --expect`, and replayed again after a change to the
+//! plugin's code, which shows the difference. It prints how long each step took.
 //!
 //! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold.rs`. The
 //! plugin builds share `target/plugins` so that reruns reuse compiled dependencies; nothing
@@ -87,6 +89,7 @@ fn bad_input_is_refused_with_the_reason() {
 fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the_host() {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().join(NAME);
+    let mut steps = Steps::start();
 
     // Scaffold.
     let out = wasmcm(home.path(), &["new", NAME]);
@@ -97,15 +100,12 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     assert!(lock.contains("name = \"wasmcm-guest\""), "{lock}");
     assert!(!lock.contains("name = \"wasmtime\""), "the lock is pruned to the plugin's dependencies");
 
+    steps.done("scaffold");
+
     // Build: the component, with the lock as generated.
-    let built = cargo(&dir, &["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"]);
-    assert!(built.status.success(), "cargo build: {}", text(&built));
+    let wasm = build(&dir);
     assert_eq!(std::fs::read_to_string(dir.join("Cargo.lock")).unwrap(), lock, "--locked kept the lock as written");
-    // Where plugin.yaml expects it (this test's builds go to the shared target dir).
-    let wasm_dir = dir.join("target/wasm32-unknown-unknown/release");
-    std::fs::create_dir_all(&wasm_dir).unwrap();
-    std::fs::copy(plugins_target().join("wasm32-unknown-unknown/release").join(WASM), wasm_dir.join(WASM)).unwrap();
-    let wasm = wasm_dir.join(WASM).display().to_string();
+    steps.done("build the component");
 
     // Unit tests, natively.
     let tested = cargo(&dir, &["test", "--locked"]);
@@ -115,6 +115,7 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
         "{}",
         text(&tested)
     );
+    steps.done("unit-test");
 
     // Simulate on the snapshot: one status update, Ready.
     let out = wasmcm(
@@ -152,6 +153,7 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     assert_eq!(object["status"]["observedGeneration"], 1, "{object:#}");
     assert_eq!(object["status"]["conditions"][0]["type"], "Ready", "{object:#}");
     assert_eq!(object["status"]["conditions"][0]["status"], "True", "{object:#}");
+    steps.done("simulate");
 
     // What the host sees of it.
     let out = wasmcm(&dir, &["plugins", "inspect", &wasm]);
@@ -159,6 +161,7 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains(&format!("{NAME} 0.1.0 (contract")), "{shown}");
     assert!(shown.contains("primary: example.com/v1alpha1/HelloScaffold"), "{shown}");
+    steps.done("inspect");
 
     // The host with its plugin.yaml, on the embedded cluster.
     let mut host = Running {
@@ -178,11 +181,14 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
         cluster_dir: None,
     };
     let mut lines = BufReader::new(host.child.stdout.take().expect("piped")).lines();
-    let mut try_line = None;
+    let (mut try_line, mut address) = (None, None);
     for line in lines.by_ref() {
         let line = line.expect("the host's output");
         if let Some(command) = line.strip_prefix("try: ") {
             try_line = Some(command.to_string());
+        }
+        if let Some(a) = line.strip_prefix("metrics: http://").and_then(|a| a.strip_suffix("/metrics")) {
+            address = Some(a.to_string());
         }
         if line.starts_with("wasmcm running") {
             assert!(line.contains(NAME), "the plugin runs: {line}");
@@ -198,7 +204,76 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
             .unwrap_or_else(|| panic!("the try line names the kubeconfig: {try_line}")),
     );
     host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    steps.done("load into the host (make run)");
     reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
+    steps.done("reconcile the custom resource (kubectl)");
+
+    // Record a live reconcile of the example, as the README says.
+    let address = address.expect("the host prints its admin address");
+    let token = home.path().join("admin-token").display().to_string();
+    let record = ["plugins", "record", NAME, "default/example", "-o", "example.json", "--address", &address];
+    let out = wasmcm(&dir, &[&record[..], &["--admin-token-file", &token]].concat());
+    assert!(out.status.success(), "record: {}", text(&out));
+    assert!(text(&out).contains(&format!("recorded {NAME} 0.1.0")), "{}", text(&out));
+    steps.done("record a key");
+
+    // Replay it: the same plugin returns the same outcome (nothing to do: it is Ready).
+    let replay = ["simulate", "--plugin", &wasm, "--state", "example.json", "--expect", "example.json"];
+    let out = wasmcm(&dir, &replay);
+    assert!(out.status.success(), "replay: {}", text(&out));
+    assert!(text(&out).contains("identical to example.json"), "{}", text(&out));
+    steps.done("replay it");
+
+    // A change to the plugin's logic, rebuilt: the replay says what it would write now.
+    let lib = dir.join("src/lib.rs");
+    let code = std::fs::read_to_string(&lib).unwrap();
+    assert!(code.contains(r#"reason: "Reconciled".into(),"#), "the skeleton's reason");
+    std::fs::write(&lib, code.replace(r#"reason: "Reconciled".into(),"#, r#"reason: "Served".into(),"#)).unwrap();
+    let wasm = build(&dir);
+    let out = wasmcm(&dir, &replay);
+    assert_eq!(out.status.code(), Some(1), "the changed plugin differs: {}", text(&out));
+    assert!(text(&out).contains("differs from example.json: 0 intents in 0 batches vs 1 in 1"), "{}", text(&out));
+    let replayed: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
+    let update = &replayed["outcome"]["batches"][0][0]["updateStatus"];
+    assert_eq!(update["status"]["conditions"][0]["reason"], "Served", "{replayed:#}");
+    assert_eq!(replayed["plugin"]["digest"].as_str().map(str::len), Some(64), "{wasm}");
+    steps.done("change, rebuild, replay");
+    eprintln!("{}", steps.report());
+}
+
+/// `cargo build --release --locked --target wasm32-unknown-unknown` in `dir`, the component
+/// copied where `plugin.yaml` names it (this test's builds go to the shared target dir); its
+/// path.
+fn build(dir: &Path) -> String {
+    let built = cargo(dir, &["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"]);
+    assert!(built.status.success(), "cargo build: {}", text(&built));
+    let wasm_dir = dir.join("target/wasm32-unknown-unknown/release");
+    std::fs::create_dir_all(&wasm_dir).unwrap();
+    std::fs::copy(plugins_target().join("wasm32-unknown-unknown/release").join(WASM), wasm_dir.join(WASM)).unwrap();
+    wasm_dir.join(WASM).display().to_string()
+}
+
+/// How long each step took, printed for the record (timings are not asserted).
+struct Steps {
+    last: Instant,
+    done: Vec<(&'static str, Duration)>,
+}
+
+impl Steps {
+    fn start() -> Self {
+        Steps { last: Instant::now(), done: Vec::new() }
+    }
+
+    fn done(&mut self, step: &'static str) {
+        self.done.push((step, self.last.elapsed()));
+        self.last = Instant::now();
+    }
+
+    fn report(&self) -> String {
+        let lines: Vec<String> =
+            self.done.iter().map(|(step, took)| format!("  {step:<42} {:>7.2} s", took.as_secs_f64())).collect();
+        format!("plugin author's steps:\n{}", lines.join("\n"))
+    }
 }
 
 /// Stops the host however the test ends, and removes what its embedded cluster left.
