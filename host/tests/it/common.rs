@@ -257,3 +257,55 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (code, out)
 }
+
+/// What a run of the `wasmcm` binary printed, and its exit code.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The `wasmcm` binary with `args`, sharing the tests' precompiled cache, logs off.
+pub fn wasmcm(args: &[&str]) -> Run {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .args(args)
+        .env("WASMCM_CACHE_DIR", precompiled_dir())
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}
+
+/// Where the tests build plugin crates kept outside the workspace (the example, scaffolds):
+/// shared, so reruns and other tests reuse their compiled dependencies.
+pub fn plugins_target() -> PathBuf {
+    workspace_root().join("target/plugins")
+}
+
+/// Cargo in the plugin crate `dir` as its author runs it (the rustup proxy on PATH, so the
+/// crate's rust-toolchain.toml applies), building into [`plugins_target`], without what this
+/// test's own build put in the environment (as host/build.rs keeps it from the guests').
+pub fn plugin_cargo(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new("cargo");
+    cmd.current_dir(dir).args(args).env("CARGO_TARGET_DIR", plugins_target());
+    for var in [
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+        "RUSTC",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "RUSTUP_TOOLCHAIN",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.output().expect("cargo runs")
+}

@@ -9,6 +9,8 @@
 //! Owns this module and the example's build; it must not touch the other modules' plugins or
 //! the built-in guests' build (`host/build.rs`, `target/guests`).
 
+use crate::common;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -36,33 +38,21 @@ fn example_dir() -> PathBuf {
 fn build_example(features: &[&str]) -> Vec<u8> {
     static BUILD: Mutex<()> = Mutex::new(());
     let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    let target_dir = workspace_root().join("target/plugins");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| option_env!("CARGO").unwrap_or("cargo").into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(example_dir())
-        .args(["build", "--release", "--locked", "--target", "wasm32-unknown-unknown", "--target-dir"])
-        .arg(&target_dir);
+    let mut args = vec!["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"];
+    let features = features.join(",");
     if !features.is_empty() {
-        cmd.args(["--features", &features.join(",")]);
+        args.extend(["--features", &features]);
     }
-    // What the outer build set for the host must not leak into the plugin's, as host/build.rs.
-    for var in [
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_RUSTFLAGS",
-        "CARGO_MAKEFLAGS",
-        "MAKEFLAGS",
-    ] {
-        cmd.env_remove(var);
-    }
-    let out = cmd.output().expect("cargo runs");
+    let out = common::plugin_cargo(&example_dir(), &args);
     assert!(out.status.success(), "building examples/website {features:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let target_dir = common::plugins_target();
     let wasm = target_dir.join("wasm32-unknown-unknown/release/website.wasm");
     std::fs::read(&wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()))
+}
+
+/// `kubectl patch website` with a merge patch.
+fn patch_website(kubeconfig: &Path, patch: &str) {
+    kubectl_ok(kubeconfig, &["patch", "website", SITE, "-n", NAMESPACE, "--type=merge", "-p", patch]);
 }
 
 /// A plugin directory laid out as the example's: its `plugin.yaml` as shipped, and the
@@ -300,19 +290,7 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
     assert_eq!(rows[1][..4], [SITE, "nginx:1.27", "2", "2"], "{table}");
 
     // A spec change reaches the Deployment, the pods, the registry and the status.
-    kubectl_ok(
-        &kubeconfig,
-        &[
-            "patch",
-            "website",
-            SITE,
-            "-n",
-            NAMESPACE,
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"image":"nginx:1.28","replicas":3}}"#,
-        ],
-    );
+    patch_website(&kubeconfig, r#"{"spec":{"image":"nginx:1.28","replicas":3}}"#);
     let site = eventually("the Website to be Ready with 3 replicas of nginx:1.28", || async {
         website(&kubeconfig).filter(|s| settled(s, 3) && s["metadata"]["generation"] == 2)
     })
@@ -338,19 +316,7 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
         tokio::task::block_in_place(|| live_version(&address)).filter(|v| v == "0.2.0")
     })
     .await;
-    kubectl_ok(
-        &kubeconfig,
-        &[
-            "patch",
-            "website",
-            SITE,
-            "-n",
-            NAMESPACE,
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"content":"<h1>Hello again</h1>"}}"#,
-        ],
-    );
+    patch_website(&kubeconfig, r#"{"spec":{"content":"<h1>Hello again</h1>"}}"#);
     let page = eventually("the page of 0.2.0 with its footer", || async {
         let cm = config_maps.get_opt(&format!("{SITE}-content")).await.ok().flatten()?;
         let page = cm.data?.get("index.html")?.clone();

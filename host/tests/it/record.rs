@@ -3,6 +3,7 @@
 //! plugin version's different outcome is reported with the difference.
 
 use crate::common;
+use crate::common::wasmcm;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -14,27 +15,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use wasmcm_apiserver::{Cluster, ClusterConfig};
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn wasmcm(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-        .args(args)
-        .arg("--cache-dir")
-        .arg(common::precompiled_dir())
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("the binary runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into(),
-        stderr: String::from_utf8_lossy(&out.stderr).into(),
-    }
-}
 
 /// The host, killed when the test ends however it ends.
 struct Host(Child);

@@ -38,34 +38,6 @@ fn wasmcm(dir: &Path, args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-/// Cargo as the author runs it in the scaffold (the rustup proxy on PATH, so its
-/// rust-toolchain.toml applies), without what this test's own build put in the environment.
-fn cargo(dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new("cargo");
-    cmd.current_dir(dir).args(args).env("CARGO_TARGET_DIR", plugins_target());
-    for var in [
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "RUSTC",
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_MAKEFLAGS",
-        "MAKEFLAGS",
-        "MFLAGS",
-        "RUSTUP_TOOLCHAIN",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.output().expect("cargo runs")
-}
-
-/// Shared by every run of this test, so a rerun builds only the plugin itself.
-fn plugins_target() -> PathBuf {
-    common::workspace_root().join("target/plugins")
-}
-
 #[test]
 fn bad_input_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,7 +80,7 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     steps.done("build the component");
 
     // Unit tests, natively.
-    let tested = cargo(&dir, &["test", "--locked"]);
+    let tested = common::plugin_cargo(&dir, &["test", "--locked"]);
     assert!(tested.status.success(), "cargo test: {}", text(&tested));
     assert!(
         text(&tested).contains("reports_the_generation_ready_then_writes_nothing_more ... ok"),
@@ -245,11 +217,12 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
 /// copied where `plugin.yaml` names it (this test's builds go to the shared target dir); its
 /// path.
 fn build(dir: &Path) -> String {
-    let built = cargo(dir, &["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"]);
+    let built = common::plugin_cargo(dir, &["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"]);
     assert!(built.status.success(), "cargo build: {}", text(&built));
     let wasm_dir = dir.join("target/wasm32-unknown-unknown/release");
     std::fs::create_dir_all(&wasm_dir).unwrap();
-    std::fs::copy(plugins_target().join("wasm32-unknown-unknown/release").join(WASM), wasm_dir.join(WASM)).unwrap();
+    std::fs::copy(common::plugins_target().join("wasm32-unknown-unknown/release").join(WASM), wasm_dir.join(WASM))
+        .unwrap();
     wasm_dir.join(WASM).display().to_string()
 }
 

@@ -1,34 +1,13 @@
 //! `wasmcm simulate` through the built binary: output, exit codes, error messages.
 
 use crate::common;
+use crate::common::{Run, wasmcm};
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 const NOW: &str = "2026-11-21T10:00:00Z";
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn wasmcm(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-        .args(args)
-        .arg("--cache-dir")
-        .arg(common::precompiled_dir())
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("the binary runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into(),
-        stderr: String::from_utf8_lossy(&out.stderr).into(),
-    }
-}
 
 fn example(name: &str) -> String {
     common::workspace_root().join("examples").join(name).display().to_string()
