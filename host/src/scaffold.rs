@@ -5,7 +5,9 @@
 //! Owns `host/templates/plugin/` (rendered by plain `{{placeholder}}` replacement). What must
 //! match the workspace (dependency versions, the guest profile, the wasm linker settings, the
 //! toolchain, `Cargo.lock`) is read from the workspace's own files at compile time, never
-//! restated here, so a scaffold builds exactly as the built-in plugins do. Touches nothing
+//! restated here, so a scaffold builds exactly as the built-in plugins do. Those files are
+//! this repository's own and read by a few line-based lookups (`table`, `value`), which the unit
+//! tests pin; a TOML parser would be a new dependency for three values. Touches nothing
 //! outside the directory it creates.
 
 use std::path::{Path, PathBuf};
