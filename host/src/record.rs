@@ -186,6 +186,19 @@ impl Cache for RecordingCache {
     }
 }
 
+/// A request as recordings store it and `simulate` prints it: the time in RFC 3339 to the
+/// nanosecond, settings as JSON.
+pub(crate) fn request_json(request: &Request) -> Value {
+    json!({
+        "namespace": request.namespace,
+        "name": request.name,
+        "now": request.now.timestamp().to_string(),
+        "previousFailure": request.previous_failure,
+        "settings": serde_json::from_str::<Value>(&request.settings)
+            .unwrap_or_else(|_| Value::String(request.settings.clone())),
+    })
+}
+
 /// The plugin a recording was taken from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recorded {
@@ -272,14 +285,7 @@ impl Recording {
             "apiVersion": API_VERSION,
             "kind": KIND,
             "plugin": {"name": self.plugin.name, "version": self.plugin.version, "digest": self.plugin.digest},
-            "request": {
-                "namespace": self.request.namespace,
-                "name": self.request.name,
-                "now": self.request.now.timestamp().to_string(),
-                "previousFailure": self.request.previous_failure,
-                "settings": serde_json::from_str::<Value>(&self.request.settings)
-                    .unwrap_or_else(|_| Value::String(self.request.settings.clone())),
-            },
+            "request": request_json(&self.request),
             "reads": reads,
             "objects": objects,
         });

@@ -17,7 +17,7 @@ use wasmcm_guest::{Cache, Event, EventType, Instant, MemoryCache, ObjectRef, Req
 
 use crate::engine::{CallError, Plugin};
 use crate::outcome::outcome_json;
-use crate::record::Recording;
+use crate::record::{Recording, request_json};
 use crate::writes::writer::{self, WriteApi};
 
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +123,7 @@ pub fn simulate(
         Err(e) => {
             let mut document = json!({
                 "plugin": {"name": info.name, "version": info.version, "digest": plugin.digest()},
+                "request": request_json(&request),
                 "failure": e.to_string(),
             });
             return Ok(expectation(&mut document, plugin, expected));
@@ -170,6 +171,7 @@ pub fn simulate(
         .collect();
     let mut out = json!({
         "plugin": {"name": info.name, "version": info.version, "digest": plugin.digest()},
+        "request": request_json(&request),
         "outcome": outcome_json(&outcome),
         "actions": actions,
         "events": events,

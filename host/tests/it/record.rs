@@ -154,6 +154,7 @@ async fn a_live_reconcile_is_recorded_and_replays_identically_and_a_changed_plug
     assert!(replay.stderr.contains(&format!("identical to {file}")), "{}", replay.stderr);
     let out: Value = serde_json::from_str(&replay.stdout).unwrap();
     assert_eq!(out["expected"]["identical"], true);
+    assert_eq!(out["request"], doc["request"], "the plugin was asked as it was then, to the nanosecond");
     assert_eq!(out["actions"][0]["verb"], "update");
     let stored = out["state"]["items"].as_array().unwrap().iter().find(|o| o["metadata"]["name"] == "counted").unwrap();
     assert_eq!(stored["data"]["count"], (count + 1).to_string());
