@@ -50,12 +50,9 @@ fn selector_of(ls: &Value) -> Result<Selector, String> {
             .and_then(Value::as_array)
             .map(|vs| vs.iter().filter_map(Value::as_str).map(String::from).collect())
             .unwrap_or_default();
-        let operator = match str_at(expr, "/operator") {
-            "In" => Operator::In,
-            "NotIn" => Operator::NotIn,
-            "Exists" => Operator::Exists,
-            "DoesNotExist" => Operator::DoesNotExist,
-            other => return Err(format!("{other:?} is not a valid label selector operator")),
+        let name = str_at(expr, "/operator");
+        let Some(operator) = Operator::parse(name) else {
+            return Err(format!("{name:?} is not a valid label selector operator"));
         };
         selector.match_expressions.push(Requirement { key, operator, values });
     }

@@ -21,6 +21,33 @@ pub enum Operator {
     DoesNotExist,
 }
 
+impl Operator {
+    /// Every operator, in the order `LabelSelectorRequirement` documents them.
+    const ALL: [Operator; 4] = [Operator::In, Operator::NotIn, Operator::Exists, Operator::DoesNotExist];
+
+    /// Its name in a `LabelSelectorRequirement`: `In`, `NotIn`, `Exists`, `DoesNotExist`.
+    ///
+    /// ```
+    /// use wasmcm_core::Operator;
+    /// assert_eq!(Operator::DoesNotExist.name(), "DoesNotExist");
+    /// assert_eq!(Operator::parse("NotIn"), Some(Operator::NotIn));
+    /// assert_eq!(Operator::parse("notin"), None);
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Operator::In => "In",
+            Operator::NotIn => "NotIn",
+            Operator::Exists => "Exists",
+            Operator::DoesNotExist => "DoesNotExist",
+        }
+    }
+
+    /// The operator of that [`name`](Self::name), exactly (as apimachinery compares them).
+    pub fn parse(name: &str) -> Option<Operator> {
+        Self::ALL.into_iter().find(|o| o.name() == name)
+    }
+}
+
 /// One requirement of a [`Selector`] on one label key, as a `LabelSelectorRequirement`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Requirement {
@@ -61,12 +88,8 @@ impl Selector {
         let mut match_expressions = Vec::new();
         for expr in ls.match_expressions.iter().flatten() {
             let values = expr.values.clone().unwrap_or_default();
-            let operator = match expr.operator.as_str() {
-                "In" => Operator::In,
-                "NotIn" => Operator::NotIn,
-                "Exists" => Operator::Exists,
-                "DoesNotExist" => Operator::DoesNotExist,
-                other => return Err(format!("{other:?} is not a valid label selector operator")),
+            let Some(operator) = Operator::parse(&expr.operator) else {
+                return Err(format!("{:?} is not a valid label selector operator", expr.operator));
             };
             match operator {
                 Operator::In | Operator::NotIn if values.is_empty() => {

@@ -35,22 +35,13 @@ enum Call {
     ListControlled { kind: Kind, namespace: String, owner_uid: String, orphans: bool },
 }
 
-fn operator_name(o: Operator) -> &'static str {
-    match o {
-        Operator::In => "In",
-        Operator::NotIn => "NotIn",
-        Operator::Exists => "Exists",
-        Operator::DoesNotExist => "DoesNotExist",
-    }
-}
-
 fn selector_json(s: &Selector) -> Value {
     let labels: serde_json::Map<String, Value> =
         s.match_labels.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
     let expressions: Vec<Value> = s
         .match_expressions
         .iter()
-        .map(|r| json!({"key": r.key, "operator": operator_name(r.operator), "values": r.values}))
+        .map(|r| json!({"key": r.key, "operator": r.operator.name(), "values": r.values}))
         .collect();
     json!({"matchLabels": labels, "matchExpressions": expressions})
 }
@@ -69,14 +60,9 @@ fn selector_from_json(v: &Value) -> Result<Selector, String> {
     let mut match_expressions = Vec::new();
     for (i, r) in v.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let key = r.get("key").and_then(Value::as_str).ok_or(format!("matchExpressions[{i}].key is missing"))?;
-        let operator = match r.get("operator").and_then(Value::as_str) {
-            Some("In") => Operator::In,
-            Some("NotIn") => Operator::NotIn,
-            Some("Exists") => Operator::Exists,
-            Some("DoesNotExist") => Operator::DoesNotExist,
-            other => {
-                return Err(format!("matchExpressions[{i}].operator {other:?}: In, NotIn, Exists or DoesNotExist"));
-            }
+        let name = r.get("operator").and_then(Value::as_str);
+        let Some(operator) = name.and_then(Operator::parse) else {
+            return Err(format!("matchExpressions[{i}].operator {name:?}: In, NotIn, Exists or DoesNotExist"));
         };
         let values = r.get("values").and_then(Value::as_array).into_iter().flatten();
         let values = values.map(|v| v.as_str().map(str::to_string)).collect::<Option<Vec<_>>>();
@@ -385,9 +371,10 @@ impl Recording {
         Ok(out)
     }
 
-    /// The cache a replay reads: the recorded answers first, then `objects` for other calls.
-    pub fn replay_cache(&self) -> Result<ReplayCache, String> {
-        let fallback = MemoryCache::from_objects(&self.objects()?)?;
+    /// The cache a replay reads: the recorded answers first, then `objects` (this recording's
+    /// [`objects`](Self::objects), which the caller has already read) for other calls.
+    pub fn replay_cache(&self, objects: &[Value]) -> Result<ReplayCache, String> {
+        let fallback = MemoryCache::from_objects(objects)?;
         let mut answers: BTreeMap<String, VecDeque<Vec<String>>> = BTreeMap::new();
         for r in &self.reads {
             answers.entry(r.call.key()).or_default().push_back(r.objects.clone());
@@ -514,7 +501,7 @@ mod tests {
         let r = recorded();
         let web = Selector { match_labels: vec![("app".into(), "web".into())], ..Default::default() };
         let pods = Kind::new("v1", "Pod");
-        let replay = r.replay_cache().unwrap();
+        let replay = r.replay_cache(&r.objects().unwrap()).unwrap();
         let image = |o: &str| serde_json::from_str::<Value>(o).unwrap()["spec"]["containers"][0]["image"].clone();
         let first = replay.list(&pods, "d", &web);
         assert_eq!(first.iter().map(|o| image(o)).collect::<Vec<_>>(), ["v1"]);

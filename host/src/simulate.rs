@@ -85,7 +85,7 @@ pub fn simulate(
         }
         Snapshot::Recording(r) => {
             let items = r.objects().map_err(|e| input(format!("{state_name}: {e}")))?;
-            let cache = r.replay_cache().map_err(|e| input(format!("{state_name}: {e}")))?;
+            let cache = r.replay_cache(&items).map_err(|e| input(format!("{state_name}: {e}")))?;
             (items, Arc::new(cache), Some(r.request.clone()))
         }
     };

@@ -262,13 +262,12 @@ pub(super) fn selector(v: &mut V, sel: &Obj, field: &str) -> Option<Selector> {
                     );
                     None
                 }
-                "In" => Some(Operator::In),
-                "NotIn" => Some(Operator::NotIn),
-                "Exists" => Some(Operator::Exists),
-                "DoesNotExist" => Some(Operator::DoesNotExist),
                 _ => {
-                    v.invalid(&child(&path, "operator"), &q(op), "not a valid selector operator");
-                    None
+                    let operator = Operator::parse(op);
+                    if operator.is_none() {
+                        v.invalid(&child(&path, "operator"), &q(op), "not a valid selector operator");
+                    }
+                    operator
                 }
             };
             v.each(&child(&path, "key"), &q(k), qualified_name(k));
