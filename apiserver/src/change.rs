@@ -14,11 +14,23 @@ pub(crate) struct Key {
     pub name: String,
 }
 
+/// What a change did to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum EventType {
+pub enum EventType {
     Added,
     Modified,
     Deleted,
+}
+
+/// A change as [`crate::Cluster::changes`] tells it.
+#[derive(Clone, Debug)]
+pub struct StoredChange {
+    /// "group/resource": "apps/replicasets", "/pods".
+    pub resource: String,
+    pub event_type: EventType,
+    /// The object after the change (as it was last, for a deletion).
+    pub object: Arc<Value>,
+    pub resource_version: u64,
 }
 
 #[derive(Debug)]

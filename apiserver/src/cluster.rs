@@ -13,6 +13,8 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
+use crate::change::StoredChange;
+use crate::store::{Changes, Subscription};
 use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
 use crate::{audit, auth, disruption, faults, gc, kubelet, resources, server, store, tls};
 
@@ -246,6 +248,35 @@ impl Cluster {
     /// the order they were answered.
     pub fn take_audit(&self) -> Vec<AuditRecord> {
         self.state.audit.as_ref().map(audit::Audit::take).unwrap_or_default()
+    }
+
+    /// Every change the store makes from now on, in resourceVersion order and exactly once, as
+    /// a watch of etcd's whole keyspace sees them: the view of the server's own loops, which no
+    /// injected fault, dropped watch or compaction touches. A test checks invariants on it
+    /// without the gaps a client's re-list leaves. The stream ends when the cluster stops, or if
+    /// its reader fell so far behind that the history no longer reaches back to it.
+    pub fn changes(&mut self) -> tokio::sync::mpsc::UnboundedReceiver<StoredChange> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let state = self.state.clone();
+        self.tasks.spawn(async move {
+            let (mut changes, _) = Subscription::start(&state.store, None);
+            while !tx.is_closed() {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+                let Changes::Events(events) = changes.next(Some(deadline)).await else { return };
+                for e in events {
+                    let change = StoredChange {
+                        resource: e.key.id.clone(),
+                        event_type: e.event_type,
+                        object: e.object.clone(),
+                        resource_version: e.rv,
+                    };
+                    if tx.send(change).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        rx
     }
 
     /// What fault injection has done so far.

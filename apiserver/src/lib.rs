@@ -47,6 +47,7 @@ mod user;
 mod validation;
 
 pub use audit::{AuditLease, AuditRecord, LeaseState};
+pub use change::{EventType, StoredChange};
 pub use cluster::{Cluster, ClusterConfig};
 pub use faults::{FaultConfig, FaultCounts};
 pub use kubelet::KubeletConfig;

@@ -1,7 +1,7 @@
 //! The chaos soak: wasmcm hosts as separate processes electing a leader, a workload of
 //! Deployments under continuous churn, and an embedded API server injecting faults, while the
-//! invariants a Deployment promises are checked from a watch and every write is audited against
-//! the leader Lease.
+//! invariants a Deployment promises are checked on the store's changes and every write is
+//! audited against the leader Lease.
 //!
 //! - **Workload.** Deployments of 3 replicas (the server's default strategy: maxSurge 25% rounds
 //!   up to 1, maxUnavailable 25% down to 0) in a few namespaces, in three groups: *rollout*
@@ -11,15 +11,17 @@
 //!   latency spike, a stall of the whole API for longer than the renew deadline, a SIGKILL of
 //!   the leader and a SIGSTOP of the leader for longer than the lease, resumed after its lease
 //!   expired. A host that exits is restarted (a new identity), as a kubelet restarts a container.
-//! - **Invariants**, checked on every change the watch brings: no Deployment ever runs more live
-//!   pods than replicas + maxSurge, and a rollout-group Deployment never has fewer ready ones
-//!   than replicas - maxUnavailable; the ReplicaSets of a Deployment never ask for more than
+//! - **Invariants**, checked on every change the store makes, in resourceVersion order
+//!   ([`Cluster::changes`]: the server's own view, which no injected fault touches, so no
+//!   re-list leaves a gap in what is judged): no Deployment ever runs more live pods than
+//!   replicas + maxSurge, and a rollout-group Deployment never has fewer ready ones than
+//!   replicas - maxUnavailable; the ReplicaSets of a Deployment never ask for more than
 //!   replicas + maxSurge together; no ReplicaSet gets a pod beyond its replicas (a duplicate).
-//!   Where replicas change (the scale group) the bound is the largest of the last few seconds,
-//!   and only pod creations are judged, since a scale-down takes effect only as pods go. A pod
-//!   creation is judged against its ReplicaSet's replicas a few seconds later, in the order of
-//!   their resourceVersions (the embedded server's are one sequence, as etcd's revisions), so
-//!   that the watches of two kinds running at different paces cannot fake a duplicate.
+//!   Where replicas change (the scale group, and every ReplicaSet) the bound is the largest of
+//!   the last few seconds, as a controller may act on a cache that old, and only growth is
+//!   judged (pod creations, a ReplicaSet scaled up), since a scale-down takes effect only as
+//!   pods go. A violation is explained by the Deployment's Events and by its changes (its
+//!   replicas, its ReplicaSets', its pods') in resourceVersion order.
 //! - **The audit**: every write a host sent (but its Lease and Events) arrived while that host
 //!   held the Lease validly (by the Lease's own renewTime and duration).
 //! - **Convergence**: once the faults stop, every Deployment runs exactly its replicas of its
@@ -34,15 +36,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use serde_json::json;
 use tokio::time::Instant;
-use wasmcm_apiserver::{AuditLease, Cluster, ClusterConfig, FaultConfig, FaultCounts, KubeletConfig};
+use wasmcm_apiserver::{
+    AuditLease, Cluster, ClusterConfig, EventType, FaultConfig, FaultCounts, KubeletConfig, StoredChange,
+};
 
 /// The leader Lease the hosts elect through (`wasmcm run`'s default).
 const LEASE: (&str, &str) = ("kube-system", "wasmcm");
@@ -232,60 +234,27 @@ fn resource_version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Objec
     meta.resource_version.as_deref()?.parse().ok()
 }
 
-/// What a deferred judgment is of.
-#[derive(Clone, Copy)]
-enum Judged {
-    /// A pod created for a ReplicaSet: its live pods against what the ReplicaSet asked for.
-    Duplicate,
-    /// A pod created for a Deployment whose replicas change: its live pods against replicas +
-    /// maxSurge.
-    LivePods,
-    /// A ReplicaSet of such a Deployment grew: what they ask together against the same bound.
-    Asked,
-}
-
-/// A change seen on one watch, judged once the other kinds' watches have surely caught up, by
-/// what they said at its resourceVersion.
-struct Deferred {
-    judged: Judged,
-    namespace: String,
-    /// The ReplicaSet (a duplicate) or the Deployment.
-    name: String,
-    rv: u64,
-    seen: Instant,
-    /// The pods (or replicas asked for) counted when it was seen.
-    count: i64,
-}
-
-/// An object's replicas as its versions gave them: (resourceVersion, replicas, seen).
+/// An object's replicas as its versions gave them, with when each came.
 #[derive(Default)]
-struct History(VecDeque<(u64, i64, Instant)>);
+struct History(VecDeque<(i64, Instant)>);
 
 impl History {
-    fn push(&mut self, rv: u64, replicas: i64) {
-        self.0.push_back((rv, replicas, Instant::now()));
+    fn push(&mut self, replicas: i64) {
+        self.0.push_back((replicas, Instant::now()));
         if self.0.len() > 64 {
             self.0.pop_front();
         }
     }
 
-    fn current(&self) -> i64 {
-        self.0.back().map_or(0, |(_, r, _)| *r)
+    fn current(&self) -> Option<i64> {
+        self.0.back().map(|(r, _)| *r)
     }
 
-    /// The most replicas it asked for around `rv`: the version current at `rv`, and those it
-    /// replaced within [`WINDOW`] before a change at `rv` was seen (a controller acting on a
-    /// cache a few seconds old).
-    fn most_at(&self, rv: u64, seen: Instant) -> Option<i64> {
-        let mut before = self.0.iter().filter(|(v, _, _)| *v <= rv).peekable();
-        let mut most = None;
-        while let Some((_, replicas, _)) = before.next() {
-            let replaced = before.peek().map(|(_, _, at)| *at);
-            if replaced.is_none_or(|at| at + WINDOW >= seen) {
-                most = Some(most.map_or(*replicas, |m: i64| m.max(*replicas)));
-            }
-        }
-        most
+    /// The most replicas it asked for within [`WINDOW`]: the current version and those
+    /// replaced since (a controller may act on a cache a few seconds old).
+    fn recent_most(&self) -> i64 {
+        let replaced = self.0.iter().zip(self.0.iter().skip(1)).filter(|(_, next)| next.1.elapsed() <= WINDOW);
+        replaced.map(|(v, _)| v.0).fold(self.current().unwrap_or(0), i64::max)
     }
 }
 
@@ -296,7 +265,7 @@ fn clock() -> String {
     format!("{:02}:{:02}:{:02}.{millis:03}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
-/// What the checker's watches show, and what it found.
+/// What the store's changes show, and what was found in them.
 #[derive(Default)]
 struct World {
     pods: BTreeMap<Key, PodView>,
@@ -304,13 +273,17 @@ struct World {
     rss: BTreeMap<Key, (String, History)>,
     /// Deployments by (namespace, name): their replicas.
     deployments: BTreeMap<Key, History>,
-    deferred: VecDeque<Deferred>,
+    /// Each Deployment's last changes (its own replicas, its ReplicaSets' and its pods'), by
+    /// resourceVersion: what a violation is explained with.
+    changes: BTreeMap<Key, VecDeque<String>>,
     /// Deployments whose lower bound is checked: the rollout group, once first available.
     guarded: BTreeSet<Key>,
     checks: u64,
     violations: Vec<String>,
     /// The Deployments (namespace, name) an invariant failed for.
     culprits: BTreeSet<Key>,
+    /// Why the store's changes stopped coming before the soak ended, if they did.
+    stream_lost: bool,
 }
 
 impl World {
@@ -327,23 +300,41 @@ impl World {
         self.violation(format!("{}/{}: {what} [{state}]", key.0, key.1));
     }
 
-    /// A Deployment's ReplicaSets as the watches show them: name, replicas, live and ready pods.
+    fn note(&mut self, namespace: &str, app: &str, rv: u64, what: String) {
+        let log = self.changes.entry((namespace.to_string(), app.to_string())).or_default();
+        log.push_back(format!("    {} rv {rv}: {what}", clock()));
+        if log.len() > 400 {
+            log.pop_front();
+        }
+    }
+
+    /// A Deployment's ReplicaSets as they stand: name, replicas, live and ready pods.
     fn describe(&self, namespace: &str, app: &str) -> String {
-        let in_namespace = |k: &Key| k.0 == namespace;
         let mut out = Vec::new();
         for ((_, name), (a, replicas)) in self.rss.range((namespace.to_string(), String::new())..) {
             if a != app {
                 continue;
             }
-            let pods = self.pods.iter().filter(|(k, p)| in_namespace(k) && p.owner.as_deref() == Some(name.as_str()));
-            let (live, ready, going) = pods.fold((0, 0, 0), |(l, r, g), (_, p)| {
-                (l + i64::from(!p.terminating), r + i64::from(!p.terminating && p.ready), g + i64::from(p.terminating))
-            });
-            if replicas.current() > 0 || live > 0 || going > 0 {
-                out.push(format!("{name}: {} asked, {live} live ({ready} ready), {going} going", replicas.current()));
+            let (live, ready, going) = self.owned(namespace, name);
+            let asked = replicas.current().unwrap_or(0);
+            if asked > 0 || live > 0 || going > 0 {
+                out.push(format!("{name}: {asked} asked, {live} live ({ready} ready), {going} going"));
             }
         }
         out.join("; ")
+    }
+
+    /// (live, ready, terminating) pods a ReplicaSet controls.
+    fn owned(&self, namespace: &str, rs: &str) -> (i64, i64, i64) {
+        let pods = self.in_namespace(namespace).filter(|p| p.owner.as_deref() == Some(rs));
+        pods.fold((0, 0, 0), |(l, r, g), p| {
+            (l + i64::from(!p.terminating), r + i64::from(!p.terminating && p.ready), g + i64::from(p.terminating))
+        })
+    }
+
+    fn in_namespace(&self, namespace: &str) -> impl Iterator<Item = &PodView> {
+        let namespace = namespace.to_string();
+        self.pods.range((namespace.clone(), String::new())..).take_while(move |(k, _)| k.0 == namespace).map(|(_, p)| p)
     }
 
     fn deployment_index(name: &str) -> Option<usize> {
@@ -352,24 +343,28 @@ impl World {
 
     /// (live, ready) pods of a Deployment.
     fn counts(&self, namespace: &str, app: &str) -> (i64, i64) {
-        let live = self
-            .pods
-            .range((namespace.to_string(), String::new())..)
-            .take_while(|(k, _)| k.0 == namespace)
-            .filter(|(_, p)| p.app == app && !p.terminating);
-        live.fold((0, 0), |(l, r), (_, p)| (l + 1, r + i64::from(p.ready)))
+        let live = self.in_namespace(namespace).filter(|p| p.app == app && !p.terminating);
+        live.fold((0, 0), |(l, r), p| (l + 1, r + i64::from(p.ready)))
     }
 
-    /// The bounds on a Deployment: where its replicas do not change, at every instant, live
-    /// pods and ready ones; where they do, each pod created, later (see [`Deferred`]).
-    fn check_deployment(&mut self, namespace: &str, app: &str, created: Option<u64>) {
+    /// The bounds on a Deployment's pods: where its replicas do not change, live pods and ready
+    /// ones at every change; where they do, at each pod created, against the most replicas of
+    /// the last [`WINDOW`].
+    fn check_deployment(&mut self, namespace: &str, app: &str, created: bool) {
         let key = (namespace.to_string(), app.to_string());
         let Some(i) = Self::deployment_index(app) else { return };
-        let Some(replicas) = self.deployments.get(&key).map(History::current) else { return };
+        let Some((replicas, recent)) = self.deployments.get(&key).map(|h| (h.current().unwrap_or(0), h.recent_most()))
+        else {
+            return;
+        };
         let (live, ready) = self.counts(namespace, app);
         if group(i) == Group::Scale {
-            if let Some(rv) = created {
-                self.defer(Judged::LivePods, namespace, app, rv, live);
+            if created {
+                self.checks += 1;
+                let most = recent + bounds(recent).0;
+                if live > most {
+                    self.broken(&key, format!("{live} live pods > replicas + maxSurge = {most} (replicas {recent})"));
+                }
             }
             return;
         }
@@ -386,197 +381,136 @@ impl World {
         }
     }
 
-    /// The ReplicaSets of a Deployment together: at every instant where replicas do not change,
-    /// else whenever one of them grows, later (a scale-down of the Deployment takes effect as its
-    /// ReplicaSets are scaled down, which is no one's fault while it lasts).
-    fn check_replica_sets(&mut self, namespace: &str, app: &str, grew: Option<u64>) {
+    /// The ReplicaSets of a Deployment together: at every change where replicas do not change,
+    /// else whenever one of them grows, against the most replicas of the last [`WINDOW`] (a
+    /// scale-down of the Deployment takes effect as its ReplicaSets are scaled down, which is
+    /// no one's fault while it lasts).
+    fn check_replica_sets(&mut self, namespace: &str, app: &str, grew: bool) {
         let key = (namespace.to_string(), app.to_string());
         let Some(i) = Self::deployment_index(app) else { return };
-        let Some(replicas) = self.deployments.get(&key).map(History::current) else { return };
+        let Some((replicas, recent)) = self.deployments.get(&key).map(|h| (h.current().unwrap_or(0), h.recent_most()))
+        else {
+            return;
+        };
         let asked: i64 = self
             .rss
             .range((namespace.to_string(), String::new())..)
             .take_while(|(k, _)| k.0 == namespace)
             .filter(|(_, (a, _))| a == app)
-            .map(|(_, (_, r))| r.current())
+            .filter_map(|(_, (_, r))| r.current())
             .sum();
-        if group(i) == Group::Scale {
-            if let Some(rv) = grew {
-                self.defer(Judged::Asked, namespace, app, rv, asked);
-            }
+        let (replicas, judged) = if group(i) == Group::Scale { (recent, grew) } else { (replicas, true) };
+        if !judged {
             return;
         }
         self.checks += 1;
-        if asked > replicas + bounds(replicas).0 {
+        let most = replicas + bounds(replicas).0;
+        if asked > most {
             self.broken(&key, format!("its ReplicaSets ask for {asked} pods > replicas {replicas} + maxSurge"));
         }
     }
 
-    /// A pod just created: its ReplicaSet's live pods then, judged later.
-    fn created(&mut self, namespace: &str, rs: &str, rv: u64) {
-        let live = self
-            .pods
-            .range((namespace.to_string(), String::new())..)
-            .take_while(|(k, _)| k.0 == namespace)
-            .filter(|(_, p)| p.owner.as_deref() == Some(rs) && !p.terminating)
-            .count() as i64;
-        self.defer(Judged::Duplicate, namespace, rs, rv, live);
-    }
-
-    fn defer(&mut self, judged: Judged, namespace: &str, name: &str, rv: u64, count: i64) {
-        let (namespace, name) = (namespace.to_string(), name.to_string());
-        self.deferred.push_back(Deferred { judged, namespace, name, rv, seen: Instant::now(), count });
-    }
-
-    /// The deferred judgments seen at least `settle` ago, by the versions of the other kinds up
-    /// to their resourceVersion: no ReplicaSet got more pods than it asked for (a duplicate),
-    /// and where replicas change, neither the pods nor the ReplicaSets of a Deployment went
-    /// past replicas + maxSurge.
-    fn judge(&mut self, settle: Duration) {
-        while self.deferred.front().is_some_and(|d| d.seen.elapsed() >= settle) {
-            let Some(d) = self.deferred.pop_front() else { break };
-            let key = (d.namespace.clone(), d.name.clone());
-            let bound = match d.judged {
-                Judged::Duplicate => self.rss.get(&key).and_then(|(_, h)| h.most_at(d.rv, d.seen)),
-                Judged::LivePods | Judged::Asked => {
-                    self.deployments.get(&key).and_then(|h| h.most_at(d.rv, d.seen)).map(|r| r + bounds(r).0)
-                }
-            };
-            let Some(bound) = bound else { continue };
-            self.checks += 1;
-            if d.count <= bound {
-                continue;
-            }
-            let at = d.rv;
-            match d.judged {
-                Judged::Duplicate => {
-                    let app = self.rss.get(&key).map(|(app, _)| app.clone()).unwrap_or_default();
-                    let deployment = (d.namespace.clone(), app);
-                    let what = format!(
-                        "{}: {} live pods for {bound} replicas at resourceVersion {at} (a duplicate)",
-                        d.name, d.count
-                    );
-                    self.broken(&deployment, what);
-                }
-                Judged::LivePods => self.broken(
-                    &key,
-                    format!("{} live pods > replicas + maxSurge = {bound} at resourceVersion {at}", d.count),
-                ),
-                Judged::Asked => self.broken(
-                    &key,
-                    format!(
-                        "its ReplicaSets ask for {} pods > replicas + maxSurge = {bound} at resourceVersion {at}",
-                        d.count
-                    ),
-                ),
-            }
+    /// A pod just created: no ReplicaSet controls more live pods than it asked for within the
+    /// last [`WINDOW`] (else a duplicate was made).
+    fn check_created(&mut self, namespace: &str, rs: &str, rv: u64) {
+        let key = (namespace.to_string(), rs.to_string());
+        let Some((app, asked)) = self.rss.get(&key).map(|(app, h)| (app.clone(), h.recent_most())) else { return };
+        self.checks += 1;
+        let (live, _, _) = self.owned(namespace, rs);
+        if live > asked {
+            let what = format!("{rs}: {live} live pods for {asked} replicas at resourceVersion {rv} (a duplicate)");
+            self.broken(&(namespace.to_string(), app), what);
         }
     }
-}
 
-/// Follows one kind with a watch; a re-list replaces what was known at once, and its gap in
-/// the history is not judged.
-async fn follow<K, F>(api: Api<K>, world: Arc<Mutex<World>>, mut apply: F)
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-    K::DynamicType: Default,
-    F: FnMut(&mut World, Option<&K>, Option<&K>, bool) + Send,
-{
-    let config = watcher::Config::default().labels("chaos=soak");
-    let mut events = watcher::watcher(api, config).boxed();
-    let mut relist: Vec<K> = Vec::new();
-    let mut known: BTreeMap<Key, K> = BTreeMap::new();
-    while let Some(event) = events.next().await {
-        let Ok(mut w) = world.lock() else { return };
-        match event {
-            Ok(watcher::Event::Init) => relist.clear(),
-            Ok(watcher::Event::InitApply(o)) => relist.push(o),
-            Ok(watcher::Event::InitDone) => {
-                for (_, gone) in std::mem::take(&mut known) {
-                    apply(&mut w, Some(&gone), None, true);
-                }
-                for o in relist.drain(..) {
-                    apply(&mut w, None, Some(&o), true);
-                    known.insert(key_of(o.meta()), o);
+    /// One change from the store, in resourceVersion order.
+    fn apply(&mut self, change: &StoredChange) {
+        let object = &*change.object;
+        let labelled = object.pointer("/metadata/labels/chaos").and_then(|v| v.as_str()) == Some("soak");
+        if !labelled {
+            return;
+        }
+        let rv = change.resource_version;
+        let deleted = change.event_type == EventType::Deleted;
+        match change.resource.as_str() {
+            "apps/deployments" => {
+                let Ok(d) = serde_json::from_value::<Deployment>(object.clone()) else { return };
+                let key = key_of(&d.metadata);
+                let replicas = i64::from(d.spec.replicas.unwrap_or(1));
+                let history = self.deployments.entry(key.clone()).or_default();
+                if history.current() != Some(replicas) {
+                    history.push(replicas);
+                    self.note(&key.0, &key.1, rv, format!("Deployment replicas {replicas}"));
                 }
             }
-            Ok(watcher::Event::Apply(o)) => {
-                let old = known.insert(key_of(o.meta()), o.clone());
-                apply(&mut w, old.as_ref(), Some(&o), false);
-            }
-            Ok(watcher::Event::Delete(o)) => {
-                let old = known.remove(&key_of(o.meta()));
-                apply(&mut w, old.as_ref().or(Some(&o)), None, false);
-            }
-            Err(_) => {}
-        }
-    }
-}
-
-fn watch_world(client: &kube::Client, world: &Arc<Mutex<World>>) -> tokio::task::JoinSet<()> {
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(follow(Api::<Deployment>::all(client.clone()), world.clone(), |w, _, new, _| {
-        if let Some(d) = new
-            && let Some(rv) = resource_version(&d.metadata)
-        {
-            w.deployments.entry(key_of(&d.metadata)).or_default().push(rv, d.spec.replicas.unwrap_or(1).into());
-        }
-    }));
-    tasks.spawn(follow(Api::<ReplicaSet>::all(client.clone()), world.clone(), |w, old, new, relisting| {
-        let replicas = |rs: &ReplicaSet| i64::from(rs.spec.replicas.unwrap_or(1));
-        match new {
-            Some(rs) => {
+            "apps/replicasets" => {
+                let Ok(rs) = serde_json::from_value::<ReplicaSet>(object.clone()) else { return };
+                let (namespace, name) = key_of(&rs.metadata);
                 let app = rs.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned().unwrap_or_default();
-                let grew = replicas(rs) > old.map_or(0, replicas);
-                let key = key_of(&rs.metadata);
-                let namespace = key.0.clone();
-                let Some(rv) = resource_version(&rs.metadata) else { return };
-                w.rss.entry(key).or_insert_with(|| (app.clone(), History::default())).1.push(rv, replicas(rs));
-                if !relisting {
-                    w.check_replica_sets(&namespace, &app, grew.then_some(rv));
+                let key = (namespace.clone(), name.clone());
+                if deleted {
+                    self.rss.remove(&key);
+                    self.note(&namespace, &app, rv, format!("{name} deleted"));
+                    return;
                 }
-            }
-            None => {
-                if let Some(rs) = old {
-                    w.rss.remove(&key_of(&rs.metadata));
+                let replicas = i64::from(rs.spec.replicas.unwrap_or(1));
+                let (_, history) = self.rss.entry(key).or_insert_with(|| (app.clone(), History::default()));
+                let before = history.current();
+                if before == Some(replicas) {
+                    return;
                 }
+                history.push(replicas);
+                self.note(&namespace, &app, rv, format!("{name} replicas {} → {replicas}", before.unwrap_or(0)));
+                self.check_replica_sets(&namespace, &app, replicas > before.unwrap_or(0));
             }
-        }
-    }));
-    tasks.spawn(follow(Api::<Pod>::all(client.clone()), world.clone(), |w, old, new, relisting| {
-        match new.and_then(|p| Some((key_of(&p.metadata), resource_version(&p.metadata), pod_view(p)?))) {
-            Some((key, rv, view)) => {
-                let created = rv.filter(|_| old.is_none() && !relisting);
-                let (namespace, app, owner) = (key.0.clone(), view.app.clone(), view.owner.clone());
-                w.pods.insert(key, view);
-                if !relisting {
-                    w.check_deployment(&namespace, &app, created);
-                    if let (Some(rv), Some(rs)) = (created, owner) {
-                        w.created(&namespace, &rs, rv);
+            "/pods" => {
+                let Ok(pod) = serde_json::from_value::<Pod>(object.clone()) else { return };
+                let Some(view) = pod_view(&pod) else { return };
+                let key = key_of(&pod.metadata);
+                let (namespace, name) = key.clone();
+                let (app, owner) = (view.app.clone(), view.owner.clone().unwrap_or_default());
+                if deleted {
+                    self.pods.remove(&key);
+                    self.note(&namespace, &app, rv, format!("pod {name} of {owner} gone"));
+                    self.check_deployment(&namespace, &app, false);
+                    return;
+                }
+                let old = self.pods.insert(key, view.clone());
+                let created = old.is_none();
+                match &old {
+                    None => self.note(&namespace, &app, rv, format!("pod {name} created for {owner}")),
+                    Some(o) if o.terminating != view.terminating => {
+                        self.note(&namespace, &app, rv, format!("pod {name} of {owner} terminating"))
                     }
+                    Some(o) if o.ready != view.ready => {
+                        self.note(&namespace, &app, rv, format!("pod {name} of {owner} ready {}", view.ready))
+                    }
+                    Some(_) => {}
+                }
+                self.check_deployment(&namespace, &app, created);
+                if created && view.owner.is_some() {
+                    self.check_created(&namespace, &owner, rv);
                 }
             }
-            None => {
-                if let Some(p) = old {
-                    w.pods.remove(&key_of(&p.metadata));
-                }
-            }
+            _ => {}
         }
-    }));
-    let judge = world.clone();
-    tasks.spawn(async move {
-        loop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            if let Ok(mut w) = judge.lock() {
-                w.judge(SETTLE);
-            }
-        }
-    });
-    tasks
+    }
 }
 
-/// How long a deferred judgment waits: the other kinds' watches have caught up by then.
-const SETTLE: Duration = Duration::from_secs(5);
+/// Follows the store's changes (every one, in order: see [`Cluster::changes`]) into the world.
+fn watch_world(cluster: &mut Cluster, world: &Arc<Mutex<World>>) -> tokio::task::JoinHandle<()> {
+    let mut changes = cluster.changes();
+    let world = world.clone();
+    tokio::spawn(async move {
+        while let Some(change) = changes.recv().await {
+            let Ok(mut w) = world.lock() else { return };
+            w.apply(&change);
+        }
+        if let Ok(mut w) = world.lock() {
+            w.stream_lost = true;
+        }
+    })
+}
 
 /// One host process and its successors in a slot.
 struct Slot {
@@ -839,7 +773,7 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
     let started = Instant::now();
     std::fs::create_dir_all(&config.log_dir).expect("the log directory");
     let pods = config.deployments * 5;
-    let cluster = Cluster::start(ClusterConfig {
+    let mut cluster = Cluster::start(ClusterConfig {
         kubelet: KubeletConfig {
             nodes: (pods / 100).max(3),
             start_delay: Duration::from_millis(200),
@@ -852,6 +786,8 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
     .expect("the cluster starts");
     let client = crate::client(&cluster.kubeconfig).await;
     let mut report = SoakReport::default();
+    let world = Arc::new(Mutex::new(World::default()));
+    let follower = watch_world(&mut cluster, &world);
 
     let namespaces: Vec<String> = (0..config.namespaces.max(1)).map(|i| format!("chaos-{i}")).collect();
     for ns in &namespaces {
@@ -867,8 +803,6 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
             .expect("a Deployment");
     }
 
-    let world = Arc::new(Mutex::new(World::default()));
-    let watches = watch_world(&client, &world);
     let hosts = Arc::new(Mutex::new(Hosts::start(&config, cluster.kubeconfig.clone())));
     let supervisor = {
         let hosts = hosts.clone();
@@ -1060,21 +994,149 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
         report.restarts = h.restarts;
         h.stop_all();
     }
-    drop(watches);
-    let culprits: Vec<Key> = match world.lock() {
+    follower.abort();
+    let culprits: Vec<(Key, Vec<String>)> = match world.lock() {
         Ok(mut w) => {
-            w.judge(Duration::ZERO);
+            if w.stream_lost {
+                w.violation("the store's changes stopped coming: nothing after that was checked".into());
+            }
             report.checks = w.checks;
             report.violations = w.violations.clone();
-            w.culprits.iter().take(2).cloned().collect()
+            let culprits: Vec<Key> = w.culprits.iter().take(2).cloned().collect();
+            culprits
+                .into_iter()
+                .map(|k| {
+                    let changes = w.changes.get(&k).map(|l| l.iter().cloned().collect()).unwrap_or_default();
+                    (k, changes)
+                })
+                .collect()
         }
         Err(_) => Vec::new(),
     };
-    for (namespace, name) in culprits {
+    for ((namespace, name), changes) in culprits {
         report.timelines.push(timeline(&client, &namespace, &name).await);
+        report
+            .timelines
+            .push(format!("  {namespace}/{name} changes, in resourceVersion order:\n{}", changes.join("\n")));
     }
     report.faults = cluster.fault_counts();
     report.duration = started.elapsed();
     cluster.shutdown().await;
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds the world one change of the store, with the next resourceVersion.
+    struct Feed {
+        world: World,
+        rv: u64,
+    }
+
+    impl Feed {
+        fn new() -> Self {
+            Feed { world: World::default(), rv: 0 }
+        }
+
+        fn change(&mut self, resource: &str, event_type: EventType, object: serde_json::Value) {
+            self.rv += 1;
+            let change = StoredChange {
+                resource: resource.into(),
+                event_type,
+                object: Arc::new(object),
+                resource_version: self.rv,
+            };
+            self.world.apply(&change);
+        }
+
+        /// Deployment `d-<i>` (group by i % 3) with `replicas`.
+        fn deployment(&mut self, i: usize, replicas: i32) {
+            let mut d = serde_json::to_value(deployment("ns", i)).unwrap();
+            d["spec"]["replicas"] = json!(replicas);
+            self.change("apps/deployments", EventType::Modified, d);
+        }
+
+        fn replica_set(&mut self, app: &str, name: &str, replicas: i32) {
+            let rs = json!({
+                "metadata": {"name": name, "namespace": "ns", "labels": {"app": app, "chaos": "soak"}},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}}},
+            });
+            self.change("apps/replicasets", EventType::Modified, rs);
+        }
+
+        fn pod(&mut self, app: &str, rs: &str, name: &str, event_type: EventType, ready: bool) {
+            let pod = json!({
+                "metadata": {
+                    "name": name, "namespace": "ns", "labels": {"app": app, "chaos": "soak"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": "u", "controller": true}],
+                },
+                "spec": {"containers": [{"name": "c", "image": "img:1"}]},
+                "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]},
+            });
+            self.change("/pods", event_type, pod);
+        }
+    }
+
+    #[test]
+    fn a_second_pod_for_a_replica_set_of_one_is_a_duplicate() {
+        let mut f = Feed::new();
+        f.deployment(1, 3);
+        f.replica_set("d-001", "d-001-a", 1);
+        f.pod("d-001", "d-001-a", "p1", EventType::Added, true);
+        assert!(f.world.violations.is_empty(), "{:?}", f.world.violations);
+        f.pod("d-001", "d-001-a", "p2", EventType::Added, false);
+        assert_eq!(f.world.violations.len(), 1, "{:?}", f.world.violations);
+        assert!(
+            f.world.violations[0].contains("d-001-a: 2 live pods for 1 replicas at resourceVersion 4 (a duplicate)")
+        );
+        let changes = f.world.changes.get(&("ns".to_string(), "d-001".to_string())).unwrap();
+        assert!(changes.iter().any(|c| c.contains("rv 4: pod p2 created for d-001-a")), "{changes:?}");
+    }
+
+    #[test]
+    fn a_replica_set_scaled_down_moments_ago_may_still_get_the_pod_it_asked_for() {
+        let mut f = Feed::new();
+        f.deployment(1, 3);
+        f.replica_set("d-001", "d-001-a", 2);
+        f.pod("d-001", "d-001-a", "p1", EventType::Added, true);
+        f.replica_set("d-001", "d-001-a", 1);
+        // Created from a cache that still said 2: no duplicate.
+        f.pod("d-001", "d-001-a", "p2", EventType::Added, false);
+        assert!(f.world.violations.is_empty(), "{:?}", f.world.violations);
+        // A third is one too many even for 2.
+        f.pod("d-001", "d-001-a", "p3", EventType::Added, false);
+        assert_eq!(f.world.violations.len(), 1, "{:?}", f.world.violations);
+    }
+
+    #[test]
+    fn a_rollout_never_goes_past_its_surge_nor_below_its_availability() {
+        let mut f = Feed::new();
+        f.deployment(0, 3);
+        f.replica_set("d-000", "d-000-a", 3);
+        for p in ["p1", "p2", "p3"] {
+            f.pod("d-000", "d-000-a", p, EventType::Added, true);
+        }
+        // Guarded once first available, as the soak does.
+        f.world.guarded.insert(("ns".into(), "d-000".into()));
+        f.replica_set("d-000", "d-000-b", 1);
+        f.pod("d-000", "d-000-b", "q1", EventType::Added, false);
+        assert!(f.world.violations.is_empty(), "{:?}", f.world.violations);
+        // 3 + 1 is the bound; 3 + 2 is past it.
+        f.replica_set("d-000", "d-000-b", 2);
+        assert!(f.world.violations.iter().any(|v| v.contains("ask for 5 pods > replicas 3 + maxSurge")));
+        // A ready pod going away leaves 2 ready < 3 - 0.
+        f.pod("d-000", "d-000-a", "p1", EventType::Deleted, true);
+        assert!(f.world.violations.iter().any(|v| v.contains("2 ready pods < replicas 3 - maxUnavailable = 3")));
+    }
+
+    #[test]
+    fn objects_of_other_workloads_are_not_judged() {
+        let mut f = Feed::new();
+        let rs =
+            json!({"metadata": {"name": "x", "namespace": "ns", "labels": {"app": "d-001"}}, "spec": {"replicas": 0}});
+        f.change("apps/replicasets", EventType::Added, rs);
+        assert!(f.world.rss.is_empty());
+    }
 }
