@@ -21,6 +21,7 @@ mod engine;
 mod lifecycle;
 mod ops;
 mod outcome;
+pub mod rbac;
 pub mod record;
 mod runtime;
 pub mod scaffold;

@@ -118,6 +118,29 @@ enum PluginsCommand {
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// Print the RBAC a plugin needs to run in-cluster as its own ServiceAccount, from what it
+    /// declares: that account and a ClusterRole for exactly the kinds it writes, the host's
+    /// reads of the kinds it caches, and the host's right to impersonate it. Kinds are
+    /// resolved by the cluster's discovery: apply a custom kind's CRD first. Pipe it to
+    /// `kubectl apply -f -`, and name the account as the plugin's `serviceAccount`.
+    Rbac {
+        /// A built-in plugin's name or a .wasm file.
+        plugin: String,
+        /// The namespace the host runs in.
+        #[arg(long, default_value = "wasmcm")]
+        namespace: String,
+        /// The plugin's ServiceAccount [default: wasmcm-<plugin's name>].
+        #[arg(long)]
+        service_account: Option<String>,
+        /// The host's ServiceAccount, in the same namespace.
+        #[arg(long, default_value = "wasmcm")]
+        host_service_account: String,
+        /// The cluster's kubeconfig (else in-cluster credentials).
+        #[arg(long, env = "WASMCM_KUBECONFIG")]
+        kubeconfig: Option<PathBuf>,
+        #[arg(long, env = "WASMCM_CONTEXT")]
+        context: Option<String>,
+    },
     /// Reconcile one key on a running host now and save what the plugin read, was asked and
     /// returned: a recording `wasmcm simulate --state <file> --expect <file>` replays.
     Record {
@@ -399,6 +422,43 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                     p.imports().join(", ")
                 );
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugins(PluginsCommand::Rbac {
+            plugin,
+            namespace,
+            service_account,
+            host_service_account,
+            kubeconfig,
+            context,
+        }) => {
+            let p = load_plugin(&engine, &plugin, Limits::default())?;
+            let info = p.info().clone();
+            let service_account = service_account.unwrap_or_else(|| format!("wasmcm-{}", info.name));
+            let who = wasmcm::rbac::Identities { namespace, service_account, host_service_account };
+            let runtime = tokio::runtime::Runtime::new()?;
+            let resolved = runtime.block_on(async {
+                let config = cluster_config(kubeconfig.as_ref(), context)
+                    .await?
+                    .context("no cluster to resolve the plugin's kinds: give --kubeconfig (or run in a pod)")?;
+                let discovery = wasmcm::Discovery::new(kube::Client::try_from(config)?);
+                let kinds =
+                    std::iter::once(&info.primary).chain(&info.owns).chain(info.watched_kinds()).chain(&info.writes);
+                let mut resolved = std::collections::BTreeMap::new();
+                for kind in kinds {
+                    resolved.insert(kind.clone(), discovery.resolve(kind).await);
+                }
+                anyhow::Ok(resolved)
+            })?;
+            let objects = wasmcm::rbac::plugin_rbac(&info, &who, |kind| {
+                resolved.get(kind).cloned().unwrap_or_else(|| Err(format!("kind {kind} was not resolved")))
+            })
+            .map_err(|e| anyhow::anyhow!("plugin {}: {e}", info.name))?;
+            println!(
+                "# RBAC for plugin {} {}: name it in its manifest entry as `serviceAccount: {}`.",
+                info.name, info.version, who.service_account
+            );
+            print!("{}", serde_saphyr::to_string_multiple(&objects)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugins(PluginsCommand::List(admin)) => admin_call(&admin, hyper::Method::GET, "/plugins", |body| {

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 use kube::api::{ApiResource, GroupVersionKind};
 use wasmcm_core::Kind;
 
-/// A resource, and whether its objects live in namespaces.
+/// A resource, whether its objects live in namespaces, and its subresources (`status`,
+/// `scale`, ...).
 #[derive(Clone, Debug)]
 pub struct Resource {
     pub api: ApiResource,
     pub namespaced: bool,
+    pub subresources: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -35,7 +37,11 @@ impl Discovery {
         let (api, caps) = kube::discovery::pinned_kind(&self.client, &gvk)
             .await
             .map_err(|e| format!("kind {kind} is not served by the cluster: {e}"))?;
-        let resource = Resource { api, namespaced: caps.scope == kube::discovery::Scope::Namespaced };
+        let resource = Resource {
+            api,
+            namespaced: caps.scope == kube::discovery::Scope::Namespaced,
+            subresources: caps.subresources.into_iter().map(|(sub, _)| sub.plural).collect(),
+        };
         self.resolved.lock().unwrap_or_else(|e| e.into_inner()).insert(kind.clone(), resource.clone());
         Ok(resource)
     }

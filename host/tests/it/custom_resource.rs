@@ -4,7 +4,9 @@
 //! built-ins, its CRD and a Website applied with the real kubectl to the embedded cluster, then
 //! reconciled (owned children, pods, status and conditions, printer columns, a spec change),
 //! hot-swapped to its second release (cargo feature `v2`) and deleted through its finalizer.
-//! Also `wasmcm simulate` of the example's snapshot.
+//! Then the same plugin on a host run as deploy/manifests' least-privileged account, writing
+//! as its own account with only the RBAC `wasmcm plugins rbac` prints for it. Also `wasmcm
+//! simulate` of the example's snapshot.
 //!
 //! Owns this module and the example's build; it must not touch the other modules' plugins or
 //! the built-in guests' build (`host/build.rs`, `target/guests`).
@@ -91,6 +93,47 @@ impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// `wasmcm run` on `kubeconfig`'s cluster with the plugins of `plugins` (a manifest file or
+/// directory), its metrics and admin endpoint on a free address, its log collected.
+struct HostProcess {
+    address: String,
+    /// The host's log, for the failure messages.
+    log: std::sync::Arc<Mutex<Vec<String>>>,
+    _running: Running,
+}
+
+impl HostProcess {
+    fn start(kubeconfig: &Path, plugins: &Path, state: &Path) -> Self {
+        let address = free_address();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            // As deploy/manifests' pod: in namespace wasmcm, where the plugins' accounts are.
+            .env("POD_NAMESPACE", "wasmcm")
+            .args(["run", "--leader-elect=false", "--kubeconfig"])
+            .arg(kubeconfig)
+            .arg("--plugins")
+            .arg(plugins)
+            .args(["--metrics-bind-address", &address, "--cache-dir"])
+            .arg(state.join("cache"))
+            .arg("--admin-token-file")
+            .arg(state.join("admin-token"))
+            .env("RUST_LOG", "warn,wasmcm=info")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("WASMCM_KUBECONFIG")
+            .env_remove("WASMCM_PLUGINS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wasmcm runs");
+        let log = collect(child.stderr.take().expect("piped"));
+        HostProcess { address, log, _running: Running(child) }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).join("\n")
     }
 }
 
@@ -206,29 +249,9 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
     let kubeconfig = cluster.kubeconfig.clone();
     let plugins = PluginDir::new(&v1);
     let state = tempfile::tempdir().unwrap();
-    let address = free_address();
     // Started before the CRD exists: the host must find the kind once it is served.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-        .args(["run", "--leader-elect=false", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .arg("--plugins")
-        .arg(plugins.manifest())
-        .args(["--metrics-bind-address", &address, "--cache-dir"])
-        .arg(state.path().join("cache"))
-        .arg("--admin-token-file")
-        .arg(state.path().join("admin-token"))
-        .env("RUST_LOG", "warn,wasmcm=info")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("WASMCM_KUBECONFIG")
-        .env_remove("WASMCM_PLUGINS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wasmcm runs");
-    let log = collect(child.stderr.take().expect("piped"));
-    let _host = Running(child);
-    let log_text = || log.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
+    let host = HostProcess::start(&kubeconfig, &plugins.manifest(), state.path());
+    let address = host.address.clone();
     // The host is up and has found that the cluster does not serve Websites yet.
     let readyz = eventually("the host to report website not synced", || async {
         readyz(&address).await.filter(|body| body.contains("[-]plugin/website not synced"))
@@ -353,7 +376,7 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
         gone.then_some(())
     })
     .await;
-    let log = log_text();
+    let log = host.log();
     assert!(!log.contains("ReconcileFailed"), "{log}");
 }
 
@@ -404,4 +427,113 @@ async fn simulate_runs_the_example_on_its_snapshot() {
     assert_eq!(condition(site, "Progressing").map(|c| c["reason"].clone()), Some("Creating".into()), "{site:#}");
     let deployment = items.iter().find(|o| o["kind"] == "Deployment").expect("the Deployment");
     assert_eq!(deployment["metadata"]["ownerReferences"][0]["uid"], site["metadata"]["uid"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_website_runs_as_its_own_service_account_with_the_rbac_wasmcm_prints_for_it() {
+    let v1 = tokio::task::block_in_place(|| build_example(&[]));
+    let (cluster, admin) = wasmcm_test_support::cluster().await;
+    let kubeconfig = cluster.kubeconfig.clone();
+    // The host as deploy/manifests run it: its ServiceAccount may only read the built-ins'
+    // kinds and impersonate the built-ins' accounts, which write for them.
+    common::kubectl_apply(&kubeconfig, &common::RBAC_MANIFESTS);
+    common::kubectl_apply(&kubeconfig, &["06-plugin-identities.yaml"]);
+    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
+    let as_host = cluster.kubeconfig_for_token(&token).unwrap();
+    let plugins = PluginDir::new(&v1);
+    let component = plugins.dir.path().join("target/wasm32-unknown-unknown/release/website.wasm");
+    let rbac = || {
+        let (component, kubeconfig) = (component.display().to_string(), kubeconfig.display().to_string());
+        tokio::task::block_in_place(|| common::wasmcm(&["plugins", "rbac", &component, "--kubeconfig", &kubeconfig]))
+    };
+    // Plurals come from discovery, never guessed: without its CRD the kind is not served.
+    let refused = rbac();
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("plugin website: kind example.wasmcm.dev/v1/Website is not served by the cluster"),
+        "{}",
+        refused.stderr
+    );
+    let crd = example_dir().join("deploy/crd.yaml");
+    kubectl_ok(&kubeconfig, &["apply", "-f", &crd.display().to_string()]);
+    kubectl_ok(
+        &kubeconfig,
+        &["wait", "--for=condition=Established", "crd/websites.example.wasmcm.dev", "--timeout=60s"],
+    );
+
+    // The plugins as the deploy ConfigMap names the built-ins, and the website as its own account.
+    let manifest = std::fs::read_to_string(plugins.manifest()).unwrap();
+    let manifest = manifest.replace("\nspec:\n", "\nspec:\n  serviceAccount: wasmcm-website\n");
+    std::fs::write(plugins.manifest(), manifest).unwrap();
+    let configmap = std::fs::read_to_string(common::manifest("07-configmap-plugins.yaml")).unwrap();
+    let configmap: Value = serde_saphyr::from_str(&configmap).unwrap();
+    let builtins = configmap["data"]["plugins.yaml"].as_str().expect("the ConfigMap's plugins.yaml");
+    std::fs::write(plugins.dir.path().join("builtins.yaml"), builtins).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(&as_host, plugins.dir.path(), state.path());
+
+    // Without the website's RBAC the host may not even list Websites; the built-ins run.
+    let readyz = eventually("the host to report website not synced", || async {
+        readyz(&host.address).await.filter(|body| body.contains("[-]plugin/website not synced"))
+    })
+    .await;
+    assert!(readyz.contains("[+]plugin/deployment ok"), "{readyz}");
+    eventually("the host to log the 403 listing Websites", || async {
+        host.log().contains(r#"cannot list resource \"websites\""#).then_some(())
+    })
+    .await;
+
+    // What `wasmcm plugins rbac` prints for the component, applied as its README says.
+    let printed = rbac();
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    assert!(printed.stdout.contains("serviceAccount: wasmcm-website"), "{}", printed.stdout);
+    let applied = tokio::task::block_in_place(|| {
+        wasmcm_test_support::kubectl(&kubeconfig, &["apply", "-f", "-"], Some(&printed.stdout))
+    });
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let objects = String::from_utf8_lossy(&applied.stdout).lines().count();
+    assert_eq!(objects, 7, "{}", String::from_utf8_lossy(&applied.stdout));
+
+    // Now it syncs, and every write it makes (the finalizer, the children, the registry, the
+    // status, its events) goes through as wasmcm-website: the host's own account writes nothing.
+    let sample = example_dir().join("deploy/website.yaml");
+    kubectl_ok(&kubeconfig, &["apply", "-f", &sample.display().to_string()]);
+    let site = eventually("the Website to be Ready with 2 replicas", || async {
+        website(&kubeconfig).filter(|s| settled(s, 2))
+    })
+    .await;
+    assert_eq!(site["metadata"]["finalizers"], serde_json::json!(["example.wasmcm.dev/registry"]), "{site}");
+    let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), NAMESPACE);
+    assert_eq!(
+        registry_data(config_maps.get_opt(REGISTRY).await.unwrap()),
+        [(SITE.to_string(), "nginx:1.27".to_string())]
+    );
+    let log = host.log();
+    assert!(
+        !log.contains("ReconcileFailed")
+            && !log.contains("forbidden: User \"system:serviceaccount:wasmcm:wasmcm-website\""),
+        "{log}"
+    );
+
+    // The account is bounded by what the plugin declares: not even reading Secrets.
+    let (may, _, _) = kubectl(
+        &kubeconfig,
+        &["auth", "can-i", "get", "secrets", "--as", "system:serviceaccount:wasmcm:wasmcm-website", "-n", NAMESPACE],
+    );
+    assert!(!may, "the website's account may not read Secrets");
+    let (may, _, _) = kubectl(
+        &kubeconfig,
+        &[
+            "auth",
+            "can-i",
+            "update",
+            "websites.example.wasmcm.dev",
+            "--subresource=status",
+            "--as",
+            "system:serviceaccount:wasmcm:wasmcm-website",
+            "-n",
+            NAMESPACE,
+        ],
+    );
+    assert!(may, "it may update a Website's status");
 }
