@@ -4,7 +4,8 @@
 //! answered, and what it returned — one JSON document (`kind: Recording`).
 //!
 //! A replay answers each call exactly as recorded (a call made twice gets its answers in the
-//! recorded order), so the same plugin returns the same outcome, and where another version's
+//! recorded order; a selector's requirements and values in another order make the same call),
+//! so the same plugin returns the same outcome, and where another version's
 //! outcome differs, that difference is the version's own. A call the recording lacks (a changed
 //! plugin reading something else) is answered from the objects the recording holds, as a cache
 //! holding only those would.
@@ -111,9 +112,22 @@ impl Call {
         }
     }
 
-    /// The same call always has the same key, whatever order its selector was written in.
+    /// The same call always has the same key, however its selector was written: its labels
+    /// and requirements are ANDed sets, and so are a requirement's values, so their order and
+    /// repeats mean nothing.
     fn key(&self) -> String {
-        self.json().to_string()
+        let mut v = self.json();
+        if let Some(requirements) = v.pointer_mut("/selector/matchExpressions").and_then(Value::as_array_mut) {
+            for r in requirements.iter_mut() {
+                if let Some(values) = r.get_mut("values").and_then(Value::as_array_mut) {
+                    values.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+                    values.dedup();
+                }
+            }
+            requirements.sort_by_key(Value::to_string);
+            requirements.dedup();
+        }
+        v.to_string()
     }
 }
 
@@ -512,6 +526,32 @@ mod tests {
         // Not recorded: the state holds the last version of each object read.
         assert_eq!(image(&replay.get(&pods, "d", "a").unwrap()), "v2");
         assert_eq!(replay.list(&pods, "", &Selector::everything()).len(), 2);
+    }
+
+    #[test]
+    fn a_selector_written_in_another_order_is_the_same_call() {
+        let pods = Kind::new("v1", "Pod");
+        let list = |expressions: Vec<(&str, Operator, Vec<&str>)>| {
+            let match_expressions = expressions
+                .into_iter()
+                .map(|(key, operator, values)| Requirement {
+                    key: key.into(),
+                    operator,
+                    values: values.into_iter().map(String::from).collect(),
+                })
+                .collect();
+            let selector = Selector { match_labels: vec![("app".into(), "web".into())], match_expressions };
+            Call::List { kind: pods.clone(), namespace: "d".into(), selector }.key()
+        };
+        let written = list(vec![("tier", Operator::In, vec!["a", "b"]), ("canary", Operator::DoesNotExist, vec![])]);
+        let reordered =
+            list(vec![("canary", Operator::DoesNotExist, vec![]), ("tier", Operator::In, vec!["b", "a", "b"])]);
+        assert_eq!(written, reordered);
+        assert_ne!(written, list(vec![("tier", Operator::In, vec!["a"]), ("canary", Operator::DoesNotExist, vec![])]));
+        assert_ne!(
+            written,
+            list(vec![("tier", Operator::NotIn, vec!["a", "b"]), ("canary", Operator::DoesNotExist, vec![])])
+        );
     }
 
     #[test]
