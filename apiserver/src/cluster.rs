@@ -258,11 +258,12 @@ impl Cluster {
     pub fn changes(&mut self) -> tokio::sync::mpsc::UnboundedReceiver<StoredChange> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let state = self.state.clone();
+        // One of the cluster's tasks: it ends with the cluster, or at the first change after
+        // the receiver is dropped.
         self.tasks.spawn(async move {
             let (mut changes, _) = Subscription::start(&state.store, None);
-            while !tx.is_closed() {
-                let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-                let Changes::Events(events) = changes.next(Some(deadline)).await else { return };
+            loop {
+                let Changes::Events(events) = changes.next(None).await else { return };
                 for e in events {
                     let change = StoredChange {
                         resource: e.key.id.clone(),

@@ -437,23 +437,15 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             let service_account = service_account.unwrap_or_else(|| format!("wasmcm-{}", info.name));
             let who = wasmcm::rbac::Identities { namespace, service_account, host_service_account };
             let runtime = tokio::runtime::Runtime::new()?;
-            let resolved = runtime.block_on(async {
+            let discovery = runtime.block_on(async {
                 let config = cluster_config(kubeconfig.as_ref(), context)
                     .await?
                     .context("no cluster to resolve the plugin's kinds: give --kubeconfig (or run in a pod)")?;
-                let discovery = wasmcm::Discovery::new(kube::Client::try_from(config)?);
-                let kinds =
-                    std::iter::once(&info.primary).chain(&info.owns).chain(info.watched_kinds()).chain(&info.writes);
-                let mut resolved = std::collections::BTreeMap::new();
-                for kind in kinds {
-                    resolved.insert(kind.clone(), discovery.resolve(kind).await);
-                }
-                anyhow::Ok(resolved)
+                anyhow::Ok(wasmcm::Discovery::new(kube::Client::try_from(config)?))
             })?;
-            let objects = wasmcm::rbac::plugin_rbac(&info, &who, |kind| {
-                resolved.get(kind).cloned().unwrap_or_else(|| Err(format!("kind {kind} was not resolved")))
-            })
-            .map_err(|e| anyhow::anyhow!("plugin {}: {e}", info.name))?;
+            // Discovery asks the cluster once per kind, however often the rules name it.
+            let objects = wasmcm::rbac::plugin_rbac(&info, &who, |kind| runtime.block_on(discovery.resolve(kind)))
+                .map_err(|e| anyhow::anyhow!("plugin {}: {e}", info.name))?;
             println!(
                 "# RBAC for plugin {} {}: name it in its manifest entry as `serviceAccount: {}`.",
                 info.name, info.version, who.service_account

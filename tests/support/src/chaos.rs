@@ -282,7 +282,7 @@ struct World {
     violations: Vec<String>,
     /// The Deployments (namespace, name) an invariant failed for.
     culprits: BTreeSet<Key>,
-    /// Why the store's changes stopped coming before the soak ended, if they did.
+    /// Whether the store's changes stopped coming before the soak ended.
     stream_lost: bool,
 }
 
@@ -337,8 +337,11 @@ impl World {
         self.pods.range((namespace.clone(), String::new())..).take_while(move |(k, _)| k.0 == namespace).map(|(_, p)| p)
     }
 
-    fn deployment_index(name: &str) -> Option<usize> {
-        name.strip_prefix("d-")?.parse().ok()
+    /// A soak Deployment's group, its replicas now and the most of the last [`WINDOW`].
+    fn replicas_of(&self, key: &Key) -> Option<(Group, i64, i64)> {
+        let i: usize = key.1.strip_prefix("d-")?.parse().ok()?;
+        let history = self.deployments.get(key)?;
+        Some((group(i), history.current().unwrap_or(0), history.recent_most()))
     }
 
     /// (live, ready) pods of a Deployment.
@@ -352,13 +355,9 @@ impl World {
     /// the last [`WINDOW`].
     fn check_deployment(&mut self, namespace: &str, app: &str, created: bool) {
         let key = (namespace.to_string(), app.to_string());
-        let Some(i) = Self::deployment_index(app) else { return };
-        let Some((replicas, recent)) = self.deployments.get(&key).map(|h| (h.current().unwrap_or(0), h.recent_most()))
-        else {
-            return;
-        };
+        let Some((group, replicas, recent)) = self.replicas_of(&key) else { return };
         let (live, ready) = self.counts(namespace, app);
-        if group(i) == Group::Scale {
+        if group == Group::Scale {
             if created {
                 self.checks += 1;
                 let most = recent + bounds(recent).0;
@@ -387,11 +386,7 @@ impl World {
     /// no one's fault while it lasts).
     fn check_replica_sets(&mut self, namespace: &str, app: &str, grew: bool) {
         let key = (namespace.to_string(), app.to_string());
-        let Some(i) = Self::deployment_index(app) else { return };
-        let Some((replicas, recent)) = self.deployments.get(&key).map(|h| (h.current().unwrap_or(0), h.recent_most()))
-        else {
-            return;
-        };
+        let Some((group, replicas, recent)) = self.replicas_of(&key) else { return };
         let asked: i64 = self
             .rss
             .range((namespace.to_string(), String::new())..)
@@ -399,7 +394,7 @@ impl World {
             .filter(|(_, (a, _))| a == app)
             .filter_map(|(_, (_, r))| r.current())
             .sum();
-        let (replicas, judged) = if group(i) == Group::Scale { (recent, grew) } else { (replicas, true) };
+        let (replicas, judged) = if group == Group::Scale { (recent, grew) } else { (replicas, true) };
         if !judged {
             return;
         }
