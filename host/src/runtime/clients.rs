@@ -5,12 +5,15 @@
 //!   fails and is retried instead of holding an informer forever;
 //! - **writes**, one per plugin: no hidden retries (the work queue retries a failed key with
 //!   its backoff, where the fence sees every attempt), a read timeout, the plugin's identity
-//!   when its manifest names one, and the leader's [`Fence`] checked when the request is handed
-//!   to the client (after the client's rate limit and concurrency cap) and again at the last
-//!   moment: when the connection takes the request's body to write it. In between a request may
-//!   wait for a connection, or the whole process may be frozen (SIGSTOP), for longer than the
-//!   lease; a body the fence refuses ends the request before its head is flushed, so nothing of
-//!   it leaves the process;
+//!   when its manifest names one, and the leader's [`Fence`] checked three times, each nearer
+//!   the wire: when the request is handed to the client (after the client's rate limit and
+//!   concurrency cap); when the connection takes the request's body (the last moment the
+//!   request's path, and so a sharded host's shard, is known); and beneath TLS, immediately
+//!   before each write to the socket. In between a request may wait for a connection, or the
+//!   whole process may be frozen (SIGSTOP) for longer than the lease; a refusal ends the
+//!   request before anything of it is flushed, so nothing of it leaves the process. What no
+//!   client can close is a freeze between the last check and the system call it guards (a few
+//!   instructions); from the socket on, the kernel delivers while the process is stopped;
 //! - **the Lease**: no retries, and a timeout of half the renew deadline, as KCM's
 //!   leader-election client.
 //!
@@ -18,9 +21,9 @@
 //! plugin/replicaset`), as KCM names each controller's, so an API server's audit log tells
 //! which replica and which plugin sent a request.
 //!
-//! The write client is assembled from kube's own layers (base URI, auth, extra headers) around
-//! a hyper client whose request body is ours, because kube's `ClientBuilder` fixes the body type
-//! and so offers no hook at write time.
+//! The write client is assembled from kube's own layers (base URI, auth, extra headers, TLS)
+//! around a hyper client whose request body and socket are ours, because kube's `ClientBuilder`
+//! fixes both and so offers no hook at write time.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -86,7 +89,9 @@ impl Clients {
         if impersonate.is_some() {
             config.auth_info.impersonate = impersonate;
         }
-        let mut connector = hyper_timeout::TimeoutConnector::new(config.rustls_https_connector()?);
+        let mut connector = hyper_timeout::TimeoutConnector::new(
+            config.rustls_https_connector_with_connector(fenced_connector(fence.clone()))?,
+        );
         connector.set_connect_timeout(config.connect_timeout);
         connector.set_read_timeout(config.read_timeout);
         connector.set_write_timeout(config.write_timeout);
@@ -150,12 +155,93 @@ impl http_body::Body for FencedBody {
 pub(crate) fn deposed(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(e) = cause {
-        if e.is::<Deposed>() {
+        // An `io::Error`'s `source` skips the error it carries, where the socket's refusal is.
+        let carried = e.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref);
+        if e.is::<Deposed>() || carried.is_some_and(|c| c.is::<Deposed>()) {
             return true;
         }
         cause = e.source();
     }
     false
+}
+
+/// kube's TCP connector, its sockets fenced: what TLS and HTTP write to them goes out only
+/// while `fence` holds (for a sharded host, while it holds any shard: the write's own shard was
+/// checked at its body, microseconds before).
+fn fenced_connector(
+    fence: Fence,
+) -> impl tower::Service<
+    http::Uri,
+    Response = FencedIo<hyper_util::rt::TokioIo<tokio::net::TcpStream>>,
+    Error = impl Into<BoxError>,
+    Future = impl Send + 'static,
+> + Clone
++ Send
++ Sync
++ 'static {
+    use tower::ServiceExt;
+    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+    http.enforce_http(false);
+    http.map_response(move |io| FencedIo { io, fence: fence.clone() })
+}
+
+/// A socket that refuses to write once the fence no longer holds: the check nearest the wire,
+/// so that a process frozen after the checks above (body, request) sends nothing on waking.
+struct FencedIo<T> {
+    io: T,
+    fence: Fence,
+}
+
+impl<T> FencedIo<T> {
+    fn check(&self) -> std::io::Result<()> {
+        if self.fence.holds() { Ok(()) } else { Err(std::io::Error::other(Deposed)) }
+    }
+}
+
+impl<T: hyper::rt::Read + Unpin> hyper::rt::Read for FencedIo<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for FencedIo<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        self.check()?;
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.check()?;
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+impl<T: hyper_util::client::legacy::connect::Connection> hyper_util::client::legacy::connect::Connection
+    for FencedIo<T>
+{
+    fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
+        self.io.connected()
+    }
 }
 
 /// Refuses every request while the fence does not hold.
@@ -220,5 +306,82 @@ mod tests {
         assert!(matches!(&refused, Some(Err(e)) if deposed(e.as_ref())), "{refused:?}");
         let sent = first_frame(Fence::open()).await;
         assert!(matches!(&sent, Some(Ok(f)) if f.data_ref().is_some_and(|d| &d[..] == b"{}")), "{sent:?}");
+    }
+
+    /// A body that lets the lease lapse as it is taken, as a process frozen just after the
+    /// body's check and woken after its lease expired: what the socket is then asked to send.
+    struct Lapsing {
+        fence: Fence,
+        lapse: bool,
+        data: Option<bytes::Bytes>,
+    }
+
+    impl http_body::Body for Lapsing {
+        type Data = bytes::Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, BoxError>>> {
+            if self.lapse {
+                self.fence.close();
+            }
+            Poll::Ready(self.data.take().map(|d| Ok(http_body::Frame::data(d))))
+        }
+
+        fn size_hint(&self) -> http_body::SizeHint {
+            http_body::SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
+        }
+    }
+
+    /// Sends a request through the fenced connector to a bare TCP server; the request's outcome
+    /// and every byte the server received.
+    async fn send(lapse: bool) -> (Result<u16, String>, Vec<u8>) {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let received = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                match tokio::time::timeout(Duration::from_secs(2), socket.read(&mut buf)).await {
+                    Ok(Ok(n)) if n > 0 => bytes.extend_from_slice(&buf[..n]),
+                    _ => return bytes,
+                }
+            }
+        });
+        let fence = Fence::closed();
+        fence.extend(tokio::time::Instant::now() + Duration::from_secs(60));
+        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build::<_, Lapsing>(fenced_connector(fence.clone()));
+        let body = Lapsing { fence, lapse, data: Some(bytes::Bytes::from_static(b"{\"kind\":\"Pod\"}")) };
+        let request = http::Request::post(format!("http://{address}/api/v1/namespaces/a/pods")).body(body).unwrap();
+        let outcome = match tokio::time::timeout(Duration::from_secs(1), client.request(request)).await {
+            Ok(Ok(response)) => Ok(response.status().as_u16()),
+            Ok(Err(e)) if deposed(&e) => Err("deposed".into()),
+            Ok(Err(e)) => Err(format!("{e:?}")),
+            Err(_) => Err("no answer".into()),
+        };
+        drop(client);
+        (outcome, received.await.unwrap())
+    }
+
+    /// The check nearest the wire: a lease that lapses after every check above the socket (the
+    /// process frozen between the body's check and the send, woken in another's lease) lets
+    /// nothing of the request out, and the error says why; a fence that holds sends it whole.
+    #[tokio::test]
+    async fn a_socket_sends_nothing_once_the_fence_lapses() {
+        let (outcome, received) = send(true).await;
+        assert_eq!(outcome, Err("deposed".into()));
+        assert!(received.is_empty(), "the server received {:?}", String::from_utf8_lossy(&received));
+        let (outcome, received) = send(false).await;
+        assert_eq!(outcome, Err("no answer".into()), "the bare server never answers");
+        let received = String::from_utf8_lossy(&received);
+        assert!(
+            received.starts_with("POST /api/v1/namespaces/a/pods") && received.ends_with("{\"kind\":\"Pod\"}"),
+            "{received}"
+        );
     }
 }

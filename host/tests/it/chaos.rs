@@ -34,10 +34,13 @@ async fn a_chaos_soak_keeps_every_invariant_writes_only_from_the_leader_and_conv
     if !report.passed() {
         let logs = logs.keep();
         eprintln!("host logs kept in {}", logs.display());
-        for entry in std::fs::read_dir(&logs).unwrap().flatten() {
-            let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        // In name order, so two runs' reports line up.
+        let mut paths: Vec<_> = std::fs::read_dir(&logs).unwrap().flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths {
+            let log = std::fs::read_to_string(&path).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(15).collect();
-            eprintln!("--- {}:\n{}", entry.path().display(), tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+            eprintln!("--- {}:\n{}", path.display(), tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
         }
     }
     assert!(report.violations.is_empty(), "invariants broken:\n{report}");
