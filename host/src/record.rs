@@ -4,8 +4,9 @@
 //! answered, and what it returned — one JSON document (`kind: Recording`).
 //!
 //! A replay answers each call exactly as recorded (a call made twice gets its answers in the
-//! recorded order; a selector's requirements and values in another order make the same call),
-//! so the same plugin returns the same outcome, and where another version's
+//! recorded order; a selector of the same meaning makes the same call, whatever the order of its
+//! requirements and values and whether a label is in `matchLabels` or an `In` of one value), so
+//! the same plugin returns the same outcome, and where another version's
 //! outcome differs, that difference is the version's own. A call the recording lacks (a changed
 //! plugin reading something else) is answered from the objects the recording holds, as a cache
 //! holding only those would.
@@ -113,21 +114,25 @@ impl Call {
     }
 
     /// The same call always has the same key, however its selector was written: its labels
-    /// and requirements are ANDed sets, and so are a requirement's values, so their order and
-    /// repeats mean nothing.
+    /// and requirements are ANDed sets, a label `k: v` is the requirement `k In [v]`, and a
+    /// requirement's values are a set too, so their form, order and repeats mean nothing.
     fn key(&self) -> String {
-        let mut v = self.json();
-        if let Some(requirements) = v.pointer_mut("/selector/matchExpressions").and_then(Value::as_array_mut) {
-            for r in requirements.iter_mut() {
-                if let Some(values) = r.get_mut("values").and_then(Value::as_array_mut) {
-                    values.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-                    values.dedup();
-                }
-            }
-            requirements.sort_by_key(Value::to_string);
-            requirements.dedup();
+        let Call::List { kind, namespace, selector } = self else { return self.json().to_string() };
+        let labels = selector.match_labels.iter().map(|(key, value)| Requirement {
+            key: key.clone(),
+            operator: Operator::In,
+            values: vec![value.clone()],
+        });
+        let mut requirements: Vec<Requirement> = labels.chain(selector.match_expressions.iter().cloned()).collect();
+        for r in &mut requirements {
+            r.values.sort();
+            r.values.dedup();
         }
-        v.to_string()
+        requirements
+            .sort_by(|a, b| (&a.key, a.operator.name(), &a.values).cmp(&(&b.key, b.operator.name(), &b.values)));
+        requirements.dedup();
+        let selector = Selector { match_labels: Vec::new(), match_expressions: requirements };
+        Call::List { kind: kind.clone(), namespace: namespace.clone(), selector }.json().to_string()
     }
 }
 
@@ -552,6 +557,20 @@ mod tests {
             written,
             list(vec![("tier", Operator::NotIn, vec!["a", "b"]), ("canary", Operator::DoesNotExist, vec![])])
         );
+        // matchLabels app=web is the requirement app In [web].
+        let as_expression = Call::List {
+            kind: pods.clone(),
+            namespace: "d".into(),
+            selector: Selector {
+                match_labels: Vec::new(),
+                match_expressions: vec![
+                    Requirement { key: "canary".into(), operator: Operator::DoesNotExist, values: vec![] },
+                    Requirement { key: "app".into(), operator: Operator::In, values: vec!["web".into()] },
+                    Requirement { key: "tier".into(), operator: Operator::In, values: vec!["a".into(), "b".into()] },
+                ],
+            },
+        };
+        assert_eq!(written, as_expression.key());
     }
 
     #[test]
