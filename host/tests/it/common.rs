@@ -265,6 +265,16 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// `wasmcm run`'s binary, deaf to what in the tester's environment would point it at another
+/// cluster or other plugins than the test names (an in-cluster CI runner, a developer's exports).
+pub fn host_command() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_wasmcm"));
+    for var in ["KUBERNETES_SERVICE_HOST", "WASMCM_KUBECONFIG", "WASMCM_PLUGINS"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 /// The `wasmcm` binary with `args`, sharing the tests' precompiled cache, logs off.
 pub fn wasmcm(args: &[&str]) -> Run {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmcm"))

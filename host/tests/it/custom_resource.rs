@@ -108,7 +108,7 @@ struct HostProcess {
 impl HostProcess {
     fn start(kubeconfig: &Path, plugins: &Path, state: &Path) -> Self {
         let address = free_address();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        let mut child = common::host_command()
             // As deploy/manifests' pod: in namespace wasmcm, where the plugins' accounts are.
             .env("POD_NAMESPACE", "wasmcm")
             .args(["run", "--leader-elect=false", "--kubeconfig"])
@@ -120,9 +120,6 @@ impl HostProcess {
             .arg("--admin-token-file")
             .arg(state.join("admin-token"))
             .env("RUST_LOG", "warn,wasmcm=info")
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .env_remove("WASMCM_KUBECONFIG")
-            .env_remove("WASMCM_PLUGINS")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -168,15 +168,12 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
 
 /// The real binary, run on a fresh embedded cluster with the given manifests.
 fn wasmcm_run(plugins: &Path, cache: &Path, strict: bool) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wasmcm"));
+    let mut cmd = common::host_command();
     cmd.args(["run", "--plugins"])
         .arg(plugins)
         .args(["--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false", "--cache-dir"])
         .arg(cache)
         .env("RUST_LOG", "warn,wasmcm=error")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("WASMCM_KUBECONFIG")
-        .env_remove("WASMCM_PLUGINS")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
