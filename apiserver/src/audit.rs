@@ -6,9 +6,12 @@
 //! `requestReceivedTimestamp`) plus the one a leader-election test needs. With it a test proves
 //! that no write came from a process that was not the Lease's valid holder at the time.
 //!
-//! The Lease is one named Lease (a leader's), or, for writers sharded by namespace, the Lease
+//! The Lease is one named Lease (a leader's); or, for writers sharded by namespace, the Lease
 //! of the shard the write's namespace falls in ([`AuditLease::Shards`], placed by the same hash
-//! as `shardSelector`).
+//! as `shardSelector`); or whichever of those a wasmcm replica group's anchor Lease says entitles
+//! the write when it arrives ([`AuditLease::Group`], `wasmcm_core::group`): its holder's for a
+//! leader, its shard's for N shards, so that writes of replicas beside the group in another shape
+//! are caught.
 //!
 //! Off unless a Lease is named. It records; it judges nothing and refuses nothing.
 
@@ -51,6 +54,9 @@ pub enum AuditLease {
     Single { namespace: String, name: String },
     /// The Lease of the write's shard: `leases[shard_of(namespace, leases.len())]`.
     Shards { namespace: String, leases: Vec<String> },
+    /// The Lease a wasmcm replica group's anchor `name` says entitles the write: the anchor for
+    /// a leader, else its shard's under the anchor's shard count.
+    Group { namespace: String, name: String },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -82,15 +88,29 @@ impl Audit {
     }
 
     /// The Lease a write in `namespace` is entitled by.
-    fn lease_for(&self, namespace: &str) -> Key {
-        let (namespace, name) = match &self.lease {
-            AuditLease::Single { namespace, name } => (namespace, name.clone()),
+    fn lease_for(&self, state: &State, namespace: &str) -> Key {
+        use wasmcm_core::group::{self, Shape};
+        let key = |namespace: &str, name: String| Key {
+            id: "coordination.k8s.io/leases".into(),
+            namespace: namespace.into(),
+            name,
+        };
+        match &self.lease {
+            AuditLease::Single { namespace, name } => key(namespace, name.clone()),
             AuditLease::Shards { namespace: lease_namespace, leases } => {
                 let shard = wasmcm_core::shard_of(namespace, leases.len() as u32) as usize;
-                (lease_namespace, leases.get(shard).cloned().unwrap_or_default())
+                key(lease_namespace, leases.get(shard).cloned().unwrap_or_default())
             }
-        };
-        Key { id: "coordination.k8s.io/leases".into(), namespace: namespace.clone(), name }
+            AuditLease::Group { namespace: lease_namespace, name } => {
+                let anchor = state.store.get(&key(lease_namespace, name.clone()));
+                let shape = anchor.and_then(|a| {
+                    let annotation = a.get("metadata")?.get("annotations").and_then(|m| m.get(group::SHAPE_ANNOTATION));
+                    let seconds = a.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64);
+                    Shape::of_lease(annotation.and_then(Value::as_str), seconds.map(|s| s as i32)).ok()
+                });
+                key(lease_namespace, group::entitling_lease(name, shape.unwrap_or(Shape::Leader), namespace))
+            }
+        }
     }
 
     /// The record of a request arriving now, if it is a write; completed by [`Audit::answered`].
@@ -106,7 +126,7 @@ impl Audit {
         {
             return None;
         }
-        let key = self.lease_for(&request.namespace);
+        let key = self.lease_for(state, &request.namespace);
         let lease = state.store.get(&key).map(|l| {
             let spec = l.get("spec").cloned().unwrap_or(Value::Null);
             LeaseState {

@@ -1,12 +1,13 @@
 //! Kubernetes helpers shared by wasmcm's embedded API server (`wasmcm-apiserver`), its host
 //! (`wasmcm`) and its guest SDK (`wasmcm-guest`), as kube-core is for kube-rs: kinds, label
-//! selectors, shards (sharded list and watch), access to objects held as JSON, name formats,
-//! generated names, resource quantities and the API error `Status`.
+//! selectors, shards (sharded list and watch), the Leases of a replica group, access to objects
+//! held as JSON, name formats, generated names, resource quantities and the API error `Status`.
 //!
 //! Plain functions and types: no I/O, no clock (but [`now_rfc3339`]), no randomness (callers
 //! supply it), so it also compiles for the guests' wasm32 target.
 
 mod error;
+pub mod group;
 mod kind;
 pub mod names;
 mod object;

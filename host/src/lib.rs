@@ -40,6 +40,7 @@ pub use ops::metrics::Metrics;
 pub use runtime::controller::{ControllerConfig, PluginController};
 pub use runtime::credentials::{in_cluster_config, service_account_dir};
 pub use runtime::discovery::Discovery;
+pub use runtime::group::Agreement;
 pub use runtime::host::{Host, HostConfig};
 pub use runtime::informers::{Change, Informers, PluginCache, SyncStatus};
 pub use runtime::leader::{Fence, LeaderConfig, default_identity};

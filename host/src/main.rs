@@ -53,8 +53,8 @@ enum Command {
     /// Inspect plugin files, or list and steer the plugins of a running host.
     #[command(subcommand)]
     Plugins(PluginsCommand),
-    /// Which replica holds which shard, and the live members, read from the shard Leases of
-    /// hosts run with --shards.
+    /// The replica group as its Leases tell it: its shape (one leader, or N shards), which
+    /// replica holds which shard, the live members, and any replica run in another shape.
     Shards(ShardsArgs),
     /// Create a standalone plugin crate to start from: describe(), a reconcile skeleton with
     /// unit tests, a simulate snapshot, a plugin manifest and, for a custom kind, its CRD.
@@ -737,15 +737,41 @@ fn show_shards(args: ShardsArgs) -> anyhow::Result<ExitCode> {
             .list(&kube::api::ListParams::default().labels(&selector))
             .await
             .with_context(|| format!("listing Leases {selector} in {}", args.namespace))?;
-        if list.items.is_empty() {
+        let anchor = leases
+            .get_opt(&args.name)
+            .await
+            .with_context(|| format!("reading the Lease {}/{}", args.namespace, args.name))?;
+        if list.items.is_empty() && anchor.is_none() {
             anyhow::bail!(
-                "no shard Leases {selector} in namespace {}: are the hosts run with --shards?",
+                "no Lease {} and no Leases {selector} in namespace {}: is a wasmcm group running there?",
+                args.name,
                 args.namespace
             );
         }
-        print!("{}", wasmcm::describe_shards(&list.items, jiff::Timestamp::now()));
+        print!("{}", wasmcm::describe_shards(&args.name, anchor.as_ref(), &list.items, jiff::Timestamp::now()));
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// client-go's rules for election timings (its `NewLeaderElector`): a lease longer than the
+/// renew deadline, which is longer than the retry period with its jitter. The fence's safety
+/// rests on the first: a standby waits a lease, a leader writes for at most a renew deadline.
+fn check_lease_timing(lease: &wasmcm::LeaderConfig) -> anyhow::Result<()> {
+    if lease.lease_duration <= lease.renew_deadline {
+        anyhow::bail!(
+            "--leader-elect-lease-duration ({:?}) must be greater than --leader-elect-renew-deadline ({:?})",
+            lease.lease_duration,
+            lease.renew_deadline
+        );
+    }
+    if lease.renew_deadline.as_secs_f64() <= 1.2 * lease.retry_period.as_secs_f64() {
+        anyhow::bail!(
+            "--leader-elect-renew-deadline ({:?}) must be greater than 1.2 × --leader-elect-retry-period ({:?})",
+            lease.renew_deadline,
+            lease.retry_period
+        );
+    }
+    Ok(())
 }
 
 fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -797,6 +823,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             retry_period: Duration::from_secs(args.leader_elect_retry_period),
             ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
         };
+        check_lease_timing(&lease)?;
         let sharded = args.shards > 0;
         let leader = (args.leader_elect && !sharded).then(|| lease.clone());
         let shards = sharded.then_some(wasmcm::ShardConfig { count: args.shards, lease });
@@ -830,13 +857,29 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             },
             None => None,
         };
-        let admin = wasmcm::Admin { metrics: metrics.clone(), ready: ready_rx, plugins: plugins_rx, token };
+        let (standing, standing_rx) = tokio::sync::watch::channel(wasmcm::Agreement::Unknown);
+        let admin = wasmcm::Admin {
+            metrics: metrics.clone(),
+            ready: ready_rx,
+            plugins: plugins_rx,
+            token,
+            standing: standing_rx,
+        };
         let bound = wasmcm::serve_admin(args.metrics_bind_address, admin)
             .await
             .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
         println!("metrics: http://{bound}/metrics");
         let host = Host::start(config, versions, host_config, metrics).await?;
         plugins.send_replace(host.controllers().to_vec());
+        let mut group = host.standing();
+        tokio::spawn(async move {
+            loop {
+                standing.send_replace(group.borrow_and_update().clone());
+                if group.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
         let reloader = wasmcm::Reloader {
             engine: engine.clone(),
             client: Some(client),

@@ -36,6 +36,7 @@ use tokio::sync::watch;
 
 use crate::ops::metrics::Metrics;
 use crate::runtime::controller::PluginController;
+use crate::runtime::group::Agreement;
 use crate::writes::kube::KubeApi;
 
 /// What the endpoint serves; `plugins` is filled once the host has started them.
@@ -46,6 +47,8 @@ pub struct Admin {
     pub plugins: watch::Receiver<Vec<Arc<PluginController<KubeApi>>>>,
     /// The bearer token plugin changes need; `None` refuses every change.
     pub token: Option<Arc<str>>,
+    /// Whether this replica agrees with its group's shape.
+    pub standing: watch::Receiver<Agreement>,
 }
 
 /// Connections served at once; more wait in the listen backlog.
@@ -115,6 +118,17 @@ impl Admin {
             );
         }
         let mut body = String::from("[+]started ok\n");
+        // A replica in another shape than its group's is listed without making the host
+        // unready: a rolling change of the shape replaces the group's pods with ones that wait,
+        // and would never finish if those waiting pods were not ready.
+        match &*self.standing.borrow() {
+            Agreement::Unknown => {}
+            Agreement::Agrees(shape) => body.push_str(&format!("[+]group ok: {shape}\n")),
+            waiting => {
+                let why = waiting.disagreement().unwrap_or_default();
+                body.push_str(&format!("[-]group not taking part (excluded: the host waits): {why}\n"));
+            }
+        }
         for c in self.plugins.borrow().iter() {
             match c.cache_status() {
                 Ok(()) => body.push_str(&format!("[+]plugin/{} ok\n", c.rollout().name())),

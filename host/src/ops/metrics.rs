@@ -193,6 +193,7 @@ pub struct Metrics {
     pub(crate) shard_handovers: Family<HandoverLabels, Counter>,
     pub(crate) shard_keys: Family<ShardPluginLabels, Gauge>,
     pub(crate) shard_queue_depth: Family<ShardPluginLabels, Gauge>,
+    pub(crate) group_shape_mismatch: Gauge,
     /// Gauges computed when scraped (in-flight work ages, informer sizes).
     refreshers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
@@ -227,6 +228,7 @@ impl Default for Metrics {
             shard_handovers: Family::default(),
             shard_keys: Family::default(),
             shard_queue_depth: Family::default(),
+            group_shape_mismatch: Gauge::default(),
             refreshers: Mutex::new(Vec::new()),
             registry: Registry::default(),
         };
@@ -322,6 +324,12 @@ impl Default for Metrics {
             "wasmcm_shard_keys",
             "Primaries cached in each shard this replica runs, by plugin",
             m.shard_keys.clone(),
+        );
+        registry.register(
+            "wasmcm_group_shape_mismatch",
+            "1 while the replica group's Lease says another shape (leader or shard count, lease duration) than this \
+             replica's, which then takes nothing",
+            m.group_shape_mismatch.clone(),
         );
         registry.register(
             "wasmcm_shard_queue_depth",

@@ -7,8 +7,9 @@
 //!   its backoff, where the fence sees every attempt), a read timeout, the plugin's identity
 //!   when its manifest names one, and the leader's [`Fence`] checked three times, each nearer
 //!   the wire: when the request is handed to the client (after the client's rate limit and
-//!   concurrency cap); when the connection takes the request's body (the last moment the
-//!   request's path, and so a sharded host's shard, is known); and beneath TLS, immediately
+//!   concurrency cap); when the connection takes the request's body (the last check that knows
+//!   which shard entitles the write: on a sharded host, the shard of the key whose reconcile
+//!   sends it, chosen as the request is handed over, `Fence::for_key`); and beneath TLS, immediately
 //!   before each write to the socket. In between a request may wait for a connection, or the
 //!   whole process may be frozen (SIGSTOP) for longer than the lease; a refusal ends the
 //!   request before anything of it is flushed, so nothing of it leaves the process. What no

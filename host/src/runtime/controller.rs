@@ -27,6 +27,7 @@ use crate::ops::metrics::{
 use crate::record::{Recording, RecordingCache};
 use crate::runtime::expectations::Expectations;
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache, ScopedCache};
+use crate::runtime::leader::Fence;
 use crate::runtime::queue::{RateLimit, WorkQueue};
 use crate::runtime::shards::ShardGate;
 use crate::writes::scope::{HostIdentity, Tenancy};
@@ -643,7 +644,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                     primary_uid: uid.as_deref(),
                     tenancy: Some(tenancy),
                 };
-                let report = writer::write_outcome(&*self.api, info, namespace, name, &outcome, context).await;
+                let writes = writer::write_outcome(&*self.api, info, namespace, name, &outcome, context);
+                let report = Fence::for_key(namespace, writes).await;
                 for r in &report.refused {
                     self.refused(key, r);
                 }
@@ -724,8 +726,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             message,
         };
         let api = self.api.clone();
+        let namespace = namespace.to_string();
         tokio::spawn(async move {
-            if let Err(e) = api.record_event(&event, uid.as_deref()).await {
+            let recorded = Fence::for_key(&namespace, api.record_event(&event, uid.as_deref())).await;
+            if let Err(e) = recorded {
                 tracing::debug!("recording an event: {e}");
             }
         });

@@ -20,6 +20,7 @@ use crate::ops::metrics::{Metrics, PluginLabels};
 use crate::runtime::clients::Clients;
 use crate::runtime::controller::{ControllerConfig, PluginController};
 use crate::runtime::discovery::Discovery;
+use crate::runtime::group::{self, Agreement};
 use crate::runtime::informers::{Informers, ShardScope, server_filters_shards};
 use crate::runtime::leader::{Elector, Fence, LeaderConfig};
 use crate::runtime::shards::{ShardConfig, ShardGate, Shards};
@@ -47,6 +48,8 @@ pub struct Host {
     stop: watch::Sender<bool>,
     elector: Option<tokio::task::JoinHandle<bool>>,
     shards: Option<(Arc<ShardGate>, tokio::task::JoinHandle<()>)>,
+    /// Whether this replica agrees with its group's shape (`Unknown` without one).
+    standing: watch::Receiver<Agreement>,
 }
 
 impl Host {
@@ -132,9 +135,11 @@ impl Host {
         }
         futures_util::future::join_all(controllers.iter().map(|c| c.settled())).await;
         let (stop, stop_rx) = watch::channel(false);
+        let mut standing = watch::channel(Agreement::Unknown).1;
         let (leading, always, elector) = match config.leader.clone() {
             Some(lc) => {
                 let e = Elector::new(clients.lease(&lc)?, lc, fence.clone());
+                standing = e.standing();
                 (e.leading(), None, Some(e.run(stop_rx.clone())))
             }
             None => {
@@ -142,6 +147,9 @@ impl Host {
                 (rx, Some(tx), None)
             }
         };
+        if let Some((shards, _, _)) = &sharding {
+            standing = shards.standing();
+        }
         // The host's own events, about itself, come from any replica: not fenced.
         let reporter = Arc::new(KubeApi::new(
             clients.write("host", None, Fence::open())?,
@@ -156,6 +164,10 @@ impl Host {
         });
         for c in &controllers {
             tasks.spawn(report_sync(c.clone(), metrics.clone(), reporter.clone(), regarding.clone(), instance.clone()));
+        }
+        if let Some(anchor) = &regarding {
+            let (anchor, instance) = (anchor.clone(), instance.clone());
+            tasks.spawn(group::report(standing.clone(), anchor, instance, metrics.clone(), reporter.clone()));
         }
         // Campaign only once the caches are warm (or known broken), so a new leader can act at once.
         let elector = elector.map(tokio::spawn);
@@ -192,7 +204,13 @@ impl Host {
             // A controller still waiting for its caches has nothing in flight.
             runs.shutdown().await;
         });
-        Ok(Host { controllers, tasks, informers, leading, fence, _always: always, stop, elector, shards })
+        Ok(Host { controllers, tasks, informers, leading, fence, _always: always, stop, elector, shards, standing })
+    }
+
+    /// Whether this replica agrees with its group's shape (leader or shard count, lease
+    /// duration), and each change of it: one that disagrees takes nothing.
+    pub fn standing(&self) -> watch::Receiver<Agreement> {
+        self.standing.clone()
     }
 
     /// True while this host leads (always, without election).

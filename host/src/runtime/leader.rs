@@ -13,6 +13,12 @@
 //! precedes, so a write the fence lets out has the difference (15 s - 10 s with KCM's
 //! defaults) to arrive before anyone else may lead.
 //!
+//! The Lease is also the replica group's anchor (`wasmcm_core::group`): a leader writes its shape
+//! (`leader`) on it, and a candidate that finds it held by a sharded group reports that it
+//! disagrees (`runtime::group`) and, while it does, keeps a member Lease of its own so that
+//! `wasmcm shards` shows it. Only an anchor released, or not renewed for its duration, is taken:
+//! a sharded group renews it in every round, so a leader and shards never write at once.
+//!
 //! It owns the Lease, the fence and a `leading` signal; what runs while leading is the host's
 //! business.
 //!
@@ -29,6 +35,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use wasmcm_core::group::{self, Shape};
+
+use crate::runtime::group::{Agreement, Standing};
 
 #[derive(Clone, Debug)]
 pub struct LeaderConfig {
@@ -130,15 +139,26 @@ impl Fence {
     }
 
     /// The fence a request to `path` is judged by: for a sharded fence, that of the shard of
-    /// the namespace the path names (`""` for cluster-scoped objects); else this one.
+    /// the key whose reconcile sends it ([`Fence::for_key`]), else of the namespace the path
+    /// names (`""` for cluster-scoped objects); else this one.
     pub(crate) fn for_path(&self, path: &str) -> Fence {
         match &self.0 {
             Kind::Shards(fences) => {
-                let shard = wasmcm_core::shard_of(namespace_of_path(path), fences.len() as u32);
+                let count = fences.len() as u32;
+                let shard = KEY_NAMESPACE
+                    .try_with(|namespace| wasmcm_core::shard_of(namespace, count))
+                    .unwrap_or_else(|_| wasmcm_core::shard_of(namespace_of_path(path), count));
                 fences.get(shard as usize).cloned().unwrap_or_else(Fence::closed)
             }
             _ => self.clone(),
         }
+    }
+
+    /// Runs `writes` as the writes of the key in `namespace`: a sharded fence judges each of
+    /// them by the key's shard, the shard the replica took the key in, even where the object
+    /// written lies elsewhere (a cluster-scoped one, an event).
+    pub(crate) async fn for_key<F: std::future::Future>(namespace: &str, writes: F) -> F::Output {
+        KEY_NAMESPACE.scope(namespace.to_string(), writes).await
     }
 
     pub(crate) fn until(&self) -> Option<Instant> {
@@ -156,6 +176,11 @@ impl Fence {
             *u = None;
         }
     }
+}
+
+tokio::task_local! {
+    /// The namespace of the key whose reconcile is writing (`Fence::for_key`).
+    static KEY_NAMESPACE: String;
 }
 
 /// The namespace a request path names: `/api/v1/namespaces/<ns>/…` or
@@ -251,6 +276,22 @@ pub(crate) fn new_lease(
     }
 }
 
+/// The shape `lease` declares (its annotation and duration).
+pub(crate) fn shape_of(lease: &Lease) -> Result<Shape, String> {
+    let annotation = lease.metadata.annotations.as_ref().and_then(|a| a.get(group::SHAPE_ANNOTATION));
+    Shape::of_lease(annotation.map(String::as_str), lease.spec.as_ref().and_then(|s| s.lease_duration_seconds))
+}
+
+/// Marks `lease` as written under `shape`.
+pub(crate) fn set_shape(lease: &mut Lease, shape: Shape) {
+    lease.metadata.annotations.get_or_insert_default().insert(group::SHAPE_ANNOTATION.into(), shape.annotation());
+}
+
+/// The labels of a group's Lease of `role` (`group`, `member` or `shard`).
+pub(crate) fn group_labels(prefix: &str, role: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(group::GROUP_LABEL.into(), prefix.into()), (group::ROLE_LABEL.into(), role.into())])
+}
+
 /// `spec` given up: no holder, so a candidate takes it at once.
 pub(crate) fn released(spec: &LeaseSpec) -> LeaseSpec {
     LeaseSpec { holder_identity: None, lease_duration_seconds: Some(1), renew_time: Some(now_micro()), ..spec.clone() }
@@ -262,9 +303,13 @@ pub(crate) struct Elector {
     fence: Fence,
     leading: watch::Sender<bool>,
     observed: Option<Observed>,
+    standing: Standing,
+    /// The member Lease this candidate keeps while it disagrees with a sharded group (its
+    /// resourceVersion, for the renewal's compare-and-swap).
+    member: Option<Lease>,
 }
 
-fn now_micro() -> MicroTime {
+pub(crate) fn now_micro() -> MicroTime {
     MicroTime(jiff::Timestamp::now())
 }
 
@@ -277,7 +322,14 @@ impl Elector {
             fence,
             leading: watch::channel(false).0,
             observed: None,
+            standing: watch::channel(Agreement::Unknown).0,
+            member: None,
         }
+    }
+
+    /// This candidate's standing in the group, as each attempt finds it.
+    pub(crate) fn standing(&self) -> watch::Receiver<Agreement> {
+        self.standing.subscribe()
     }
 
     /// True while this process holds the lease.
@@ -311,16 +363,20 @@ impl Elector {
     pub(crate) async fn run(mut self, mut stop: watch::Receiver<bool>) -> bool {
         loop {
             if *stop.borrow() {
+                self.show_disagreement(false).await;
                 return true;
             }
             if self.attempt().await {
                 break;
             }
+            let disagrees = matches!(*self.standing.borrow(), Agreement::Disagrees { .. });
+            self.show_disagreement(disagrees).await;
             tokio::select! {
                 _ = tokio::time::sleep(self.config.retry_period) => {}
                 _ = stop.changed() => {}
             }
         }
+        self.show_disagreement(false).await;
         tracing::info!(identity = %self.config.identity, lease = %self.config.name, "became leader");
         self.leading.send_replace(true);
         loop {
@@ -354,24 +410,80 @@ impl Elector {
             }
         };
         let Some(mut lease) = current else {
-            let lease = new_lease(&c.namespace, &c.name, BTreeMap::new(), &c.identity, c.lease_duration);
-            return self.api.create(&PostParams::default(), &lease).await.is_ok();
+            let mut lease = new_lease(&c.namespace, &c.name, BTreeMap::new(), &c.identity, c.lease_duration);
+            set_shape(&mut lease, Shape::Leader);
+            let created = self.api.create(&PostParams::default(), &lease).await.is_ok();
+            if created {
+                self.standing.send_replace(Agreement::Agrees(Shape::Leader));
+            }
+            return created;
         };
         let spec = lease.spec.clone().unwrap_or_default();
         let Some(new_spec) = claim(&spec, &mut self.observed, &c.identity, c.lease_duration) else {
+            // Held by another: a leader (a standby waits, as client-go's), or a sharded group
+            // renewing it in every round, beside which this candidate must not lead.
+            let standing = match shape_of(&lease) {
+                Ok(Shape::Leader) => Agreement::Agrees(Shape::Leader),
+                group => Agreement::Disagrees {
+                    anchor: format!("{}/{}", c.namespace, c.name),
+                    group,
+                    holder: spec.holder_identity.clone().unwrap_or_default(),
+                    mine: Shape::Leader,
+                },
+            };
+            self.standing.send_replace(standing);
             return false;
         };
         lease.spec = Some(new_spec.clone());
+        set_shape(&mut lease, Shape::Leader);
         // The resourceVersion makes this a compare-and-swap: of two candidates, one wins.
         match self.api.replace(&c.name, &PostParams::default(), &lease).await {
             Ok(_) => {
                 Observed::see(&mut self.observed, &new_spec);
+                self.standing.send_replace(Agreement::Agrees(Shape::Leader));
                 true
             }
             Err(e) => {
                 tracing::debug!("updating lease {}: {e}", c.name);
                 false
             }
+        }
+    }
+
+    /// Keeps (`shown`) or removes this candidate's member Lease, so that `wasmcm shards` lists
+    /// a leader-elected replica waiting beside a sharded group. Best effort: without the right
+    /// to create Leases (leader election alone needs only its own) the other reports remain.
+    async fn show_disagreement(&mut self, shown: bool) {
+        let c = &self.config;
+        let name = group::member_lease(&c.name, &c.identity);
+        let timeout = c.attempt_timeout();
+        if !shown {
+            if self.member.take().is_some() {
+                let _ = tokio::time::timeout(timeout, self.api.delete(&name, &Default::default())).await;
+            }
+            return;
+        }
+        let mut lease = match self.member.take() {
+            Some(mut lease) => {
+                let spec = lease.spec.clone().unwrap_or_default();
+                lease.spec = Some(LeaseSpec { renew_time: Some(now_micro()), ..spec });
+                lease
+            }
+            None => new_lease(&c.namespace, &name, group_labels(&c.name, "member"), &c.identity, c.lease_duration),
+        };
+        set_shape(&mut lease, Shape::Leader);
+        let written = match lease.metadata.resource_version {
+            Some(_) => tokio::time::timeout(timeout, self.api.replace(&name, &PostParams::default(), &lease)).await,
+            None => tokio::time::timeout(timeout, self.api.create(&PostParams::default(), &lease)).await,
+        };
+        match written {
+            Ok(Ok(l)) => self.member = Some(l),
+            Ok(Err(kube::Error::Api(e))) if e.code == 409 => {
+                // Left by an earlier run of this identity: read it again for the next round.
+                self.member = self.api.get_opt(&name).await.ok().flatten();
+            }
+            Ok(Err(e)) => tracing::debug!("member lease {name}: {e}"),
+            Err(_) => tracing::debug!("member lease {name}: timed out"),
         }
     }
 

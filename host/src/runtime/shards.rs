@@ -6,67 +6,84 @@
 //! `shardSelector` hashes the namespace the same way (`wasmcm_core::shard`), so a server can
 //! hand each replica its shards' objects alone.
 //!
-//! Every replica renews a membership Lease (`<prefix>-member-<identity>`) and, every retry
-//! period, reads all the group's Leases in one list. From the live members (those it saw renew
-//! within a lease duration) each replica computes the same assignment — rendezvous hashing
-//! with bounded loads, so no replica is given more than `ceil(shards / members)` and a member
-//! joining or leaving moves few shards — and then, per shard:
+//! **One shape per group.** The group's anchor is the leader-election Lease itself
+//! (`wasmcm_core::group`): every member renews it in every round, marked with the group's shape
+//! (the shard count; the lease duration is its `leaseDurationSeconds`). A replica that finds it
+//! held in another shape — by a leader, or by members run with another `--shards` or lease
+//! duration — takes nothing and says so (`runtime::group`); it takes the anchor over only once
+//! it is released or has not been renewed for its duration. A member extends its fences only in
+//! a round in which its own membership and anchor renewals succeeded, so once the anchor has
+//! gone unrenewed for its duration, every writer of the old shape is fenced off: a leader and
+//! shards, or two shard counts, never write at once, and the shard Leases the old shape left
+//! are free to the new one at once.
 //!
-//! - assigned to it and free (no holder, or a holder it has not seen renew within the lease
-//!   duration): it acquires the Lease by compare-and-swap, its fence for the shard opens, and
-//!   once its informers hold a list begun after that moment the shard's keys are taken;
-//! - held and still assigned: it renews, extending the shard's fence to the renewal's start
-//!   plus the renew deadline (as the leader's: `runtime::leader`);
+//! Every replica renews a membership Lease (`<prefix>-member-<identity>`) and, every retry
+//! period, reads all the group's Leases in one list (and the anchor). Only the reserved names
+//! count; a member is trusted for the group's own lease duration since it was last seen to
+//! change, whatever duration its Lease declares. From the live members of its shape each
+//! replica computes the same assignment — rendezvous hashing with bounded loads, so no replica
+//! is given more than `ceil(shards / members)` and a member joining or leaving moves few shards
+//! — and then, per shard:
+//!
+//! - assigned to it and free (no holder, a holder it has not seen renew within the lease
+//!   duration, or a Lease of an earlier shape): it acquires the Lease by compare-and-swap, its
+//!   fence for the shard opens, and once its informers hold a list begun after that moment the
+//!   shard's keys are taken;
+//! - held and still assigned: it renews, extending the shard's fence to the round's start plus
+//!   the renew deadline (as the leader's: `runtime::leader`);
 //! - held but assigned elsewhere: it stops taking the shard's keys, waits (renewing) until the
 //!   reconciles of the shard in flight have finished, closes the fence and releases the Lease,
 //!   so the next holder starts only after the last write of this one;
 //! - held but not renewed within the renew deadline: the fence has already lapsed, and the
 //!   shard is dropped (the process goes on with its other shards).
 //!
-//! Writes are fenced per shard: the write clients judge each request by the shard of the
-//! namespace in its path (`Fence::for_path`). Cluster-scoped primaries fall in the shard of
-//! `""`.
+//! Writes are fenced per shard: every write a key's reconcile causes is judged by the key's
+//! shard (`runtime::clients`). A replica that leaves hands its shards back, and the last member
+//! of its shape releases the anchor too, so a group of another shape waiting beside it starts at
+//! once.
 //!
-//! It owns the shard and membership Leases, the per-shard fences and the [`ShardGate`]; the
-//! controllers consult the gate, and the informers follow the held set.
+//! It owns the shard, membership and (while sharded) anchor Leases, the per-shard fences and the
+//! [`ShardGate`]; the controllers consult the gate, and the informers follow the held set.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
+use wasmcm_core::group::{self, Shape};
 
 use crate::ops::metrics::{Metrics, ShardLabels};
-use crate::runtime::leader::{Fence, LeaderConfig, Observed, claim, new_lease, released};
+use crate::runtime::group::{Agreement, Standing};
+use crate::runtime::leader::{
+    Fence, LeaderConfig, Observed, claim, group_labels, new_lease, now_micro, released, set_shape, shape_of,
+};
 
-/// The label every Lease of a shard group carries, valued with the group's prefix.
-pub const SHARD_GROUP_LABEL: &str = "wasmcm.dev/shard-group";
-/// `member` or `shard`.
-pub const SHARD_ROLE_LABEL: &str = "wasmcm.dev/shard-role";
+/// The label every Lease of a shard group carries (`wasmcm_core::group`'s), valued with the
+/// group's prefix.
+pub const SHARD_GROUP_LABEL: &str = group::GROUP_LABEL;
+/// `group`, `member` or `shard`.
+pub const SHARD_ROLE_LABEL: &str = group::ROLE_LABEL;
 
 #[derive(Clone, Debug)]
 pub struct ShardConfig {
     /// How many shards the keys split into; every replica must agree.
     pub count: u32,
     /// The Leases' namespace, this replica's identity and the timings (KCM's by default);
-    /// `name` is the prefix of the group's Lease names.
+    /// `name` is the anchor's name and the prefix of the group's other Leases.
     pub lease: LeaderConfig,
 }
 
 impl ShardConfig {
     pub fn shard_lease(&self, index: u32) -> String {
-        format!("{}-shard-{index}", self.lease.name)
+        group::shard_lease(&self.lease.name, index)
     }
 
-    fn member_lease(&self, identity: &str) -> String {
-        format!("{}-member-{identity}", self.lease.name)
-    }
-
-    fn labels(&self, role: &str) -> BTreeMap<String, String> {
-        BTreeMap::from([(SHARD_GROUP_LABEL.into(), self.lease.name.clone()), (SHARD_ROLE_LABEL.into(), role.into())])
+    /// The shape this replica is run as.
+    pub fn shape(&self) -> Shape {
+        Shape::Shards { count: self.count, lease_seconds: self.lease.lease_duration.as_secs() as u32 }
     }
 }
 
@@ -90,40 +107,68 @@ pub fn assign_shards(count: u32, members: &BTreeSet<String>) -> Vec<Option<Strin
         .collect()
 }
 
-/// The shard group as its Leases tell it, for `wasmcm shards`: each shard's holder and how long
-/// ago it renewed, then each member with the shards it holds.
-pub fn describe_shards(leases: &[Lease], now: jiff::Timestamp) -> String {
-    let role = |l: &Lease, r: &str| {
-        l.metadata.labels.as_ref().and_then(|m| m.get(SHARD_ROLE_LABEL)).map(String::as_str) == Some(r)
-    };
+/// The group as its Leases tell it, for `wasmcm shards`: the anchor's shape and holder, each
+/// shard's holder and how long ago it renewed (shard Leases an earlier shape left are marked),
+/// then each member with its shape and the shards it holds; a member whose shape is not the
+/// group's is marked: it takes nothing.
+pub fn describe_shards(prefix: &str, anchor: Option<&Lease>, leases: &[Lease], now: jiff::Timestamp) -> String {
     let holder = |l: &Lease| l.spec.as_ref().and_then(|s| s.holder_identity.clone()).unwrap_or_default();
     let age = |l: &Lease| match l.spec.as_ref().and_then(|s| s.renew_time.as_ref()) {
         Some(t) => format!("{:.0}s ago", now.duration_since(t.0).as_secs_f64().max(0.0)),
         None => "never".into(),
     };
-    let index = |l: &Lease| {
-        let name = l.metadata.name.as_deref().unwrap_or("");
-        name.rsplit_once("-shard-").and_then(|(_, i)| i.parse::<u32>().ok()).unwrap_or(u32::MAX)
+    let shape_text = |shape: &Result<Shape, String>| match shape {
+        Ok(s) => s.to_string(),
+        Err(text) => format!("unknown ({text:?})"),
     };
-    let mut shards: Vec<&Lease> = leases.iter().filter(|l| role(l, "shard")).collect();
-    shards.sort_by_key(|l| index(l));
+    let name = |l: &Lease| l.metadata.name.clone().unwrap_or_default();
+    let group_shape = anchor.map(shape_of);
+    let mut out = match (anchor, &group_shape) {
+        (Some(a), Some(shape)) => {
+            let h = holder(a);
+            let h = if h.is_empty() { "<released>".to_string() } else { h };
+            format!("GROUP {prefix}: {}, anchor held by {h}, renewed {}\n\n", shape_text(shape), age(a))
+        }
+        _ => format!("GROUP {prefix}: no anchor Lease (no replica has taken part yet)\n\n"),
+    };
+    let count = group_shape.as_ref().and_then(|s| s.as_ref().ok()).and_then(Shape::shards);
+    let mut shards: Vec<(u32, &Lease)> =
+        leases.iter().filter_map(|l| Some((group::shard_index(prefix, &name(l))?, l))).collect();
+    shards.sort_by_key(|(i, _)| *i);
     let mut held: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-    let mut out = format!("{:<6} {:<40} {}\n", "SHARD", "HOLDER", "RENEWED");
-    for l in &shards {
+    out += &format!("{:<6} {:<40} {}\n", "SHARD", "HOLDER", "RENEWED");
+    for (i, l) in &shards {
         let h = holder(l);
         let shown = if h.is_empty() { "<none>".to_string() } else { h.clone() };
-        out += &format!("{:<6} {:<40} {}\n", index(l), shown, age(l));
-        if !h.is_empty() {
-            held.entry(h).or_default().push(index(l));
+        let current = count.is_some_and(|c| *i < c) && shape_of(l) == group_shape.clone().unwrap_or(Ok(Shape::Leader));
+        let note = if current { "" } else { "   (left by an earlier shape: not in use)" };
+        out += &format!("{:<6} {:<40} {}{note}\n", i, shown, age(l));
+        if !h.is_empty() && current {
+            held.entry(h).or_default().push(*i);
         }
     }
-    out += &format!("\n{:<40} {:<10} {}\n", "MEMBER", "RENEWED", "SHARDS");
-    let mut members: Vec<&Lease> = leases.iter().filter(|l| role(l, "member")).collect();
-    members.sort_by_key(|l| holder(l));
-    for l in members {
-        let h = holder(l);
-        let mine = held.get(&h).map(|v| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).unwrap_or_default();
-        out += &format!("{:<40} {:<10} {}\n", h, age(l), mine);
+    out += &format!("\n{:<40} {:<28} {:<10} {}\n", "MEMBER", "SHAPE", "RENEWED", "SHARDS");
+    let mut members: Vec<(&str, &Lease)> =
+        leases.iter().filter_map(|l| Some((group::member_identity(prefix, l.metadata.name.as_deref()?)?, l))).collect();
+    members.sort_by_key(|(identity, _)| *identity);
+    let mut disagreeing = Vec::new();
+    for (identity, l) in members {
+        let shape = shape_of(l);
+        let mine =
+            held.get(identity).map(|v| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).unwrap_or_default();
+        let agrees = group_shape.as_ref().is_none_or(|g| *g == shape);
+        let note = if agrees { String::new() } else { "   DISAGREES: takes nothing".to_string() };
+        if !agrees {
+            disagreeing.push(identity.to_string());
+        }
+        out += &format!("{:<40} {:<28} {:<10} {}{note}\n", identity, shape_text(&shape), age(l), mine);
+    }
+    if !disagreeing.is_empty() {
+        out += &format!(
+            "\n{} replica(s) run in another shape than the group's and take nothing until its replicas have gone: {}\n",
+            disagreeing.len(),
+            disagreeing.join(", ")
+        );
     }
     out
 }
@@ -298,8 +343,11 @@ pub(crate) struct Shards {
     gate: Arc<ShardGate>,
     /// The sharded fence, one per shard.
     fence: Fence,
-    /// What was last seen of each Lease of the group, by name.
+    /// What was last seen of each Lease of the group (the anchor's by its name), by name.
     seen: BTreeMap<String, Option<Observed>>,
+    standing: Standing,
+    /// What the leaving round found: the anchor, and whether other members of this shape live.
+    parting: Option<(Option<Lease>, bool)>,
     metrics: Arc<Metrics>,
 }
 
@@ -320,6 +368,8 @@ impl Shards {
             config,
             gate: gate.clone(),
             seen: BTreeMap::new(),
+            standing: watch::channel(Agreement::Unknown).0,
+            parting: None,
             metrics,
         };
         (shards, gate, acquired)
@@ -327,6 +377,11 @@ impl Shards {
 
     pub(crate) fn fence(&self) -> Fence {
         self.fence.clone()
+    }
+
+    /// This replica's standing in the group, as each round finds it.
+    pub(crate) fn standing(&self) -> watch::Receiver<Agreement> {
+        self.standing.subscribe()
     }
 
     fn shard_fence(&self, shard: u32) -> Fence {
@@ -383,29 +438,46 @@ impl Shards {
         self.metrics.shard_handovers.get_or_create(&crate::ops::metrics::HandoverLabels { kind: how.into() }).inc();
     }
 
-    /// One round: read the group, renew membership, decide and perform each shard's write.
-    /// `leaving` hands back every shard (once its reconciles in flight are done).
+    /// The longest this replica trusts a Lease of the group to stand unrenewed: the duration it
+    /// declares, but never more than the group's own (every writer of this shape uses it).
+    fn trusted(&self, spec: &LeaseSpec) -> Duration {
+        let declared = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+        declared.min(self.config.lease.lease_duration)
+    }
+
+    /// One round: read the group, renew membership and the anchor, decide and perform each
+    /// shard's write. `leaving` hands back every shard (once its reconciles in flight are done).
     async fn round(&mut self, round: Instant, leaving: bool) {
         let c = self.config.clone();
-        let me = c.lease.identity.as_str();
-        let selector = format!("{SHARD_GROUP_LABEL}={}", c.lease.name);
-        let leases = match self.api.list(&ListParams::default().labels(&selector)).await {
-            Ok(l) => l.items,
-            Err(e) => {
-                tracing::debug!("listing shard leases: {e}");
+        let (me, prefix, mine) = (c.lease.identity.as_str(), c.lease.name.as_str(), c.shape());
+        let selector = format!("{}={prefix}", group::GROUP_LABEL);
+        let params = ListParams::default().labels(&selector);
+        let (listed, anchor) = tokio::join!(self.api.list(&params), self.api.get_opt(prefix));
+        let (leases, anchor) = match (listed, anchor) {
+            (Ok(l), Ok(a)) => (l.items, a),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::debug!("reading the shard group's leases: {e}");
                 return;
             }
         };
-        let by_name: BTreeMap<String, Lease> =
-            leases.into_iter().filter_map(|l| Some((l.metadata.name.clone()?, l))).collect();
-        for (name, lease) in &by_name {
+        // Only the reserved names count, whatever else carries the group's labels.
+        let by_name: BTreeMap<String, Lease> = leases
+            .into_iter()
+            .filter_map(|l| Some((l.metadata.name.clone()?, l)))
+            .filter(|(name, _)| name != prefix && group::is_reserved(prefix, name))
+            .collect();
+        for (name, lease) in by_name.iter().chain(anchor.as_ref().map(|a| (&c.lease.name, a))) {
             Observed::see(self.seen.entry(name.clone()).or_default(), &lease.spec.clone().unwrap_or_default());
         }
-        self.seen.retain(|name, _| by_name.contains_key(name));
-        if !leaving {
-            self.renew_membership(&by_name).await;
-        }
+        self.seen.retain(|name, _| by_name.contains_key(name) || name == prefix);
+        // A round extends fences only if this replica renewed its membership and the anchor in
+        // it: then a group of another shape, which waits for the anchor to go unrenewed for its
+        // duration, never starts while a fence of this one holds.
+        let standing = !leaving && self.renew_membership(&by_name).await && self.hold_anchor(anchor.clone()).await;
         let members = self.members(&by_name, leaving);
+        if leaving {
+            self.parting = Some((anchor, !members.is_empty()));
+        }
         let assignment = assign_shards(c.count, &members);
         let mut writes = Vec::new();
         for shard in 0..c.count {
@@ -433,27 +505,46 @@ impl Shards {
                     self.held_gauge(shard, false);
                     lease.spec = Some(released(&spec));
                     writes.push(Write::Release(shard, lease));
-                } else if let Some(new) = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration) {
+                } else if standing
+                    && let Some(new) = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration)
+                {
                     lease.spec = Some(new);
                     writes.push(Write::Renew(shard, lease));
                 }
-            } else if wanted {
+            } else if wanted && standing {
                 match lease {
-                    None => writes.push(Write::Create(
-                        shard,
-                        new_lease(&c.lease.namespace, &name, c.labels("shard"), me, c.lease.lease_duration),
-                    )),
+                    None => {
+                        let mut lease = new_lease(
+                            &c.lease.namespace,
+                            &name,
+                            group_labels(prefix, "shard"),
+                            me,
+                            c.lease.lease_duration,
+                        );
+                        set_shape(&mut lease, mine);
+                        writes.push(Write::Create(shard, lease));
+                    }
                     Some(lease) => {
-                        let spec = lease.spec.clone().unwrap_or_default();
+                        let mut spec = lease.spec.clone().unwrap_or_default();
+                        if shape_of(lease) != Ok(mine) {
+                            // An earlier shape's: its writers were fenced off before the anchor
+                            // came to this shape, so nobody holds it any more.
+                            spec.holder_identity = None;
+                        }
+                        spec.lease_duration_seconds = Some(self.trusted(&spec).as_secs() as i32);
                         if let Some(new) = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration)
                         {
                             let mut lease = lease.clone();
                             lease.spec = Some(new);
+                            set_shape(&mut lease, mine);
                             writes.push(Write::Acquire(shard, lease));
                         }
                     }
                 }
             }
+        }
+        if standing {
+            self.remove_leftover_shards(&by_name);
         }
         let api = &self.api;
         let sent = futures_util::future::join_all(writes.into_iter().map(|w| async move {
@@ -496,14 +587,137 @@ impl Shards {
         }
     }
 
-    /// Creates or renews this replica's membership Lease.
-    async fn renew_membership(&mut self, by_name: &BTreeMap<String, Lease>) {
+    /// Renews the anchor in this replica's shape, or takes it over once it is free (released,
+    /// or not renewed for the duration its holder declared); true if this replica stands in
+    /// the group now. Held in another shape, it drops every shard it holds and reports why.
+    async fn hold_anchor(&mut self, mut anchor: Option<Lease>) -> bool {
+        let c = self.config.clone();
+        let (me, prefix, mine) = (c.lease.identity.as_str(), c.lease.name.as_str(), c.shape());
+        // Every member renews it in every round: a second try is for the member that renewed
+        // it between this round's read and write.
+        for _ in 0..2 {
+            let written = match anchor.take() {
+                None => {
+                    let mut lease = new_lease(
+                        &c.lease.namespace,
+                        prefix,
+                        group_labels(prefix, "group"),
+                        me,
+                        c.lease.lease_duration,
+                    );
+                    set_shape(&mut lease, mine);
+                    self.api.create(&PostParams::default(), &lease).await
+                }
+                Some(mut lease) => {
+                    let spec = lease.spec.clone().unwrap_or_default();
+                    let holder = spec.holder_identity.clone().unwrap_or_default();
+                    let shape = shape_of(&lease);
+                    let term = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+                    let fresh = Observed::fresh(self.seen.get(prefix).unwrap_or(&None), term);
+                    let ours = shape == Ok(mine);
+                    if !ours && !holder.is_empty() && fresh {
+                        self.disagree(shape, holder);
+                        return false;
+                    }
+                    let now = now_micro();
+                    let mut new = spec.clone();
+                    if holder != me {
+                        new.acquire_time = Some(now.clone());
+                    }
+                    if !ours {
+                        new.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+                        tracing::info!(identity = %me, "the replica group takes the shape of this replica: {mine}");
+                    }
+                    new.holder_identity = Some(me.into());
+                    new.lease_duration_seconds = Some(c.lease.lease_duration.as_secs() as i32);
+                    new.renew_time = Some(now);
+                    lease.spec = Some(new);
+                    set_shape(&mut lease, mine);
+                    lease.metadata.labels.get_or_insert_default().extend(group_labels(prefix, "group"));
+                    self.api.replace(prefix, &PostParams::default(), &lease).await
+                }
+            };
+            match written {
+                Ok(lease) => {
+                    if let Some(spec) = &lease.spec {
+                        Observed::see(self.seen.entry(prefix.into()).or_default(), spec);
+                    }
+                    self.standing.send_replace(Agreement::Agrees(mine));
+                    return true;
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => match self.api.get_opt(prefix).await {
+                    Ok(Some(lease)) => {
+                        Observed::see(
+                            self.seen.entry(prefix.into()).or_default(),
+                            &lease.spec.clone().unwrap_or_default(),
+                        );
+                        anchor = Some(lease);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::debug!("reading the group's anchor lease: {e}");
+                        return false;
+                    }
+                },
+                Err(e) => {
+                    tracing::debug!("renewing the group's anchor lease: {e}");
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// The anchor is held in another shape: this replica takes nothing, and drops what it held
+    /// (it could only hold something if its own renewals had failed for a lease duration, its
+    /// fences long lapsed).
+    fn disagree(&mut self, group: Result<Shape, String>, holder: String) {
+        for shard in 0..self.gate.count() {
+            if self.gate.is_held(shard) {
+                self.lost(shard, "lost");
+            }
+        }
+        let anchor = format!("{}/{}", self.config.lease.namespace, self.config.lease.name);
+        self.standing.send_replace(Agreement::Disagrees { anchor, group, holder, mine: self.config.shape() });
+    }
+
+    /// Deletes the shard Leases an earlier, larger shape left beyond this one's count.
+    fn remove_leftover_shards(&self, by_name: &BTreeMap<String, Lease>) {
+        for (name, lease) in by_name {
+            if group::shard_index(&self.config.lease.name, name).is_none_or(|i| i < self.config.count) {
+                continue;
+            }
+            let (api, name) = (self.api.clone(), name.clone());
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: lease.metadata.uid.clone(),
+                    resource_version: lease.metadata.resource_version.clone(),
+                }),
+                ..Default::default()
+            };
+            tokio::spawn(async move {
+                if api.delete(&name, &params).await.is_ok() {
+                    tracing::info!(lease = name, "removed a shard lease an earlier shape left");
+                }
+            });
+        }
+    }
+
+    /// Creates or renews this replica's membership Lease, marked with its shape; true once
+    /// renewed in this round.
+    async fn renew_membership(&mut self, by_name: &BTreeMap<String, Lease>) -> bool {
         let c = &self.config;
-        let name = c.member_lease(&c.lease.identity);
+        let name = group::member_lease(&c.lease.name, &c.lease.identity);
         let written = match by_name.get(&name) {
             None => {
-                let lease =
-                    new_lease(&c.lease.namespace, &name, c.labels("member"), &c.lease.identity, c.lease.lease_duration);
+                let mut lease = new_lease(
+                    &c.lease.namespace,
+                    &name,
+                    group_labels(&c.lease.name, "member"),
+                    &c.lease.identity,
+                    c.lease.lease_duration,
+                );
+                set_shape(&mut lease, c.shape());
                 self.api.create(&PostParams::default(), &lease).await
             }
             Some(lease) => {
@@ -513,9 +727,10 @@ impl Shards {
                 let Some(new) =
                     claim(&spec, self.seen.entry(name.clone()).or_default(), &c.lease.identity, c.lease.lease_duration)
                 else {
-                    return;
+                    return false;
                 };
                 lease.spec = Some(new);
+                set_shape(&mut lease, c.shape());
                 self.api.replace(&name, &PostParams::default(), &lease).await
             }
         };
@@ -524,29 +739,30 @@ impl Shards {
                 if let Some(spec) = &l.spec {
                     Observed::see(self.seen.entry(name).or_default(), spec);
                 }
+                true
             }
-            Err(e) => tracing::debug!("renewing membership: {e}"),
+            Err(e) => {
+                tracing::debug!("renewing membership: {e}");
+                false
+            }
         }
     }
 
-    /// The members alive as this replica sees them (itself included unless leaving): those
-    /// whose membership Lease it saw renewed within a lease duration. Member Leases not
-    /// renewed for many lease durations are deleted, so a crashed replica's does not linger.
+    /// The members of this replica's shape alive as it sees them (itself included unless
+    /// leaving): a reserved member Lease whose holder is the identity its name carries, in this
+    /// shape, seen renewed within the group's lease duration. Member Leases not renewed for
+    /// many lease durations are deleted, so a crashed replica's does not linger.
     fn members(&self, by_name: &BTreeMap<String, Lease>, leaving: bool) -> BTreeSet<String> {
         let c = &self.config;
         let mut members = BTreeSet::new();
         let now = jiff::Timestamp::now();
         for (name, lease) in by_name {
-            let role = lease.metadata.labels.as_ref().and_then(|l| l.get(SHARD_ROLE_LABEL));
-            if role.map(String::as_str) != Some("member") {
-                continue;
-            }
+            let Some(identity) = group::member_identity(&c.lease.name, name) else { continue };
             let Some(spec) = &lease.spec else { continue };
-            let Some(holder) = spec.holder_identity.as_deref().filter(|h| !h.is_empty()) else { continue };
-            if holder == c.lease.identity {
+            if identity == c.lease.identity || spec.holder_identity.as_deref() != Some(identity) {
                 continue;
             }
-            let term = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+            let term = self.trusted(spec);
             // At first sight every record looks fresh; one whose own renewTime is long past
             // (by more than any clock skew) is a crashed replica's, not a live one.
             let stale_stamp = spec.renew_time.as_ref().is_some_and(|t| {
@@ -554,7 +770,9 @@ impl Shards {
             });
             let seen = self.seen.get(name).unwrap_or(&None);
             if Observed::fresh(seen, term) && !stale_stamp {
-                members.insert(holder.to_string());
+                if shape_of(lease) == Ok(c.shape()) {
+                    members.insert(identity.to_string());
+                }
             } else if stale_stamp || !Observed::fresh(seen, term * 4) {
                 let (api, name, uid, rv) = (
                     self.api.clone(),
@@ -580,7 +798,8 @@ impl Shards {
     }
 
     /// Hands every shard back (each once its reconciles in flight are done, bounded by the
-    /// attempt timeout) and deletes the membership Lease, so the others take over at once.
+    /// attempt timeout), releases the anchor if it is the last member of its shape (so a group
+    /// of another shape waiting beside it starts at once) and deletes the membership Lease.
     async fn leave(mut self) {
         let timeout = self.config.lease.attempt_timeout();
         let _ = tokio::time::timeout(timeout, self.gate.all_idle()).await;
@@ -591,11 +810,25 @@ impl Shards {
         for shard in 0..self.gate.count() {
             self.shard_fence(shard).close();
         }
-        let name = self.config.member_lease(&self.config.lease.identity);
+        let (me, prefix) = (self.config.lease.identity.clone(), self.config.lease.name.clone());
+        if let Some((Some(mut anchor), false)) = self.parting.take()
+            && anchor.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) == Some(me.as_str())
+            && shape_of(&anchor) == Ok(self.config.shape())
+            && let Some(spec) = anchor.spec.as_mut()
+        {
+            // A compare-and-swap: a member that renewed it since keeps it.
+            *spec = released(spec);
+            match tokio::time::timeout(timeout, self.api.replace(&prefix, &PostParams::default(), &anchor)).await {
+                Ok(Ok(_)) => tracing::info!(identity = %me, "released the group's anchor lease: the last of its shape"),
+                Ok(Err(e)) => tracing::debug!("releasing the anchor: {e}"),
+                Err(_) => tracing::debug!("releasing the anchor timed out"),
+            }
+        }
+        let name = group::member_lease(&prefix, &me);
         if let Err(e) = tokio::time::timeout(timeout, self.api.delete(&name, &DeleteParams::default())).await {
             tracing::debug!("leaving the shard group: {e}");
         }
-        tracing::info!(identity = %self.config.lease.identity, "left the shard group");
+        tracing::info!(identity = %me, "left the shard group");
     }
 }
 

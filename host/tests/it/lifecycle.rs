@@ -449,7 +449,9 @@ async fn the_admin_endpoint_lists_and_promotes() {
     let token_dir = tempfile::tempdir().unwrap();
     let token_file = token_dir.path().join("admin-token");
     let token = wasmcm::admin_token(&token_file, true).unwrap();
-    let admin = wasmcm::Admin { metrics: f.metrics.clone(), ready, plugins, token: Some(token.clone().into()) };
+    let standing = tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1;
+    let admin =
+        wasmcm::Admin { metrics: f.metrics.clone(), ready, plugins, token: Some(token.clone().into()), standing };
     let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
     f.wait_stamped(N, "v1", 2).await;
 

@@ -618,7 +618,13 @@ async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
 
     let (_ready, ready) = tokio::sync::watch::channel(true);
     let (_plugins, controllers) = tokio::sync::watch::channel(host.controllers().to_vec());
-    let endpoint = wasmcm::Admin { metrics: metrics.clone(), ready, plugins: controllers, token: None };
+    let endpoint = wasmcm::Admin {
+        metrics: metrics.clone(),
+        ready,
+        plugins: controllers,
+        token: None,
+        standing: tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1,
+    };
     let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), endpoint).await.unwrap();
     let (status, body) = wasmcm::admin_request(addr, hyper::Method::GET, "/readyz", None).await.unwrap();
     assert_eq!(status, 200, "the others run: {body}");

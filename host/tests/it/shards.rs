@@ -38,9 +38,9 @@ struct Group {
 impl Group {
     /// `filtering`: whether the server serves `shardSelector`.
     async fn start(workload: (usize, usize), filtering: bool) -> Group {
-        let leases = (0..SHARDS).map(|i| format!("wasmcm-shard-{i}")).collect();
+        // Each write judged by the Lease the group's anchor says entitles it when it arrives.
         let config = ClusterConfig {
-            audit_lease: Some(AuditLease::Shards { namespace: "wasmcm".into(), leases }),
+            audit_lease: Some(AuditLease::Group { namespace: "wasmcm".into(), name: "wasmcm".into() }),
             sharded_list_watch: filtering,
             ..wasmcm_test_support::quick_config()
         };
@@ -89,6 +89,11 @@ impl Group {
 
     /// Starts the replica `identity` as deploy/sharding runs it (quicker lease timing).
     fn start_host(&mut self, identity: &str) {
+        self.start_host_as(identity, &["--shards", &SHARDS.to_string()]);
+    }
+
+    /// Starts the replica `identity` in the shape `shape` (`--shards N`, or leader election).
+    fn start_host_as(&mut self, identity: &str, shape: &[&str]) {
         let log = std::fs::File::create(self.log(identity)).unwrap();
         let out = std::fs::File::create(self.logs.path().join(format!("{identity}.out"))).unwrap();
         let (duration, deadline, retry) = LEASE;
@@ -100,7 +105,8 @@ impl Group {
             .arg(&self.kubeconfig)
             .arg("--plugins")
             .arg(self.plugins.path())
-            .args(["--strict", "--metrics-bind-address", "127.0.0.1:0", "--shards", &SHARDS.to_string()])
+            .args(["--strict", "--metrics-bind-address", "127.0.0.1:0"])
+            .args(shape)
             .args(["--leader-elect-resource-namespace", "wasmcm", "--kube-api-qps", "300", "--kube-api-burst", "600"])
             .args(["--leader-elect-lease-duration", &duration.to_string()])
             .args(["--leader-elect-renew-deadline", &deadline.to_string()])
@@ -135,6 +141,11 @@ impl Group {
 
     /// Each shard's holder ("" for none), by the shard Leases.
     async fn holders(&self) -> Vec<String> {
+        self.holders_of(SHARDS).await
+    }
+
+    /// The holders of shards `0..count`.
+    async fn holders_of(&self, count: u32) -> Vec<String> {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), "wasmcm");
         let listed = leases.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default();
         let holder_of = |name: &str| {
@@ -144,15 +155,20 @@ impl Group {
                 .and_then(|l| l.spec.as_ref()?.holder_identity.clone())
                 .unwrap_or_default()
         };
-        (0..SHARDS).map(|i| holder_of(&format!("wasmcm-shard-{i}"))).collect()
+        (0..count).map(|i| holder_of(&format!("wasmcm-shard-{i}"))).collect()
     }
 
     /// Waits until every shard is held by one of `members`, each holding its fair share.
     async fn balanced_over(&self, members: &[&str]) {
-        let fair = (SHARDS as usize).div_ceil(members.len());
-        let what = format!("the {SHARDS} shards held by {members:?}, at most {fair} each");
+        self.balanced(members, SHARDS).await;
+    }
+
+    /// Waits until shards `0..count` are held by `members`, each holding its fair share.
+    async fn balanced(&self, members: &[&str], count: u32) {
+        let fair = (count as usize).div_ceil(members.len());
+        let what = format!("the {count} shards held by {members:?}, at most {fair} each");
         common::eventually(&what, || async {
-            let holders = self.holders().await;
+            let holders = self.holders_of(count).await;
             let all_held = holders.iter().all(|h| members.contains(&h.as_str()));
             let loads_fair = members.iter().all(|m| holders.iter().filter(|h| h == m).count() <= fair);
             (all_held && loads_fair).then_some(())
@@ -410,5 +426,265 @@ async fn replicas_split_the_keys_and_hand_shards_over_without_overlap() {
         overlaps.len(),
         all.len(),
         &overlaps[..overlaps.len().min(3)]
+    );
+}
+
+/// The plugin writes audited since the last call, and those not sent by the valid holder of
+/// the Lease that entitled them when they arrived (the anchor's holder under a leader, the
+/// shard's under shards: `AuditLease::Group`). The host's own events about itself (`plugin/host`,
+/// e.g. ShapeMismatch) come from any replica, unfenced.
+fn plugin_writes(cluster: &Cluster) -> (Vec<wasmcm_apiserver::AuditRecord>, Vec<wasmcm_apiserver::AuditRecord>) {
+    let plugin = |agent: &str| agent.contains(" plugin/") && !agent.ends_with(" plugin/host");
+    let writes: Vec<_> = cluster.take_audit().into_iter().filter(|r| plugin(&r.user_agent)).collect();
+    let bad =
+        writes.iter().filter(|r| r.valid_holder().map(str::to_string) != identity(&r.user_agent)).cloned().collect();
+    (writes, bad)
+}
+
+/// Who sent `writes`.
+fn writers(writes: &[wasmcm_apiserver::AuditRecord]) -> std::collections::BTreeSet<String> {
+    writes.iter().filter_map(|r| identity(&r.user_agent)).collect()
+}
+
+impl Group {
+    /// `wasmcm shards`' output.
+    fn shards_table(&self) -> String {
+        let shown = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            .args(["shards", "--namespace", "wasmcm", "--kubeconfig"])
+            .arg(&self.cluster.kubeconfig)
+            .output()
+            .unwrap();
+        assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
+        String::from_utf8_lossy(&shown.stdout).into_owned()
+    }
+
+    /// Waits until the replica's `/readyz` and metrics say it disagrees with the group; its
+    /// `/readyz` text.
+    async fn disagreeing(&self, identity: &str) -> String {
+        let admin = self.admin(identity).await;
+        common::eventually(&format!("{identity} to report that it disagrees with the group"), || async {
+            let (code, ready) = common::http_get(admin, "/readyz").await;
+            let (_, metrics) = common::http_get(admin, "/metrics").await;
+            (code == 200
+                && ready.contains("[-]group not taking part")
+                && metrics.contains("wasmcm_group_shape_mismatch 1"))
+            .then_some(ready)
+        })
+        .await
+    }
+
+    /// The anchor Lease's holder and shape annotation.
+    async fn anchor(&self) -> (String, String) {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "wasmcm");
+        let Ok(anchor) = leases.get("wasmcm").await else { return Default::default() };
+        let holder = anchor.spec.and_then(|s| s.holder_identity).unwrap_or_default();
+        let shape = anchor.metadata.annotations.and_then(|a| a.get("wasmcm.dev/shape").cloned()).unwrap_or_default();
+        (holder, shape)
+    }
+}
+
+/// A group of one shape, and beside it a replica run with another shard count and one run with
+/// leader election (as a rolling change of the Deployment's flags puts them together): the two
+/// take nothing and say why (their `/readyz`, a gauge, an Event on the anchor Lease, `wasmcm
+/// shards`), every write comes from the group's valid holders; once the group's replicas have
+/// gone, one of the two takes the group over in its shape, alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_in_another_shape_take_nothing_and_say_why() {
+    let mut group = Group::start((6, 4), false).await;
+    group.create_workload().await;
+    for h in ["wasmcm-a", "wasmcm-b"] {
+        group.start_host_as(h, &["--shards", "4"]);
+    }
+    group.balanced(&["wasmcm-a", "wasmcm-b"], 4).await;
+    group.converged("24 Deployments on a group of 4 shards").await;
+    group.start_host_as("wasmcm-c", &["--shards", "3"]);
+    group.start_host_as("wasmcm-d", &["--leader-elect=true"]);
+    let (c, d) = (group.disagreeing("wasmcm-c").await, group.disagreeing("wasmcm-d").await);
+    assert!(c.contains("runs as 4 shards with 4s leases") && c.contains("run as 3 shards with 4s leases"), "{c}");
+    assert!(d.contains("runs as 4 shards with 4s leases") && d.contains("run as one leader"), "{d}");
+    group.patch_all(json!({"spec": {"replicas": 2}})).await;
+    group.converged("the scale-up beside two disagreeing replicas").await;
+    group.balanced(&["wasmcm-a", "wasmcm-b"], 4).await;
+    let (writes, bad) = plugin_writes(&group.cluster);
+    assert!(
+        bad.is_empty(),
+        "{} of {} writes by a non-holder: {:#?}",
+        bad.len(),
+        writes.len(),
+        &bad[..bad.len().min(5)]
+    );
+    assert_eq!(writers(&writes), ["wasmcm-a", "wasmcm-b"].map(String::from).into(), "only the group wrote");
+
+    // Said where an operator looks: an Event on the anchor Lease from each, and `wasmcm shards`.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(group.client.clone(), "wasmcm");
+    common::eventually("a ShapeMismatch event from each disagreeing replica", || async {
+        let listed = events.list(&ListParams::default()).await.ok()?.items;
+        let from = |who: &str| {
+            listed.iter().any(|e| {
+                e.reason.as_deref() == Some("ShapeMismatch")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.involved_object.name.as_deref() == Some("wasmcm")
+                    && e.message.as_deref().is_some_and(|m| m.starts_with(&format!("{who}: ")))
+            })
+        };
+        (from("wasmcm-c") && from("wasmcm-d")).then_some(())
+    })
+    .await;
+    let table = group.shards_table();
+    assert!(table.starts_with("GROUP wasmcm: 4 shards with 4s leases"), "{table}");
+    let line = |who: &str| table.lines().find(|l| l.starts_with(who)).unwrap_or_else(|| panic!("{who} in:\n{table}"));
+    assert!(line("wasmcm-c").contains("3 shards with 4s leases") && line("wasmcm-c").contains("DISAGREES"), "{table}");
+    assert!(line("wasmcm-d").contains("one leader") && line("wasmcm-d").contains("DISAGREES"), "{table}");
+    assert!(!line("wasmcm-a").contains("DISAGREES"), "{table}");
+
+    // The group drains: its last member releases the anchor, and one of the two waiting takes
+    // the group over in its own shape while the other goes on waiting.
+    for h in ["wasmcm-a", "wasmcm-b"] {
+        group.signal(h, "-TERM");
+        assert_eq!(group.exit_code(h).await, Some(0), "{h} stops cleanly");
+    }
+    let (winner, shape) = common::eventually("c or d to take the group over", || async {
+        let (holder, shape) = group.anchor().await;
+        (["wasmcm-c", "wasmcm-d"].contains(&holder.as_str()) && shape != "shards=4").then_some((holder, shape))
+    })
+    .await;
+    let loser = if winner == "wasmcm-c" { "wasmcm-d" } else { "wasmcm-c" };
+    assert_eq!(shape, if winner == "wasmcm-c" { "shards=3" } else { "leader" }, "the winner's shape");
+    group.patch_all(json!({"spec": {"replicas": 1}})).await;
+    group.converged("the scale-down under the new shape").await;
+    group.disagreeing(loser).await;
+    let (writes, bad) = plugin_writes(&group.cluster);
+    assert!(
+        bad.is_empty(),
+        "{} of {} writes by a non-holder: {:#?}",
+        bad.len(),
+        writes.len(),
+        &bad[..bad.len().min(5)]
+    );
+    let wrote = writers(&writes);
+    assert!(wrote.contains(&winner) && !wrote.contains(loser), "{winner} took over alone: {wrote:?}");
+}
+
+/// The procedure deploy/README.md gives for changing the shard count, as a Deployment's rolling
+/// update performs it (a new pod first, then an old one stopped): replicas run with 3 shards
+/// join a group of 4 and wait; the old ones leave one by one while Deployments change; the last
+/// releases the anchor and the new shape starts. No ReplicaSet ever gets more pods than it asked
+/// for, no Deployment more than replicas + maxSurge (the chaos soak's invariants, on every change
+/// the store makes), and every write comes from the valid holder of its Lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_change_of_the_shard_count_never_writes_twice() {
+    let mut group = Group::start((0, 0), false).await;
+    let invariants = wasmcm_test_support::chaos::Invariants::watch(&mut group.cluster);
+    let namespaces: Vec<String> = (0..8).map(|n| format!("soak-{n}")).collect();
+    let mut apps = Vec::new();
+    for (n, ns) in namespaces.iter().enumerate() {
+        let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(group.client.clone());
+        api.create(&PostParams::default(), &namespace).await.unwrap();
+        for i in (n * 3)..(n * 3 + 3) {
+            let d: Api<Deployment> = Api::namespaced(group.client.clone(), ns);
+            d.create(&PostParams::default(), &wasmcm_test_support::chaos::soak_deployment(ns, i)).await.unwrap();
+            apps.push((ns.clone(), format!("d-{i:03}")));
+        }
+    }
+    group.workload = (1, apps.len());
+    for h in ["old-a", "old-b", "old-c"] {
+        group.start_host_as(h, &["--shards", "4"]);
+    }
+    group.balanced(&["old-a", "old-b", "old-c"], 4).await;
+    group.converged("24 Deployments on 4 shards").await;
+
+    // Churn while the shape changes, as the soak's groups take it: image changes for all, and
+    // scaling for the scale group (`d-<i>` with i % 3 == 1), every few hundred ms.
+    let churn = {
+        let client = group.client.clone();
+        let apps = apps.clone();
+        tokio::spawn(async move {
+            for round in 0usize.. {
+                let (ns, name) = &apps[round % apps.len()];
+                let d: Api<Deployment> = Api::namespaced(client.clone(), ns);
+                let scaled = name.trim_start_matches("d-").parse::<usize>().is_ok_and(|i| i % 3 == 1);
+                let patch = if scaled && round % 2 == 1 {
+                    json!({"spec": {"replicas": 1 + round % 4}})
+                } else {
+                    json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": format!("img:{round}")}]}}}})
+                };
+                let _ = d.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
+    for (new, old) in [("new-a", "old-a"), ("new-b", "old-b"), ("new-c", "old-c")] {
+        group.start_host_as(new, &["--shards", "3"]);
+        group.disagreeing(new).await;
+        group.signal(old, "-TERM");
+        assert_eq!(group.exit_code(old).await, Some(0), "{old} stops cleanly");
+    }
+    group.balanced(&["new-a", "new-b", "new-c"], 3).await;
+    churn.abort();
+    let _ = churn.await;
+    group.converged("the workload under the new shape").await;
+    let (anchor_holder, shape) = group.anchor().await;
+    assert_eq!(shape, "shards=3", "held by {anchor_holder}");
+    common::eventually("the shard Lease the old shape left beyond 3 to go", || async {
+        let leases: Api<Lease> = Api::namespaced(group.client.clone(), "wasmcm");
+        leases.get_opt("wasmcm-shard-3").await.ok()?.is_none().then_some(())
+    })
+    .await;
+
+    let (checks, violations) = invariants.finish();
+    assert!(checks > 100, "{checks} checks");
+    assert!(violations.is_empty(), "{} violations in {checks} checks:\n{}", violations.len(), violations.join("\n"));
+    let (writes, bad) = plugin_writes(&group.cluster);
+    assert!(
+        bad.is_empty(),
+        "{} of {} writes by a non-holder: {:#?}",
+        bad.len(),
+        writes.len(),
+        &bad[..bad.len().min(5)]
+    );
+    // Both shapes did work (which replica of a shape wrote depends on the churn's namespaces).
+    let wrote = writers(&writes);
+    assert!(wrote.iter().any(|h| h.starts_with("old-")) && wrote.iter().any(|h| h.starts_with("new-")), "{wrote:?}");
+}
+
+/// Leases anyone may create beside the group (a plugin's writes are refused by the writer, but
+/// any other Lease writer in the namespace): member Leases under the reserved names and under
+/// others, with the group's labels and a 68-year duration, never renewed, and a shard Lease held
+/// by nobody that renews. None of them is trusted past the group's own lease duration, the other
+/// names not at all: every shard is held by the real replicas and every Deployment reconciled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_leases_do_not_starve_the_group() {
+    let mut group = Group::start((10, 1), false).await;
+    let leases: Api<Lease> = Api::namespaced(group.client.clone(), "wasmcm");
+    let forever = 68 * 365 * 24 * 3600;
+    let forge = |name: String, role: &str, holder: String| {
+        serde_json::from_value::<Lease>(json!({
+            "metadata": {"name": name, "labels": {"wasmcm.dev/shard-group": "wasmcm", "wasmcm.dev/shard-role": role}},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": forever,
+                     "renewTime": "2026-11-27T00:00:00.000000Z", "acquireTime": "2026-11-27T00:00:00.000000Z"},
+        }))
+        .unwrap()
+    };
+    for i in 0..4 {
+        let member = forge(format!("wasmcm-member-ghost-{i}"), "member", format!("ghost-{i}"));
+        leases.create(&PostParams::default(), &member).await.unwrap();
+        let other = forge(format!("ghost-{i}"), "member", format!("spectre-{i}"));
+        leases.create(&PostParams::default(), &other).await.unwrap();
+    }
+    leases.create(&PostParams::default(), &forge("wasmcm-shard-2".into(), "shard", "ghost-0".into())).await.unwrap();
+    for h in ["wasmcm-a", "wasmcm-b"] {
+        group.start_host_as(h, &["--shards", "4"]);
+    }
+    group.balanced(&["wasmcm-a", "wasmcm-b"], 4).await;
+    group.create_workload().await;
+    group.converged("10 Deployments reconciled beside forged Leases").await;
+    let (writes, bad) = plugin_writes(&group.cluster);
+    assert!(
+        bad.is_empty(),
+        "{} of {} writes by a non-holder: {:#?}",
+        bad.len(),
+        writes.len(),
+        &bad[..bad.len().min(5)]
     );
 }

@@ -507,6 +507,33 @@ fn watch_world(cluster: &mut Cluster, world: &Arc<Mutex<World>>) -> tokio::task:
     })
 }
 
+/// The soak's invariants on a cluster's every change, for a test of its own workload: its
+/// Deployments made by [`soak_deployment`] (`d-<i>`, in groups by `i` as the soak's), judged as
+/// the soak judges them from [`Invariants::watch`] to [`Invariants::finish`].
+pub struct Invariants {
+    world: Arc<Mutex<World>>,
+    follower: tokio::task::JoinHandle<()>,
+}
+
+impl Invariants {
+    pub fn watch(cluster: &mut Cluster) -> Invariants {
+        let world = Arc::new(Mutex::new(World::default()));
+        let follower = watch_world(cluster, &world);
+        Invariants { world, follower }
+    }
+
+    /// The checks made and every violation found (a lost stream of changes is one).
+    pub fn finish(self) -> (u64, Vec<String>) {
+        self.follower.abort();
+        let Ok(w) = self.world.lock() else { return (0, vec!["the checker panicked".into()]) };
+        let mut violations = w.violations.clone();
+        if w.stream_lost {
+            violations.push("the store's changes stopped coming: not everything was judged".into());
+        }
+        (w.checks, violations)
+    }
+}
+
 /// One host process and its successors in a slot.
 struct Slot {
     name: String,
@@ -644,7 +671,8 @@ fn audit(cluster: &Cluster, report: &mut SoakReport) {
     }
 }
 
-fn deployment(namespace: &str, i: usize) -> Deployment {
+/// A soak Deployment: `d-<i>` of 3 replicas, labelled for the invariants.
+pub fn soak_deployment(namespace: &str, i: usize) -> Deployment {
     let name = format!("d-{i:03}");
     serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": namespace, "labels": {"chaos": "soak"}},
@@ -793,7 +821,7 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
         (0..config.deployments).map(|i| (namespaces[i % namespaces.len()].clone(), format!("d-{i:03}"), i)).collect();
     for (ns, _, i) in &placed {
         Api::<Deployment>::namespaced(client.clone(), ns)
-            .create(&PostParams::default(), &deployment(ns, *i))
+            .create(&PostParams::default(), &soak_deployment(ns, *i))
             .await
             .expect("a Deployment");
     }
@@ -1048,7 +1076,7 @@ mod tests {
 
         /// Deployment `d-<i>` (group by i % 3) with `replicas`.
         fn deployment(&mut self, i: usize, replicas: i32) {
-            let mut d = serde_json::to_value(deployment("ns", i)).unwrap();
+            let mut d = serde_json::to_value(soak_deployment("ns", i)).unwrap();
             d["spec"]["replicas"] = json!(replicas);
             self.change("apps/deployments", EventType::Modified, d);
         }
