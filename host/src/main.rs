@@ -177,7 +177,8 @@ struct SimulateArgs {
     plugin: String,
     /// The cluster state: a Kubernetes List (JSON or YAML), multi-document YAML, or a recording
     /// from `wasmcm plugins record` (the plugin reads what the recorded reconcile read, with its
-    /// request).
+    /// request). At most 256 MiB; a recording past one of the caps a replay reads (objects,
+    /// calls, objects answered) is refused with the cap named.
     #[arg(long)]
     state: PathBuf,
     /// The object to reconcile, <namespace>/<name> [default: a recording's].
@@ -501,7 +502,9 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                 );
                 match &output {
                     Some(path) => {
-                        std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))?;
+                        // What the plugin read, Secrets included: its owner's alone.
+                        wasmcm::record::write_private(path, body.as_bytes())
+                            .with_context(|| format!("cannot write {}", path.display()))?;
                         eprintln!("recorded {what} -> {}", path.display());
                     }
                     None => {
@@ -524,8 +527,14 @@ fn simulate_command(engine: &Engine, args: SimulateArgs) -> anyhow::Result<ExitC
         None => None,
     };
     let read = |path: &Path| {
+        use std::io::Read;
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
+        let mut text = String::new();
+        // One byte past the cap, for the parser to refuse naming it.
+        let cap = wasmcm::record::MAX_RECORDING_BYTES as u64 + 1;
+        std::fs::File::open(path)
+            .and_then(|f| f.take(cap).read_to_string(&mut text))
+            .with_context(|| format!("{name}: cannot read"))?;
         simulate::Snapshot::parse(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))
     };
     let expect = match &args.expect {
