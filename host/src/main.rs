@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use wasmcm::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm::{Engine, EngineConfig, Limits, Plugin, terminal_safe, terminal_safe_json, terminal_safe_lines};
 use wasmcm::{builtin, simulate};
 use wasmcm_guest::Instant;
 
@@ -348,7 +348,8 @@ fn main() -> ExitCode {
     match run(cli, command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors quote what plugins and hosts said.
+            eprintln!("error: {}", terminal_safe_lines(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -406,21 +407,25 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             for name in names {
                 let p = load_plugin(&engine, &name, Limits::default())?;
                 let i = p.info();
+                // All but the digest and the sizes are the plugin's own words.
                 fn list<T: std::fmt::Display>(ts: &[T]) -> String {
-                    ts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                    let shown: Vec<String> = ts.iter().map(|t| terminal_safe(&t.to_string()).into_owned()).collect();
+                    shown.join(", ")
                 }
-                println!("{} {} (contract {})", i.name, i.version, i.contract);
+                let (name, version, contract) =
+                    (terminal_safe(&i.name), terminal_safe(&i.version), terminal_safe(&i.contract));
+                println!("{name} {version} (contract {contract})");
                 let c = p.compiled();
                 let how = if c.cached { "from the precompiled cache" } else { "compiled" };
                 println!("  sha256:  {}\n  size:    {} bytes", p.digest(), c.size);
                 println!("  load:    {how} in {:.1} ms", c.duration.as_secs_f64() * 1e3);
                 println!(
                     "  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}\n  imports: {}",
-                    i.primary,
+                    terminal_safe(&i.primary.to_string()),
                     list(&i.owns),
                     list(&i.watches),
                     list(&i.writes),
-                    p.imports().join(", ")
+                    list(p.imports())
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -449,7 +454,9 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("plugin {}: {e}", info.name))?;
             println!(
                 "# RBAC for plugin {} {}: name it in its manifest entry as `serviceAccount: {}`.",
-                info.name, info.version, who.service_account
+                terminal_safe(&info.name),
+                terminal_safe(&info.version),
+                terminal_safe(&who.service_account)
             );
             print!("{}", serde_saphyr::to_string_multiple(&objects)?);
             Ok(ExitCode::SUCCESS)
@@ -459,19 +466,20 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             println!("{:<14} {:<10} {:<9} {:<14} COUNTERS", "NAME", "VERSION", "STATE", "DIGEST");
             for s in &statuses {
                 for v in s["versions"].as_array().into_iter().flatten() {
-                    let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
+                    // The host's answer quotes plugins (versions, reasons): shown, never obeyed.
+                    let text = |k: &str| terminal_safe(v[k].as_str().unwrap_or("")).into_owned();
                     let counters: Vec<String> = ["reconciles", "failures", "agreements", "mismatches"]
                         .iter()
                         .filter_map(|k| v[*k].as_u64().map(|n| format!("{k}={n}")))
-                        .chain(v["reason"].as_str().map(String::from))
+                        .chain(v["reason"].as_str().map(|r| terminal_safe(r).into_owned()))
                         .collect();
-                    let digest = text("digest");
+                    let digest: String = text("digest").chars().take(12).collect();
                     println!(
                         "{:<14} {:<10} {:<9} {:<14} {}",
-                        s["name"].as_str().unwrap_or(""),
+                        terminal_safe(s["name"].as_str().unwrap_or("")),
                         text("version"),
                         text("state"),
-                        &digest[..digest.len().min(12)],
+                        digest,
                         counters.join(" ")
                     );
                 }
@@ -500,6 +508,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                     r.digest,
                     recording.summary()
                 );
+                let what = terminal_safe(&what);
                 match &output {
                     Some(path) => {
                         // What the plugin read, Secrets included: its owner's alone.
@@ -508,7 +517,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                         eprintln!("recorded {what} -> {}", path.display());
                     }
                     None => {
-                        print!("{body}");
+                        print!("{}", terminal_safe_json(body));
                         eprintln!("recorded {what}");
                     }
                 }
@@ -547,19 +556,17 @@ fn simulate_command(engine: &Engine, args: SimulateArgs) -> anyhow::Result<ExitC
     let state_name = args.state.display().to_string();
     match simulate::simulate(&plugin, &state_name, read(&args.state)?, args.key.as_deref(), now, expect.as_deref()) {
         Ok(out) => {
-            println!("{}", serde_json::to_string_pretty(&out.document)?);
+            println!("{}", terminal_safe_json(&serde_json::to_string_pretty(&out.document)?));
             let Some(expected) = out.document.get("expected") else { return Ok(ExitCode::SUCCESS) };
             let file = args.expect.as_deref().unwrap_or(Path::new("")).display();
             if !expected["samePlugin"].as_bool().unwrap_or(false) {
                 let p = &expected["plugin"];
-                eprintln!(
-                    "note: replayed with another plugin than recorded ({} {}, sha256 {})",
-                    p["name"], p["version"], p["digest"]
-                );
+                let plugin = format!("{} {}, sha256 {}", p["name"], p["version"], p["digest"]);
+                eprintln!("note: replayed with another plugin than recorded ({})", terminal_safe(&plugin));
             }
             match expected["difference"].as_str() {
                 Some(difference) => {
-                    eprintln!("differs from {file}: {difference}");
+                    eprintln!("differs from {file}: {}", terminal_safe_lines(difference));
                     Ok(ExitCode::from(1))
                 }
                 None => {
@@ -569,14 +576,15 @@ fn simulate_command(engine: &Engine, args: SimulateArgs) -> anyhow::Result<ExitC
             }
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", terminal_safe_lines(&e.to_string()));
             Ok(ExitCode::from(e.exit_code() as u8))
         }
     }
 }
 
+/// A host's text answer (which quotes plugins), shown, never obeyed.
 fn print_body(body: &str) -> anyhow::Result<()> {
-    print!("{body}");
+    print!("{}", terminal_safe_lines(body));
     Ok(())
 }
 
