@@ -37,7 +37,7 @@ pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
 pub use lifecycle::reload::{RELOAD_SETTLE, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};
-pub use ops::admin::{Admin, admin_request, admin_token, serve_admin};
+pub use ops::admin::{Admin, admin_request, admin_token, check_token_destination, needs_token, serve_admin};
 pub use ops::metrics::Metrics;
 pub use runtime::controller::{ControllerConfig, PluginController};
 pub use runtime::credentials::{in_cluster_config, service_account_dir};

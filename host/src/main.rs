@@ -99,7 +99,7 @@ struct ShardsArgs {
 #[derive(Subcommand)]
 enum PluginsCommand {
     /// The plugins of a running host: versions, digests, states (live, shadow, previous,
-    /// failed) and counters.
+    /// failed) and counters (with the admin token: they quote what plugins wrote).
     List(AdminArgs),
     /// Load plugin files offline and print what each declares, imports, its digest and size.
     Inspect {
@@ -161,11 +161,13 @@ enum PluginsCommand {
 
 #[derive(Args)]
 struct AdminArgs {
-    /// The host's metrics/admin address (its --metrics-bind-address).
+    /// The host's metrics/admin address (its --metrics-bind-address): a loopback address, since
+    /// the token is never sent in clear text beyond it (`kubectl port-forward` reaches a pod's).
     #[arg(long, env = "WASMCM_ADMIN_ADDRESS", default_value = "127.0.0.1:8080")]
     address: std::net::SocketAddr,
-    /// The host's admin token, for promote and abandon [default: $XDG_CONFIG_HOME/wasmcm/admin-token
-    /// or ~/.config/wasmcm/admin-token].
+    /// The host's admin token, which every `wasmcm plugins` call to a host needs: a file of at
+    /// least 32 bytes that is this user's and no one else may read [default:
+    /// $XDG_CONFIG_HOME/wasmcm/admin-token or ~/.config/wasmcm/admin-token].
     #[arg(long, env = "WASMCM_ADMIN_TOKEN_FILE")]
     admin_token_file: Option<PathBuf>,
 }
@@ -234,9 +236,10 @@ struct RunArgs {
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, env = "WASMCM_METRICS_BIND_ADDRESS", default_value = "127.0.0.1:8080")]
     metrics_bind_address: std::net::SocketAddr,
-    /// The bearer token plugin promote/abandon need, created (0600) if absent; `wasmcm plugins`
-    /// reads the same file [default: $XDG_CONFIG_HOME/wasmcm/admin-token or
-    /// ~/.config/wasmcm/admin-token].
+    /// The bearer token the plugin admin API (/plugins) needs, created (0600, 32 random bytes)
+    /// if absent, refused (the API off) if another user owns it, group or others may read it, or
+    /// it is shorter than 32 bytes; `wasmcm plugins` reads the same file [default:
+    /// $XDG_CONFIG_HOME/wasmcm/admin-token or ~/.config/wasmcm/admin-token].
     #[arg(long, env = "WASMCM_ADMIN_TOKEN_FILE")]
     admin_token_file: Option<PathBuf>,
     /// Elect a leader through a Lease so that only one replica reconciles.
@@ -589,6 +592,8 @@ fn print_body(body: &str) -> anyhow::Result<()> {
 }
 
 /// One call to a running host's admin endpoint; a non-2xx answer is an error carrying its body.
+/// The admin token goes with the calls that need it only, and only to a loopback address
+/// (refused before the token file is even read).
 fn admin_call(
     admin: &AdminArgs,
     method: hyper::Method,
@@ -596,12 +601,16 @@ fn admin_call(
     show: impl FnOnce(&str) -> anyhow::Result<()>,
 ) -> anyhow::Result<ExitCode> {
     let address = admin.address;
-    let token_file = admin.admin_token_file.clone().or_else(default_admin_token_file);
-    // Reads need none; a change says why it has none.
-    let token = match (&token_file, method == hyper::Method::GET) {
-        (Some(f), true) => wasmcm::admin_token(f, false).ok(),
-        (Some(f), false) => Some(wasmcm::admin_token(f, false)?),
-        (None, _) => None,
+    let token = if wasmcm::needs_token(path) {
+        wasmcm::check_token_destination(address)?;
+        let file = admin
+            .admin_token_file
+            .clone()
+            .or_else(default_admin_token_file)
+            .context("no admin token file: give --admin-token-file (no $HOME to find the default in)")?;
+        Some(wasmcm::admin_token(&file, false)?)
+    } else {
+        None
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (status, body) = runtime.block_on(wasmcm::admin_request(address, method, path, token.as_deref()))?;
@@ -841,7 +850,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             Some(file) => match wasmcm::admin_token(&file, true) {
                 Ok(t) => Some(t.into()),
                 Err(e) => {
-                    tracing::warn!("plugin promote, abandon and record over HTTP are off: {e:#}");
+                    tracing::warn!("the plugin admin API (/plugins: list, promote, abandon, record) is off: {e:#}");
                     None
                 }
             },
