@@ -10,6 +10,7 @@
 //! - [`record`]: one live reconcile's reads, request and outcome, which `simulate` replays.
 //! - `outcome`: an outcome as JSON, and where two differ.
 //! - [`scaffold`]: `wasmcm new`, a standalone plugin crate to start from.
+//! - `terminal`: what a plugin or the cluster said, made safe to print.
 //!
 //! The modules are private; what the binary, the tests and the benchmarks use is re-exported
 //! here.
@@ -26,6 +27,7 @@ pub mod record;
 mod runtime;
 pub mod scaffold;
 pub mod simulate;
+mod terminal;
 mod writes;
 
 pub use engine::{
@@ -35,7 +37,7 @@ pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
 pub use lifecycle::reload::{RELOAD_SETTLE, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};
-pub use ops::admin::{Admin, admin_request, admin_token, serve_admin};
+pub use ops::admin::{Admin, admin_request, admin_token, check_token_destination, needs_token, serve_admin};
 pub use ops::metrics::Metrics;
 pub use runtime::controller::{ControllerConfig, PluginController};
 pub use runtime::credentials::{in_cluster_config, service_account_dir};
@@ -46,6 +48,7 @@ pub use runtime::informers::{Change, Informers, PluginCache, SyncStatus};
 pub use runtime::leader::{Fence, LeaderConfig, default_identity};
 pub use runtime::queue::RateLimit;
 pub use runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardConfig, assign_shards, describe_shards};
+pub use terminal::{terminal_safe, terminal_safe_json, terminal_safe_lines};
 pub use writes::kube::{ClientRate, KubeApi};
 pub use writes::scope::{HostIdentity, Scope};
 pub use writes::writer::{Report, WriteApi, write_outcome};

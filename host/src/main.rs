@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use wasmcm::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm::{Engine, EngineConfig, Limits, Plugin, terminal_safe, terminal_safe_json, terminal_safe_lines};
 use wasmcm::{builtin, simulate};
 use wasmcm_guest::Instant;
 
@@ -99,7 +99,7 @@ struct ShardsArgs {
 #[derive(Subcommand)]
 enum PluginsCommand {
     /// The plugins of a running host: versions, digests, states (live, shadow, previous,
-    /// failed) and counters.
+    /// failed) and counters (with the admin token: they quote what plugins wrote).
     List(AdminArgs),
     /// Load plugin files offline and print what each declares, imports, its digest and size.
     Inspect {
@@ -161,11 +161,13 @@ enum PluginsCommand {
 
 #[derive(Args)]
 struct AdminArgs {
-    /// The host's metrics/admin address (its --metrics-bind-address).
+    /// The host's metrics/admin address (its --metrics-bind-address): a loopback address, since
+    /// the token is never sent in clear text beyond it (`kubectl port-forward` reaches a pod's).
     #[arg(long, env = "WASMCM_ADMIN_ADDRESS", default_value = "127.0.0.1:8080")]
     address: std::net::SocketAddr,
-    /// The host's admin token, for promote and abandon [default: $XDG_CONFIG_HOME/wasmcm/admin-token
-    /// or ~/.config/wasmcm/admin-token].
+    /// The host's admin token, which every `wasmcm plugins` call to a host needs: a file of at
+    /// least 32 bytes that is this user's and no one else may read [default:
+    /// $XDG_CONFIG_HOME/wasmcm/admin-token or ~/.config/wasmcm/admin-token].
     #[arg(long, env = "WASMCM_ADMIN_TOKEN_FILE")]
     admin_token_file: Option<PathBuf>,
 }
@@ -177,7 +179,8 @@ struct SimulateArgs {
     plugin: String,
     /// The cluster state: a Kubernetes List (JSON or YAML), multi-document YAML, or a recording
     /// from `wasmcm plugins record` (the plugin reads what the recorded reconcile read, with its
-    /// request).
+    /// request). At most 256 MiB; a recording past one of the caps a replay reads (objects,
+    /// calls, objects answered) is refused with the cap named.
     #[arg(long)]
     state: PathBuf,
     /// The object to reconcile, <namespace>/<name> [default: a recording's].
@@ -233,9 +236,10 @@ struct RunArgs {
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, env = "WASMCM_METRICS_BIND_ADDRESS", default_value = "127.0.0.1:8080")]
     metrics_bind_address: std::net::SocketAddr,
-    /// The bearer token plugin promote/abandon need, created (0600) if absent; `wasmcm plugins`
-    /// reads the same file [default: $XDG_CONFIG_HOME/wasmcm/admin-token or
-    /// ~/.config/wasmcm/admin-token].
+    /// The bearer token the plugin admin API (/plugins) needs, created (0600, 32 random bytes)
+    /// if absent, refused (the API off) if another user owns it, group or others may read it, or
+    /// it is shorter than 32 bytes; `wasmcm plugins` reads the same file [default:
+    /// $XDG_CONFIG_HOME/wasmcm/admin-token or ~/.config/wasmcm/admin-token].
     #[arg(long, env = "WASMCM_ADMIN_TOKEN_FILE")]
     admin_token_file: Option<PathBuf>,
     /// Elect a leader through a Lease so that only one replica reconciles.
@@ -347,7 +351,8 @@ fn main() -> ExitCode {
     match run(cli, command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors quote what plugins and hosts said.
+            eprintln!("error: {}", terminal_safe_lines(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -405,21 +410,25 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             for name in names {
                 let p = load_plugin(&engine, &name, Limits::default())?;
                 let i = p.info();
+                // All but the digest and the sizes are the plugin's own words.
                 fn list<T: std::fmt::Display>(ts: &[T]) -> String {
-                    ts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                    let shown: Vec<String> = ts.iter().map(|t| terminal_safe(&t.to_string()).into_owned()).collect();
+                    shown.join(", ")
                 }
-                println!("{} {} (contract {})", i.name, i.version, i.contract);
+                let (name, version, contract) =
+                    (terminal_safe(&i.name), terminal_safe(&i.version), terminal_safe(&i.contract));
+                println!("{name} {version} (contract {contract})");
                 let c = p.compiled();
                 let how = if c.cached { "from the precompiled cache" } else { "compiled" };
                 println!("  sha256:  {}\n  size:    {} bytes", p.digest(), c.size);
                 println!("  load:    {how} in {:.1} ms", c.duration.as_secs_f64() * 1e3);
                 println!(
                     "  primary: {}\n  owns:    {}\n  watches: {}\n  writes:  {}\n  imports: {}",
-                    i.primary,
+                    terminal_safe(&i.primary.to_string()),
                     list(&i.owns),
                     list(&i.watches),
                     list(&i.writes),
-                    p.imports().join(", ")
+                    list(p.imports())
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -448,7 +457,9 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("plugin {}: {e}", info.name))?;
             println!(
                 "# RBAC for plugin {} {}: name it in its manifest entry as `serviceAccount: {}`.",
-                info.name, info.version, who.service_account
+                terminal_safe(&info.name),
+                terminal_safe(&info.version),
+                terminal_safe(&who.service_account)
             );
             print!("{}", serde_saphyr::to_string_multiple(&objects)?);
             Ok(ExitCode::SUCCESS)
@@ -458,19 +469,20 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             println!("{:<14} {:<10} {:<9} {:<14} COUNTERS", "NAME", "VERSION", "STATE", "DIGEST");
             for s in &statuses {
                 for v in s["versions"].as_array().into_iter().flatten() {
-                    let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
+                    // The host's answer quotes plugins (versions, reasons): shown, never obeyed.
+                    let text = |k: &str| terminal_safe(v[k].as_str().unwrap_or("")).into_owned();
                     let counters: Vec<String> = ["reconciles", "failures", "agreements", "mismatches"]
                         .iter()
                         .filter_map(|k| v[*k].as_u64().map(|n| format!("{k}={n}")))
-                        .chain(v["reason"].as_str().map(String::from))
+                        .chain(v["reason"].as_str().map(|r| terminal_safe(r).into_owned()))
                         .collect();
-                    let digest = text("digest");
+                    let digest: String = text("digest").chars().take(12).collect();
                     println!(
                         "{:<14} {:<10} {:<9} {:<14} {}",
-                        s["name"].as_str().unwrap_or(""),
+                        terminal_safe(s["name"].as_str().unwrap_or("")),
                         text("version"),
                         text("state"),
-                        &digest[..digest.len().min(12)],
+                        digest,
                         counters.join(" ")
                     );
                 }
@@ -499,13 +511,16 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
                     r.digest,
                     recording.summary()
                 );
+                let what = terminal_safe(&what);
                 match &output {
                     Some(path) => {
-                        std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))?;
+                        // What the plugin read, Secrets included: its owner's alone.
+                        wasmcm::record::write_private(path, body.as_bytes())
+                            .with_context(|| format!("cannot write {}", path.display()))?;
                         eprintln!("recorded {what} -> {}", path.display());
                     }
                     None => {
-                        print!("{body}");
+                        print!("{}", terminal_safe_json(body));
                         eprintln!("recorded {what}");
                     }
                 }
@@ -524,8 +539,14 @@ fn simulate_command(engine: &Engine, args: SimulateArgs) -> anyhow::Result<ExitC
         None => None,
     };
     let read = |path: &Path| {
+        use std::io::Read;
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
+        let mut text = String::new();
+        // One byte past the cap, for the parser to refuse naming it.
+        let cap = wasmcm::record::MAX_RECORDING_BYTES as u64 + 1;
+        std::fs::File::open(path)
+            .and_then(|f| f.take(cap).read_to_string(&mut text))
+            .with_context(|| format!("{name}: cannot read"))?;
         simulate::Snapshot::parse(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))
     };
     let expect = match &args.expect {
@@ -538,19 +559,17 @@ fn simulate_command(engine: &Engine, args: SimulateArgs) -> anyhow::Result<ExitC
     let state_name = args.state.display().to_string();
     match simulate::simulate(&plugin, &state_name, read(&args.state)?, args.key.as_deref(), now, expect.as_deref()) {
         Ok(out) => {
-            println!("{}", serde_json::to_string_pretty(&out.document)?);
+            println!("{}", terminal_safe_json(&serde_json::to_string_pretty(&out.document)?));
             let Some(expected) = out.document.get("expected") else { return Ok(ExitCode::SUCCESS) };
             let file = args.expect.as_deref().unwrap_or(Path::new("")).display();
             if !expected["samePlugin"].as_bool().unwrap_or(false) {
                 let p = &expected["plugin"];
-                eprintln!(
-                    "note: replayed with another plugin than recorded ({} {}, sha256 {})",
-                    p["name"], p["version"], p["digest"]
-                );
+                let plugin = format!("{} {}, sha256 {}", p["name"], p["version"], p["digest"]);
+                eprintln!("note: replayed with another plugin than recorded ({})", terminal_safe(&plugin));
             }
             match expected["difference"].as_str() {
                 Some(difference) => {
-                    eprintln!("differs from {file}: {difference}");
+                    eprintln!("differs from {file}: {}", terminal_safe_lines(difference));
                     Ok(ExitCode::from(1))
                 }
                 None => {
@@ -560,18 +579,21 @@ fn simulate_command(engine: &Engine, args: SimulateArgs) -> anyhow::Result<ExitC
             }
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", terminal_safe_lines(&e.to_string()));
             Ok(ExitCode::from(e.exit_code() as u8))
         }
     }
 }
 
+/// A host's text answer (which quotes plugins), shown, never obeyed.
 fn print_body(body: &str) -> anyhow::Result<()> {
-    print!("{body}");
+    print!("{}", terminal_safe_lines(body));
     Ok(())
 }
 
 /// One call to a running host's admin endpoint; a non-2xx answer is an error carrying its body.
+/// The admin token goes with the calls that need it only, and only to a loopback address
+/// (refused before the token file is even read).
 fn admin_call(
     admin: &AdminArgs,
     method: hyper::Method,
@@ -579,12 +601,16 @@ fn admin_call(
     show: impl FnOnce(&str) -> anyhow::Result<()>,
 ) -> anyhow::Result<ExitCode> {
     let address = admin.address;
-    let token_file = admin.admin_token_file.clone().or_else(default_admin_token_file);
-    // Reads need none; a change says why it has none.
-    let token = match (&token_file, method == hyper::Method::GET) {
-        (Some(f), true) => wasmcm::admin_token(f, false).ok(),
-        (Some(f), false) => Some(wasmcm::admin_token(f, false)?),
-        (None, _) => None,
+    let token = if wasmcm::needs_token(path) {
+        wasmcm::check_token_destination(address)?;
+        let file = admin
+            .admin_token_file
+            .clone()
+            .or_else(default_admin_token_file)
+            .context("no admin token file: give --admin-token-file (no $HOME to find the default in)")?;
+        Some(wasmcm::admin_token(&file, false)?)
+    } else {
+        None
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (status, body) = runtime.block_on(wasmcm::admin_request(address, method, path, token.as_deref()))?;
@@ -851,7 +877,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             Some(file) => match wasmcm::admin_token(&file, true) {
                 Ok(t) => Some(t.into()),
                 Err(e) => {
-                    tracing::warn!("plugin promote, abandon and record over HTTP are off: {e:#}");
+                    tracing::warn!("the plugin admin API (/plugins: list, promote, abandon, record) is off: {e:#}");
                     None
                 }
             },

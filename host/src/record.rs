@@ -13,10 +13,30 @@
 //!
 //! It records and replays reads and compares outcomes; it neither calls plugins nor writes.
 //! A recording holds whatever the plugin read (Secrets too, if it reads them): the admin
-//! endpoint hands one out only with the admin token.
+//! endpoint hands one out only with the admin token, and `wasmcm plugins record -o` writes it
+//! with mode 0600 ([`write_private`]).
+//!
+//! A recording to replay may come from anyone (a bug report), so reading one is bounded: an
+//! object is held once however many answers name it (a 3 MB recording whose answers named one
+//! object a million times once took more than 6 GiB, a copy per naming), and a replay refuses,
+//! naming the cap, a recording of more than
+//!
+//! - [`MAX_RECORDING_BYTES`] (256 MiB) of text, or (JSON) more than [`MAX_JSON_VALUES`]
+//!   (8,000,000) values or [`MAX_JSON_MAPS`] (1,000,000) objects (`{...}`) in all, which bounds
+//!   what parsing it takes (YAML is bounded by its parser's own budget);
+//! - [`MAX_OBJECTS`] (100,000) objects;
+//! - [`MAX_READS`] (100,000) calls;
+//! - [`MAX_ANSWERED`] (1,000,000) objects named by all the calls' answers together, or
+//!   [`MAX_ANSWERED_BYTES`] (256 MiB) of objects handed out by them, twice what one live call
+//!   may read (the engine's limit).
+//!
+//! A real reconcile comes nowhere near these: one live call may read at most 128 MiB, and a
+//! list at most 20,000 objects.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use serde_json::{Value, json};
 use wasmcm_core::{Kind, Operator, Requirement, Selector};
@@ -28,6 +48,106 @@ use crate::outcome::{outcome_diff, outcome_from_json, outcome_json};
 /// The recording's `apiVersion` and `kind`.
 pub const API_VERSION: &str = "wasmcm.dev/v1alpha1";
 pub const KIND: &str = "Recording";
+
+/// What a replay reads at most: see the module doc.
+pub const MAX_RECORDING_BYTES: usize = 256 << 20;
+pub const MAX_JSON_VALUES: usize = 8_000_000;
+pub const MAX_JSON_MAPS: usize = 1_000_000;
+pub const MAX_OBJECTS: usize = 100_000;
+pub const MAX_READS: usize = 100_000;
+pub const MAX_ANSWERED: usize = 1_000_000;
+pub const MAX_ANSWERED_BYTES: usize = 256 << 20;
+
+/// Refuses a state text (a recording or objects) that `wasmcm simulate` would not read: more
+/// than [`MAX_RECORDING_BYTES`], or JSON of more than [`MAX_JSON_VALUES`] values or
+/// [`MAX_JSON_MAPS`] objects, counted without building them. Malformed JSON passes, for the
+/// parser to name its fault.
+pub fn check_size(text: &str) -> Result<(), String> {
+    if text.len() > MAX_RECORDING_BYTES {
+        return Err(format!("{} bytes: over the cap of {} MiB a replay reads", text.len(), MAX_RECORDING_BYTES >> 20));
+    }
+    if !text.trim_start().starts_with(['{', '[']) {
+        return Ok(());
+    }
+    let counts = std::cell::Cell::new((0, 0));
+    let mut json = serde_json::Deserializer::from_str(text);
+    match Count(&counts).deserialize(&mut json) {
+        Err(e) if counts.get().0 > MAX_JSON_VALUES || counts.get().1 > MAX_JSON_MAPS => Err(e.to_string()),
+        _ => Ok(()),
+    }
+}
+
+/// Counts the values and maps of JSON text as it is read, and stops past the caps.
+struct Count<'a>(&'a std::cell::Cell<(usize, usize)>);
+
+impl Count<'_> {
+    fn bump<E: serde::de::Error>(&self, map: bool) -> Result<(), E> {
+        let (values, maps) = self.0.get();
+        let counts = (values + 1, maps + usize::from(map));
+        self.0.set(counts);
+        if counts.0 > MAX_JSON_VALUES {
+            return Err(E::custom(format!("more than {MAX_JSON_VALUES} JSON values: over the cap a replay reads")));
+        }
+        if counts.1 > MAX_JSON_MAPS {
+            return Err(E::custom(format!("more than {MAX_JSON_MAPS} JSON objects: over the cap a replay reads")));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Count<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Count<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.bump(false)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.bump(false)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.bump(false)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.bump(false)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.bump(false)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.bump(false)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.bump(false)?;
+        while seq.next_element_seed(Count(self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.bump(true)?;
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            map.next_value_seed(Count(self.0))?;
+        }
+        Ok(())
+    }
+}
 
 /// One cache call, as the contract's `cache` interface takes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,11 +256,12 @@ impl Call {
     }
 }
 
-/// One call and the objects it answered, as the plugin received them.
+/// One call and the objects it answered, as the plugin received them (shared: an object named
+/// by many answers is held once).
 #[derive(Clone, Debug)]
 struct Read {
     call: Call,
-    objects: Vec<String>,
+    objects: Vec<Arc<str>>,
 }
 
 /// A cache that passes every call through and notes it with its answer.
@@ -155,7 +276,7 @@ impl RecordingCache {
     }
 
     fn note(&self, call: Call, objects: &[String]) {
-        let read = Read { call, objects: objects.to_vec() };
+        let read = Read { call, objects: objects.iter().map(|o| Arc::from(o.as_str())).collect() };
         self.reads.lock().unwrap_or_else(|e| e.into_inner()).push(read);
     }
 
@@ -275,8 +396,8 @@ impl Recording {
                     .objects
                     .iter()
                     .map(|o| {
-                        *index.entry(o.as_str()).or_insert_with(|| {
-                            objects.push(serde_json::from_str(o).unwrap_or_else(|_| Value::String(o.clone())));
+                        *index.entry(&**o).or_insert_with(|| {
+                            objects.push(serde_json::from_str(o).unwrap_or_else(|_| Value::String(o.to_string())));
                             objects.len() - 1
                         })
                     })
@@ -326,35 +447,54 @@ impl Recording {
             previous_failure: doc.pointer("/request/previousFailure").and_then(Value::as_str).map(str::to_string),
             settings,
         };
-        let objects: Vec<String> = doc
-            .get("objects")
-            .and_then(Value::as_array)
-            .ok_or("objects: a list is required")?
+        let objects = doc.get("objects").and_then(Value::as_array).ok_or("objects: a list is required")?;
+        if objects.len() > MAX_OBJECTS {
+            return Err(format!("objects: {} objects, over the cap of {MAX_OBJECTS} a replay reads", objects.len()));
+        }
+        let objects: Vec<Arc<str>> = objects
             .iter()
             .map(|o| match o {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
+                Value::String(s) => Arc::from(s.as_str()),
+                other => Arc::from(other.to_string()),
             })
             .collect();
-        let reads = doc
-            .get("reads")
-            .and_then(Value::as_array)
-            .ok_or("reads: a list is required")?
+        let reads = doc.get("reads").and_then(Value::as_array).ok_or("reads: a list is required")?;
+        if reads.len() > MAX_READS {
+            return Err(format!("reads: {} calls, over the cap of {MAX_READS} a replay reads", reads.len()));
+        }
+        let (mut answered, mut answered_bytes) = (0usize, 0usize);
+        let reads = reads
             .iter()
             .enumerate()
             .map(|(i, r)| {
                 let call = Call::from_json(r).map_err(|e| format!("reads[{i}]: {e}"))?;
                 let answer =
                     r.get("answer").and_then(Value::as_array).ok_or(format!("reads[{i}].answer is missing"))?;
+                answered += answer.len();
+                if answered > MAX_ANSWERED {
+                    return Err(format!(
+                        "reads[{i}].answer: the answers name more than {MAX_ANSWERED} objects in all, the cap a \
+                         replay reads"
+                    ));
+                }
                 let objects = answer
                     .iter()
                     .map(|n| {
-                        n.as_u64()
+                        let object = n
+                            .as_u64()
                             .and_then(|n| objects.get(usize::try_from(n).ok()?))
-                            .cloned()
-                            .ok_or(format!("reads[{i}].answer: {n} is not an index into objects"))
+                            .ok_or(format!("reads[{i}].answer: {n} is not an index into objects"))?;
+                        answered_bytes += object.len();
+                        Ok(object.clone())
                     })
-                    .collect::<Result<Vec<_>, _>>()?;
+                    .collect::<Result<Vec<_>, String>>()?;
+                if answered_bytes > MAX_ANSWERED_BYTES {
+                    return Err(format!(
+                        "reads[{i}].answer: the answers hand out more than {} MiB of objects in all, the cap a replay \
+                         reads",
+                        MAX_ANSWERED_BYTES >> 20
+                    ));
+                }
                 Ok(Read { call, objects })
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -372,29 +512,39 @@ impl Recording {
     /// Every object read, each once (the last version read, should it have changed during the
     /// reconcile), in the order first read: the state a replay's writes apply to.
     pub fn objects(&self) -> Result<Vec<Value>, String> {
-        let mut out: Vec<Value> = Vec::new();
-        let mut at: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
+        type Id = (String, String, String, String);
+        // Each object text is parsed once, however many answers name it.
+        let mut ids: BTreeMap<*const u8, Id> = BTreeMap::new();
+        let mut order: Vec<Id> = Vec::new();
+        let mut last: BTreeMap<Id, &Arc<str>> = BTreeMap::new();
+        let mut parsed: BTreeMap<*const u8, Value> = BTreeMap::new();
         for text in self.reads.iter().flat_map(|r| &r.objects) {
-            let object: Value =
-                serde_json::from_str(text).map_err(|e| format!("a recorded object is not JSON: {e}"))?;
-            let field = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
-            let id = (field("/apiVersion"), field("/kind"), field("/metadata/namespace"), field("/metadata/name"));
-            match at.get(&id) {
-                Some(&i) => out[i] = object,
+            let at = text.as_ptr();
+            let id = match ids.get(&at) {
+                Some(id) => id.clone(),
                 None => {
-                    at.insert(id, out.len());
-                    out.push(object);
+                    let object: Value =
+                        serde_json::from_str(text).map_err(|e| format!("a recorded object is not JSON: {e}"))?;
+                    let field = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+                    let id =
+                        (field("/apiVersion"), field("/kind"), field("/metadata/namespace"), field("/metadata/name"));
+                    ids.insert(at, id.clone());
+                    parsed.insert(at, object);
+                    id
                 }
+            };
+            if last.insert(id.clone(), text).is_none() {
+                order.push(id);
             }
         }
-        Ok(out)
+        Ok(order.iter().filter_map(|id| parsed.remove(&last.get(id)?.as_ptr())).collect())
     }
 
     /// The cache a replay reads: the recorded answers first, then `objects` (this recording's
     /// [`objects`](Self::objects), which the caller has already read) for other calls.
     pub fn replay_cache(&self, objects: &[Value]) -> Result<ReplayCache, String> {
         let fallback = MemoryCache::from_objects(objects)?;
-        let mut answers: BTreeMap<String, VecDeque<Vec<String>>> = BTreeMap::new();
+        let mut answers: BTreeMap<String, VecDeque<Vec<Arc<str>>>> = BTreeMap::new();
         for r in &self.reads {
             answers.entry(r.call.key()).or_default().push_back(r.objects.clone());
         }
@@ -425,19 +575,52 @@ impl Recording {
     }
 }
 
+/// Writes `bytes` (a recording) to `path` so that only its owner may ever read it: into a new
+/// file beside it, created with mode 0600 (`O_EXCL`, never chmod'ed afterwards), then renamed
+/// over `path`. A `path` that exists and is not a regular file (`/dev/stdout`, a pipe) is
+/// written as it is.
+pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::OpenOptions::new().write(true).open(path)?.write_all(bytes);
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().ok_or_else(|| std::io::Error::other("not a file name"))?;
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|e| std::io::Error::other(format!("no randomness: {e}")))?;
+    let temporary = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), hex::encode(nonce)));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&temporary)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
 /// Answers calls as a recording does: see [`Recording::replay_cache`].
 pub struct ReplayCache {
     /// Each call's answers not yet given, in the order recorded; the last is kept for repeats.
-    answers: Mutex<BTreeMap<String, VecDeque<Vec<String>>>>,
+    answers: Mutex<BTreeMap<String, VecDeque<Vec<Arc<str>>>>>,
     fallback: MemoryCache,
 }
 
 impl ReplayCache {
     fn answer(&self, call: Call, otherwise: impl FnOnce(&MemoryCache) -> Vec<String>) -> Vec<String> {
         let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        let texts = |answer: &[Arc<str>]| answer.iter().map(|o| o.to_string()).collect();
         match answers.get_mut(&call.key()) {
-            Some(queue) if queue.len() > 1 => queue.pop_front().unwrap_or_default(),
-            Some(queue) => queue.front().cloned().unwrap_or_default(),
+            Some(queue) if queue.len() > 1 => queue.pop_front().map(|a| texts(&a)).unwrap_or_default(),
+            Some(queue) => queue.front().map(|a| texts(a)).unwrap_or_default(),
             None => otherwise(&self.fallback),
         }
     }
@@ -585,5 +768,49 @@ mod tests {
         doc["failure"] = json!({"message": "x"});
         assert_eq!(Recording::from_json(&doc).unwrap_err(), "exactly one of outcome and failure is required");
         assert!(Recording::from_json(&json!({"kind": "List"})).unwrap_err().starts_with("not a recording"));
+    }
+
+    #[test]
+    fn a_replay_refuses_recordings_past_its_caps_naming_them() {
+        let doc = recorded().to_json();
+        let mut many = doc.clone();
+        many["objects"] = Value::Array(vec![json!({}); MAX_OBJECTS + 1]);
+        assert_eq!(
+            Recording::from_json(&many).unwrap_err(),
+            "objects: 100001 objects, over the cap of 100000 a replay reads"
+        );
+        let mut many = doc.clone();
+        many["reads"] = Value::Array(vec![doc["reads"][0].clone(); MAX_READS + 1]);
+        assert_eq!(
+            Recording::from_json(&many).unwrap_err(),
+            "reads: 100001 calls, over the cap of 100000 a replay reads"
+        );
+        let mut many = doc.clone();
+        many["reads"][0]["answer"] = json!(vec![0; MAX_ANSWERED + 1]);
+        assert_eq!(
+            Recording::from_json(&many).unwrap_err(),
+            "reads[0].answer: the answers name more than 1000000 objects in all, the cap a replay reads"
+        );
+        // Named many times, an object is held once.
+        let mut shared = doc.clone();
+        shared["reads"][0]["answer"] = json!(vec![0; 100_000]);
+        let r = Recording::from_json(&shared).unwrap();
+        let first = &r.reads[0].objects;
+        assert!(first.iter().all(|o| Arc::ptr_eq(o, &first[0])));
+        assert_eq!(r.objects().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn state_text_is_counted_before_it_is_parsed() {
+        assert_eq!(check_size("{}"), Ok(()));
+        assert_eq!(check_size("{not json"), Ok(()), "the parser names a fault");
+        let values = format!("[{}0]", "0,".repeat(MAX_JSON_VALUES));
+        let err = check_size(&values).unwrap_err();
+        assert!(err.starts_with("more than 8000000 JSON values: over the cap a replay reads"), "{err}");
+        let maps = format!("[{}{{}}]", "{},".repeat(MAX_JSON_MAPS));
+        let err = check_size(&maps).unwrap_err();
+        assert!(err.starts_with("more than 1000000 JSON objects: over the cap a replay reads"), "{err}");
+        let big = " ".repeat(MAX_RECORDING_BYTES + 1);
+        assert_eq!(check_size(&big).unwrap_err(), "268435457 bytes: over the cap of 256 MiB a replay reads");
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! The snapshot may be a [`Recording`] of a live reconcile: the plugin then reads exactly what
 //! it read then, with the same request, and `expect` compares its outcome with the recorded
-//! one, so a recorded misbehaviour replays offline and a fix shows its difference.
+//! one, so a recorded misbehaviour replays offline and a fix shows its difference. A state is
+//! read within the caps [`crate::record`] documents, a recording from anyone included.
 
 use std::future::{Future, ready};
 use std::sync::Arc;
@@ -209,6 +210,7 @@ pub fn parse_objects(text: &str) -> Result<Vec<Value>, String> {
 
 /// The documents of a JSON text or a YAML stream.
 fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+    crate::record::check_size(text)?;
     if text.trim_start().starts_with(['{', '[']) {
         Ok(vec![serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?])
     } else {

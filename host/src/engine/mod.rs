@@ -22,7 +22,7 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Reso
 
 pub(crate) use budget::MemoryBudget;
 pub use budget::container_memory_budget;
-pub(crate) use precompiled::Precompiled;
+pub(crate) use precompiled::{Precompiled, euid};
 
 mod bindings {
     wasmtime::component::bindgen!({

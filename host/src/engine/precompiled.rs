@@ -28,7 +28,7 @@ pub(crate) struct Precompiled {
 }
 
 /// This process's effective user, which must own the cache and its files.
-fn euid() -> u32 {
+pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }

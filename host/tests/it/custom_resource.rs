@@ -223,10 +223,12 @@ async fn readyz(address: &str) -> Option<String> {
     Some(out)
 }
 
-/// The live version of the host's `website` plugin, from `wasmcm plugins list`.
-fn live_version(address: &str) -> Option<String> {
+/// The live version of the host's `website` plugin, from `wasmcm plugins list` with the admin
+/// token the host made in `state`.
+fn live_version(address: &str, state: &Path) -> Option<String> {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-        .args(["plugins", "list", "--address", address])
+        .args(["plugins", "list", "--address", address, "--admin-token-file"])
+        .arg(state.join("admin-token"))
         .env("RUST_LOG", "off")
         .output()
         .ok()?;
@@ -255,7 +257,7 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
     })
     .await;
     assert!(readyz.contains("[+]plugin/deployment ok"), "the other plugins run: {readyz}");
-    assert_eq!(tokio::task::block_in_place(|| live_version(&address)).as_deref(), Some("0.1.0"));
+    assert_eq!(tokio::task::block_in_place(|| live_version(&address, state.path())).as_deref(), Some("0.1.0"));
 
     let crd = example_dir().join("deploy/crd.yaml");
     kubectl_ok(&kubeconfig, &["apply", "-f", &crd.display().to_string()]);
@@ -333,7 +335,7 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
     // the Website is reconciled by it.
     plugins.release(&v2);
     eventually("the host to promote website 0.2.0", || async {
-        tokio::task::block_in_place(|| live_version(&address)).filter(|v| v == "0.2.0")
+        tokio::task::block_in_place(|| live_version(&address, state.path())).filter(|v| v == "0.2.0")
     })
     .await;
     patch_website(&kubeconfig, r#"{"spec":{"content":"<h1>Hello again</h1>"}}"#);

@@ -460,7 +460,7 @@ async fn the_admin_endpoint_lists_and_promotes() {
     f.install(&v2);
     let (v1_digest, v2_digest) = (common::sha256(&f.original), common::sha256(&v2));
     let stamp = common::eventually("GET /plugins to show the shadow disagreeing", || async {
-        let (code, body) = wasmcm::admin_request(addr, http::Method::GET, "/plugins", None).await.ok()?;
+        let (code, body) = wasmcm::admin_request(addr, http::Method::GET, "/plugins", Some(&token)).await.ok()?;
         assert_eq!(code, 200, "{body}");
         let plugins: Vec<Value> = serde_json::from_str(&body).unwrap();
         let stamp = plugins.into_iter().find(|p| p["name"] == "stamp")?;
@@ -480,7 +480,8 @@ async fn the_admin_endpoint_lists_and_promotes() {
     assert!(shadow["agreements"].is_u64(), "{shadow}");
 
     let address = addr.to_string();
-    let (ok, table, stderr) = cli(&["plugins", "list", "--address", &address]).await;
+    let token_arg = token_file.to_str().unwrap();
+    let (ok, table, stderr) = cli(&["plugins", "list", "--address", &address, "--admin-token-file", token_arg]).await;
     assert!(ok, "{stderr}");
     eprintln!("{table}");
     let row = |state: &str| {
@@ -501,7 +502,10 @@ async fn the_admin_endpoint_lists_and_promotes() {
         assert!(line.contains(counter), "{line}");
     }
 
-    // Changes need the token, from no browser page; idle connections do not take the port.
+    // Reads and changes need the token, from no browser page; idle connections do not take the
+    // port.
+    let (code, body) = wasmcm::admin_request(addr, http::Method::GET, "/plugins", None).await.unwrap();
+    assert_eq!(code, 401, "{body}");
     let promote = "/plugins/stamp/promote";
     let (code, body) = wasmcm::admin_request(addr, http::Method::POST, promote, None).await.unwrap();
     assert_eq!(code, 401, "{body}");
@@ -525,7 +529,6 @@ async fn the_admin_endpoint_lists_and_promotes() {
     drop(idle);
     assert_eq!(f.live_version(), "1.0.0", "nothing was promoted without the token");
 
-    let token_arg = token_file.to_str().unwrap();
     let (ok, out, stderr) =
         cli(&["plugins", "promote", "stamp", "--address", &address, "--admin-token-file", token_arg]).await;
     assert!(ok, "{stderr}");

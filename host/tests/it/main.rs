@@ -6,6 +6,7 @@
 #[allow(dead_code)]
 mod common;
 
+mod admin;
 mod chaos;
 mod custom_resource;
 mod deploy;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use wasmcm_apiserver::{Cluster, ClusterConfig};
 
 /// The host, killed when the test ends however it ends.
-struct Host(Child);
+pub(crate) struct Host(Child);
 
 impl Drop for Host {
     fn drop(&mut self) {
@@ -28,7 +28,7 @@ impl Drop for Host {
 
 /// The real binary on `cluster` with the built-ins and `plugins`; returns it and its admin
 /// address, read from what it prints.
-fn start_host(cluster: &Cluster, plugins: &Path, token: &Path) -> (Host, String) {
+pub(crate) fn start_host(cluster: &Cluster, plugins: &Path, token: &Path) -> (Host, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
         .arg("--cache-dir")
         .arg(common::precompiled_dir())
@@ -125,10 +125,16 @@ async fn a_live_reconcile_is_recorded_and_replays_identically_and_a_changed_plug
         })
     };
 
-    // Recorded on the live host: the stamp plugin read its ConfigMap and wrote the next count.
+    // Recorded on the live host: the stamp plugin read its ConfigMap and wrote the next count,
+    // into a file only its owner may read (what the plugin read, Secrets included), even where
+    // one readable by others was before.
     let recorded = dir.path().join("counted.json");
+    std::fs::write(&recorded, "").unwrap();
+    std::fs::set_permissions(&recorded, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let run = record("stamp", "default/counted", &recorded).await.unwrap();
     assert_eq!(run.code, 0, "{}", run.stderr);
+    let mode = |p: &Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777;
+    assert_eq!(mode(&recorded), 0o600, "a recording is its owner's alone");
     assert!(
         run.stderr.contains("recorded stamp 1.0.0") && run.stderr.contains("1 intents in 1 batches"),
         "{}",
@@ -180,6 +186,7 @@ async fn a_live_reconcile_is_recorded_and_replays_identically_and_a_changed_plug
     let web = dir.path().join("web.json");
     let run = record("deployment", "default/web", &web).await.unwrap();
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(mode(&web), 0o600, "a new recording too");
     let doc = read(&web);
     let calls: Vec<&str> = doc["reads"].as_array().unwrap().iter().map(|r| r["call"].as_str().unwrap()).collect();
     assert!(calls.contains(&"listControlled"), "{calls:?}");

@@ -254,3 +254,61 @@ fn plugin_failures_exit_3_with_name_version_and_reason() {
         r.stderr
     );
 }
+
+/// A 3 MB recording whose one call's answer names one 4 KiB object 1.4 million times (once
+/// more than 5 GiB when each naming was a copy) is refused at once, the cap named.
+#[test]
+fn a_hostile_recording_is_refused_quickly_naming_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let object = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "default", "uid": "u1", "annotations": {"pad": "x".repeat(4096)}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    });
+    let recording = |namings: usize| {
+        let answer = format!("[{}0]", "0,".repeat(namings - 1));
+        format!(
+            r#"{{"apiVersion": "wasmcm.dev/v1alpha1", "kind": "Recording",
+                "plugin": {{"name": "replicaset", "version": "0.1.0", "digest": "d"}},
+                "request": {{"namespace": "default", "name": "web", "now": "2026-11-21T10:00:00Z"}},
+                "reads": [{{"call": "list", "apiVersion": "v1", "kind": "Pod", "namespace": "default",
+                            "selector": {{"matchLabels": {{"app": "web"}}}}, "answer": {answer}}}],
+                "objects": [{object}], "outcome": {{"batches": []}}}}"#
+        )
+    };
+    for (namings, cap) in [
+        (1_400_000, "the answers name more than 1000000 objects in all, the cap a replay reads"),
+        (900_000, "the answers hand out more than 256 MiB of objects in all, the cap a replay reads"),
+    ] {
+        let text = recording(namings);
+        assert!(text.len() > namings * 2, "{} bytes", text.len());
+        let path = dir.path().join("hostile.json");
+        std::fs::write(&path, &text).unwrap();
+        let started = std::time::Instant::now();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            .args(["simulate", "--plugin", "replicaset", "--state", path.to_str().unwrap()])
+            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+            .env("RUST_LOG", "off")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Generous for a loaded machine; the replay that copied every naming ran for minutes.
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("simulate still ran after 60 s on a {} byte recording", text.len());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&format!("hostile.json: reads[0].answer: {cap}")), "{stderr}");
+    }
+}
