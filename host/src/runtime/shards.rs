@@ -110,9 +110,13 @@ pub fn assign_shards(count: u32, members: &BTreeSet<String>) -> Vec<Option<Strin
 /// The group as its Leases tell it, for `wasmcm shards`: the anchor's shape and holder, each
 /// shard's holder and how long ago it renewed (shard Leases an earlier shape left are marked),
 /// then each member with its shape and the shards it holds; a member whose shape is not the
-/// group's is marked: it takes nothing.
+/// group's is marked: it takes nothing. Holders are escaped for a terminal.
 pub fn describe_shards(prefix: &str, anchor: Option<&Lease>, leases: &[Lease], now: jiff::Timestamp) -> String {
-    let holder = |l: &Lease| l.spec.as_ref().and_then(|s| s.holder_identity.clone()).unwrap_or_default();
+    // Whatever a Lease writer put in a holder reaches the operator's terminal escaped.
+    let holder = |l: &Lease| {
+        let h = l.spec.as_ref().and_then(|s| s.holder_identity.as_deref()).unwrap_or_default();
+        crate::terminal::terminal_safe(h).into_owned()
+    };
     let age = |l: &Lease| match l.spec.as_ref().and_then(|s| s.renew_time.as_ref()) {
         Some(t) => format!("{:.0}s ago", now.duration_since(t.0).as_secs_f64().max(0.0)),
         None => "never".into(),

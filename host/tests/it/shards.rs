@@ -672,7 +672,11 @@ async fn forged_leases_do_not_starve_the_group() {
         let other = forge(format!("ghost-{i}"), "member", format!("spectre-{i}"));
         leases.create(&PostParams::default(), &other).await.unwrap();
     }
-    leases.create(&PostParams::default(), &forge("wasmcm-shard-2".into(), "shard", "ghost-0".into())).await.unwrap();
+    let holder = "ghost-0\u{1b}[2J\nforged".to_string();
+    leases.create(&PostParams::default(), &forge("wasmcm-shard-2".into(), "shard", holder)).await.unwrap();
+    // What a Lease writer put in a holder reaches the operator's terminal escaped.
+    let table = group.shards_table();
+    assert!(table.contains(r"ghost-0\u{1b}[2J\nforged") && !table.contains('\u{1b}'), "{table}");
     for h in ["wasmcm-a", "wasmcm-b"] {
         group.start_host_as(h, &["--shards", "4"]);
     }
