@@ -507,3 +507,38 @@ impl Elector {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two namespaces in different shards of 4.
+    fn apart() -> (&'static str, &'static str) {
+        let names = ["team-a", "team-b", "team-c", "team-d", "team-e", "team-f", "team-g", "team-h"];
+        let shard = |ns: &str| wasmcm_core::shard_of(ns, 4);
+        let held = names.iter().find(|n| shard(n) != shard("")).expect("eight names are not all in one shard");
+        let other = names.iter().find(|n| shard(n) != shard(held) && shard(n) != shard(""));
+        (held, other.expect("eight names span three shards of four"))
+    }
+
+    /// A write a key's reconcile causes is judged by the key's shard, wherever the object lies:
+    /// a cluster-scoped object (`""`'s shard) or another namespace's event. Without the key it is
+    /// judged by its path, as the host's own writes are.
+    #[tokio::test]
+    async fn a_keys_writes_are_fenced_by_the_keys_shard() {
+        let (held, other) = apart();
+        let fence = Fence::sharded(4);
+        fence.shard(wasmcm_core::shard_of(held, 4)).unwrap().extend(Instant::now() + Duration::from_secs(60));
+        let cluster_scoped = "/apis/rbac.authorization.k8s.io/v1/clusterroles/x";
+        let elsewhere = format!("/api/v1/namespaces/{other}/events");
+        assert!(!fence.for_path(cluster_scoped).holds(), "the shard of \"\" is not held");
+        let judged = Fence::for_key(held, async {
+            (fence.for_path(cluster_scoped).holds(), fence.for_path(&elsewhere).holds())
+        })
+        .await;
+        assert_eq!(judged, (true, true), "the key's shard is held: its writes go");
+        let judged =
+            Fence::for_key(other, async { fence.for_path(&format!("/api/v1/namespaces/{held}/pods")).holds() }).await;
+        assert!(!judged, "a key of a shard not held writes nothing, even into a held shard's namespace");
+    }
+}
