@@ -554,7 +554,7 @@ const RESOLVE_BACKOFF: (std::time::Duration, std::time::Duration) =
 async fn run(client: kube::Client, discovery: Discovery, shards: Option<ShardScope>, informer: Arc<Informer>) {
     let mut backoff = RESOLVE_BACKOFF.0;
     let resource = loop {
-        match discovery.resolve(&informer.kind).await {
+        match discovery.resolve_fresh(&informer.kind).await {
             Ok(r) => break r,
             Err(why) => {
                 tracing::warn!(kind = %informer.kind, "cannot watch, retrying in {backoff:?}: {why}");

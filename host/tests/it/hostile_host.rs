@@ -310,3 +310,70 @@ async fn huge_reads_fail_alone_and_leave_the_other_plugins_reconciles_prompt() {
     }
     host.shutdown().await;
 }
+
+/// An HTTP front of the cluster `admin` reaches, for a host under test: it passes every request
+/// on as `admin` and counts those for `path`. Returns its URL and the count.
+async fn counting_proxy(admin: kube::Client, path: &'static str) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use http_body_util::BodyExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    type Failure = Box<dyn std::error::Error + Send + Sync>;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (admin, counted) = (admin.clone(), counted.clone());
+            let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let (admin, counted) = (admin.clone(), counted.clone());
+                async move {
+                    if request.uri().path() == path {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let (parts, body) = request.into_parts();
+                    let body = body.collect().await?.to_bytes().to_vec();
+                    let answer = admin.send(http::Request::from_parts(parts, kube::client::Body::from(body))).await?;
+                    Ok::<_, Failure>(answer)
+                }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(io, service));
+        }
+    });
+    (url, count)
+}
+
+/// A plugin declaring writes of a kind no cluster serves buys no discovery requests with it:
+/// 50 such intents per reconcile, refused on every retry, cost the API server one discovery
+/// request for the kind per 30 s (the miss is remembered), not one per intent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_of_an_unserved_kind_cost_one_discovery_request_per_ttl() {
+    let (_cluster, admin) = common::cluster().await;
+    let (url, discovered) = counting_proxy(admin.clone(), "/apis/unserved.wasmcm.dev/v1").await;
+    let metrics = Arc::new(Metrics::default());
+    let plugins = vec![Version::of(common::hostile())];
+    let config = kube::Config::new(url.parse().unwrap());
+    let started = std::time::Instant::now();
+    let host = Host::start(config, plugins, HostConfig::default(), metrics.clone()).await.unwrap();
+
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "unserved-50"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    // Retried with backoff, each reconcile's 50 intents refused: the kind is not served.
+    let refused = common::eventually("5 reconciles of unserved-50 refused", || async {
+        let text = metrics.encode();
+        let failed =
+            common::metric(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"write_failed\""]);
+        (failed >= 5.0).then(|| common::metric(&text, "wasmcm_intents_refused_total", &["plugin=\"hostile\""]))
+    })
+    .await;
+    assert!(refused >= 250.0, "{refused} intents refused");
+    let event = common::event(&admin, Some("default"), "reason=WriteRefused,involvedObject.name=unserved-50").await;
+    let message = event.message.unwrap_or_default();
+    assert!(message.contains("kind unserved.wasmcm.dev/v1/Unserved is not served by the cluster"), "{message}");
+    let requests = discovered.load(std::sync::atomic::Ordering::SeqCst);
+    let ttls = started.elapsed().as_secs() / 30 + 1;
+    eprintln!("{refused} intents refused; {requests} discovery requests for the kind in {:?}", started.elapsed());
+    assert!(requests as u64 <= ttls, "{requests} discovery requests for {refused} intents within {ttls} TTLs");
+    drop(host);
+}
