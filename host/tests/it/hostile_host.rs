@@ -377,3 +377,63 @@ async fn writes_of_an_unserved_kind_cost_one_discovery_request_per_ttl() {
     assert!(requests as u64 <= ttls, "{requests} discovery requests for {refused} intents within {ttls} TTLs");
     drop(host);
 }
+
+/// What a call reads is the host's memory as well as the guest's, and the budget counts both:
+/// with 96 MiB for all calls, a plugin listing 56 MiB of ConfigMaps (the host's copy, then
+/// the guest's) fails that call naming the budget, where its linear memory alone would have
+/// fit; the ReplicaSet plugin beside it converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reads_are_charged_to_the_memory_budget() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let (cluster, client) = common::cluster().await;
+    let engine = wasmcm::Engine::new(&wasmcm::EngineConfig {
+        memory_budget: Some(96 << 20),
+        max_concurrent_calls: 16,
+        precompiled_dir: Some(common::precompiled_dir()),
+        ..wasmcm::EngineConfig::default()
+    })
+    .unwrap();
+    let limits = wasmcm::Limits { memory_bytes: 256 << 20, deadline: std::time::Duration::from_secs(10) };
+    let hostile = engine.load_file(&common::guest("wasmcm_hostile.wasm"), limits).unwrap();
+    let rs = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), wasmcm::Limits::default()).unwrap();
+
+    let bulk: Namespace = serde_json::from_value(json!({"metadata": {"name": "bulk"}})).unwrap();
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &bulk).await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "bulk");
+    for i in 0..56 {
+        let cm = json!({"metadata": {"name": format!("bulk-{i}")}, "data": {"x": "x".repeat(1 << 20)}});
+        cms.create(&PostParams::default(), &serde_json::from_value(cm).unwrap()).await.unwrap();
+    }
+    let metrics = Arc::new(Metrics::default());
+    let mut config = HostConfig::default();
+    config.controller.report_after = 3;
+    let plugins = vec![Version::of(Arc::new(rs)), Version::of(Arc::new(hostile))];
+    let host = Host::start(common::config(&cluster.kubeconfig).await, plugins, config, metrics.clone()).await.unwrap();
+
+    let reader: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "read-everything"}})).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "default").create(&PostParams::default(), &reader).await.unwrap();
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &common::web(3, "nginx:1.27")).await.unwrap();
+
+    let defaults: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let trap = ["plugin=\"hostile\"", "reason=\"memory\""];
+    let verdict = common::eventually("read-everything to trap or report", || async {
+        if common::metric(&metrics.encode(), "wasmcm_plugin_traps_total", &trap) >= 1.0 {
+            return Some(Ok(()));
+        }
+        let report = defaults.get_opt("report").await.ok()??.data?.remove("report")?;
+        report.starts_with("read ").then_some(Err(report))
+    })
+    .await;
+    assert_eq!(verdict, Ok(()), "the whole read fitted the budget beside the guest's copy");
+    let fields = "reason=ReconcileFailed,involvedObject.name=read-everything";
+    let message = common::event(&client, Some("default"), fields).await.message.unwrap_or_default();
+    assert!(message.contains("trapped (memory)"), "{message}");
+    assert!(message.contains("the host's memory budget for plugin calls (96 MiB)"), "{message}");
+    common::eventually("the ReplicaSet beside it to converge", || async {
+        let s = rss.get("web").await.ok()?.status?;
+        (s.ready_replicas == Some(3)).then_some(())
+    })
+    .await;
+    host.shutdown().await;
+}
