@@ -79,6 +79,11 @@ impl Discovery {
         self.lookup(kind, false, || async {}).await
     }
 
+    /// Whether `kind` lives in namespaces, if it has been resolved.
+    pub(crate) fn known_namespaced(&self, kind: &Kind) -> Option<bool> {
+        self.known().found.get(kind).map(|r| r.namespaced)
+    }
+
     fn known(&self) -> std::sync::MutexGuard<'_, Known> {
         self.known.lock().unwrap_or_else(|e| e.into_inner())
     }
