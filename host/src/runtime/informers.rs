@@ -7,8 +7,10 @@
 //! of its own: a scoped plugin does not borrow a cluster-wide store through a filtered view,
 //! so what it needs (RBAC, a sync) never depends on which other plugins run, at the price of
 //! a second watch and copy of its namespaces' objects where both read a kind. Cluster-scoped
-//! kinds are listed whole whatever the reach (an informer keyed by namespaces whose kind turns
-//! out cluster-scoped lists everything once).
+//! kinds are listed whole whatever the reach: a plugin of listed namespaces gets the
+//! cluster-wide informer of a kind discovery already knows to be cluster-scoped, and an
+//! informer of listed namespaces whose kind turns out cluster-scoped lists all of it (beside
+//! the cluster-wide one, if another plugin started it first).
 //! Each store keeps every object's JSON as served (plugins receive exactly that) plus what
 //! event routing needs (labels, controller reference), indexed by (namespace, name) and by
 //! (namespace, controller uid) as client-go's controller-UID indexers are, so that what a
@@ -351,6 +353,8 @@ pub struct Informer {
     kind: Kind,
     /// The namespaces it lists and watches; `None`: every one.
     namespaces: Option<BTreeSet<String>>,
+    /// Its kind is cluster-scoped: it lists all of it whatever `namespaces` says.
+    whole: std::sync::atomic::AtomicBool,
     store: RwLock<Store>,
     status: watch::Sender<SyncStatus>,
     changes: broadcast::Sender<Change>,
@@ -366,6 +370,7 @@ impl Informer {
         Informer {
             kind,
             namespaces,
+            whole: std::sync::atomic::AtomicBool::new(false),
             store: RwLock::new(Store::default()),
             status: watch::channel(SyncStatus::default()).0,
             changes: broadcast::channel(65_536).0,
@@ -381,7 +386,7 @@ impl Informer {
 
     /// The namespaces it caches, when not every one.
     pub fn namespaces(&self) -> Option<&BTreeSet<String>> {
-        self.namespaces.as_ref()
+        self.namespaces.as_ref().filter(|_| !self.whole.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Resolves once the first full list is in the store.
@@ -658,7 +663,8 @@ async fn run(client: kube::Client, discovery: Discovery, shards: Option<ShardSco
             }
         }
     };
-    let namespaces = informer.namespaces.as_ref().filter(|_| resource.namespaced);
+    informer.whole.store(!resource.namespaced, std::sync::atomic::Ordering::Relaxed);
+    let namespaces = informer.namespaces();
     // One stream per namespace listed, or one of them all.
     let streams: BTreeSet<String> = match namespaces {
         Some(listed) if !listed.is_empty() => listed.clone(),
