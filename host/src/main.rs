@@ -21,8 +21,9 @@ struct Cli {
     #[arg(long, global = true, env = "WASMCM_PRECOMPILED_KEY")]
     precompiled_key: Option<PathBuf>,
 
-    /// Linear memory all plugin calls may hold at once, e.g. 512Mi [default: half the
-    /// container's memory limit; without one, each call is bounded by its plugin's limit only].
+    /// Memory all plugin calls may hold at once (their linear memory, and the host's copies of
+    /// what they read), e.g. 512Mi [default: half the container's memory limit; without one,
+    /// each call is bounded by its plugin's limit only].
     #[arg(long, global = true, env = "WASMCM_PLUGIN_MEMORY_BUDGET")]
     plugin_memory_budget: Option<String>,
 

@@ -2,7 +2,10 @@
 //! bounds their sum over every worker of every plugin, so that many calls at their limits
 //! cannot take more than the container has. A call's linear memory grows only while the total
 //! stays within the budget; past it the growth traps (the key is retried with backoff), and a
-//! call gives back what it held when its store is dropped.
+//! call gives back what it held when its store is dropped. What a call reads is charged too:
+//! the host's copy of each answer (up to 64 MiB a list) from when the cache hands it over
+//! until the guest has it (its next host call, or its end), and the guest's copy as its linear
+//! memory grows to take it; an answer the budget cannot hold fails the call the same way.
 //!
 //! It owns the count only; what a call may hold on its own is the engine's `Limits`.
 

@@ -175,11 +175,13 @@ struct CallState {
     key: String,
     memory_limit: usize,
     memory_exceeded: Option<usize>,
-    /// Shared by every call; `reserved` is this call's part of it.
+    /// Shared by every call; `reserved` is this call's linear memory in it, `copy` the host's
+    /// copy of what its last read returned.
     budget: Arc<MemoryBudget>,
     reserved: usize,
-    /// The growth the budget refused.
-    budget_exceeded: Option<usize>,
+    copy: usize,
+    /// Why the budget refused this call memory (growth, or a read's copy).
+    budget_refused: Option<String>,
     violation: Option<String>,
     /// Why a read was refused: too many objects or bytes, or an oversized selector.
     read_limit: Option<String>,
@@ -205,12 +207,19 @@ impl ResourceLimiter for CallState {
         }
         let more = desired.saturating_sub(current);
         if !self.budget.try_take(more) {
-            self.budget_exceeded = Some(desired);
-            return Err(wasmtime::format_err!(
-                "the host's memory budget for plugin calls ({}) is held by other calls (growing to {})",
+            // Growth that fails while a read is handed over is the copy's doing as much as
+            // the others'.
+            let copy = match self.copy {
+                0 => String::new(),
+                bytes => format!(", beside the host's {} copy of what this call read", size(bytes)),
+            };
+            let why = format!(
+                "the host's memory budget for plugin calls ({}) is held by other calls (growing to {}{copy})",
                 mib(self.budget.total()),
                 mib(desired)
-            ));
+            );
+            self.budget_refused = Some(why.clone());
+            return Err(wasmtime::Error::msg(why));
         }
         self.reserved += more;
         Ok(true)
@@ -234,9 +243,14 @@ fn mib(bytes: usize) -> String {
     format!("{} MiB", bytes >> 20)
 }
 
+/// `bytes` in MiB, or KiB below one MiB.
+fn size(bytes: usize) -> String {
+    if bytes >= 1 << 20 { mib(bytes) } else { format!("{} KiB", bytes.div_ceil(1 << 10)) }
+}
+
 impl Drop for CallState {
     fn drop(&mut self) {
-        self.budget.give_back(self.reserved);
+        self.budget.give_back(self.reserved + self.copy);
     }
 }
 
@@ -251,7 +265,14 @@ impl CallState {
         Err(CapabilityViolation(msg).into())
     }
 
-    /// Hands `objects` to the guest if they fit what one list and one call may read.
+    /// The host's copy of the last read's answer is gone: the guest, calling the host again,
+    /// has been handed it (it lives on in linear memory, which is charged as it grows).
+    fn copy_dropped(&mut self) {
+        self.budget.give_back(std::mem::take(&mut self.copy));
+    }
+
+    /// Hands `objects` to the guest if they fit what one list and one call may read, and the
+    /// host's memory budget: these copies are the host's memory until the guest has them.
     fn hand_out(&mut self, what: &str, objects: Vec<String>) -> wasmtime::Result<Vec<String>> {
         let bytes: usize = objects.iter().map(String::len).sum();
         self.read_bytes = self.read_bytes.saturating_add(bytes);
@@ -264,13 +285,24 @@ impl CallState {
         } else {
             None
         };
-        match refused {
-            Some(why) => {
-                self.read_limit = Some(why.clone());
-                Err(CapabilityViolation(why).into())
-            }
-            None => Ok(objects),
+        if let Some(why) = refused {
+            self.read_limit = Some(why.clone());
+            return Err(CapabilityViolation(why).into());
         }
+        // Overhead of a string beside its bytes (the guest's copy is charged as it grows).
+        let copy = bytes + objects.len() * size_of::<String>();
+        if !self.budget.try_take(copy) {
+            let why = format!(
+                "the host's memory budget for plugin calls ({}) cannot hold the {} {what} returned, beside what \
+                 this and other calls hold",
+                mib(self.budget.total()),
+                size(copy)
+            );
+            self.budget_refused = Some(why.clone());
+            return Err(CapabilityViolation(why).into());
+        }
+        self.copy = copy;
+        Ok(objects)
     }
 
     /// Refuses a selector whose matching would cost more than any controller needs.
@@ -305,6 +337,7 @@ impl wit_types::Host for CallState {}
 
 impl wit_cache::Host for CallState {
     fn get(&mut self, kind: wit_types::Kind, namespace: String, name: String) -> wasmtime::Result<Option<String>> {
+        self.copy_dropped();
         let kind = self.check_readable(&kind)?;
         let object = self.cache.get(&kind, &namespace, &name);
         Ok(self.hand_out("get", object.into_iter().collect())?.pop())
@@ -316,6 +349,7 @@ impl wit_cache::Host for CallState {
         namespace: String,
         selector: wit_types::Selector,
     ) -> wasmtime::Result<Vec<String>> {
+        self.copy_dropped();
         let kind = self.check_readable(&kind)?;
         let selector = Selector {
             match_labels: selector.match_labels,
@@ -346,6 +380,7 @@ impl wit_cache::Host for CallState {
         owner_uid: String,
         orphans: bool,
     ) -> wasmtime::Result<Vec<String>> {
+        self.copy_dropped();
         let kind = self.check_readable(&kind)?;
         let objects = self.cache.list_controlled(&kind, &namespace, &owner_uid, orphans);
         self.hand_out(&format!("list-controlled of {kind}"), objects)
@@ -756,7 +791,8 @@ impl Plugin {
             memory_exceeded: None,
             budget: self.budget.clone(),
             reserved: 0,
-            budget_exceeded: None,
+            copy: 0,
+            budget_refused: None,
             violation: None,
             read_limit: None,
             read_bytes: 0,
@@ -772,13 +808,14 @@ impl Plugin {
 
         let instance = self.pre.instantiate(&mut store).map_err(|e| {
             let state = store.data();
-            match state.memory_exceeded.or(state.budget_exceeded) {
-                Some(_) => self.trap(state, TrapReason::Memory, format!("{e:#}")),
-                None => CallError::Instantiate {
+            if state.memory_exceeded.is_some() || state.budget_refused.is_some() {
+                self.trap(state, TrapReason::Memory, format!("{e:#}"))
+            } else {
+                CallError::Instantiate {
                     plugin: self.info.name.clone(),
                     version: self.info.version.clone(),
                     reason: format!("{e:#}"),
-                },
+                }
             }
         })?;
         f(&instance, &mut store).map_err(|e| self.classify(store.data(), e))
@@ -789,15 +826,8 @@ impl Plugin {
             (TrapReason::Reads, why.clone())
         } else if let Some(v) = &state.violation {
             (TrapReason::Capability, v.clone())
-        } else if let Some(wanted) = state.budget_exceeded {
-            (
-                TrapReason::Memory,
-                format!(
-                    "the host's memory budget for plugin calls ({}) is held by other calls (growing to {})",
-                    mib(state.budget.total()),
-                    mib(wanted)
-                ),
-            )
+        } else if let Some(why) = &state.budget_refused {
+            (TrapReason::Memory, why.clone())
         } else if let Some(wanted) = state.memory_exceeded {
             (
                 TrapReason::Memory,

@@ -87,16 +87,41 @@ pub(crate) struct HandoverLabels {
     pub kind: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+/// An informer: its kind, and the namespaces it lists when not every one (comma-separated;
+/// the label is left out for a cluster-wide informer).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct KindLabels {
     pub kind: String,
+    pub namespaces: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+impl KindLabels {
+    fn pairs(&self) -> Vec<(&str, &str)> {
+        let mut pairs = vec![("kind", self.kind.as_str())];
+        pairs.extend(self.namespaces.as_deref().map(|ns| ("namespaces", ns)));
+        pairs
+    }
+}
+
+impl EncodeLabelSet for KindLabels {
+    fn encode(&self, encoder: &mut prometheus_client::encoding::LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        self.pairs().encode(encoder)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct BytesLabels {
-    pub kind: String,
+    pub of: KindLabels,
     /// `json`: the objects as served; `index`: entries, parsed fields and indexes besides.
     pub part: String,
+}
+
+impl EncodeLabelSet for BytesLabels {
+    fn encode(&self, encoder: &mut prometheus_client::encoding::LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        let mut pairs = self.of.pairs();
+        pairs.push(("part", &self.part));
+        pairs.encode(encoder)
+    }
 }
 
 /// A metric per label set, exposed in label order. prometheus-client's own `Family` keeps its

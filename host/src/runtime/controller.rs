@@ -7,10 +7,15 @@
 //! reported once it has failed `report_after` times. The version that runs (and a shadow
 //! candidate beside it) comes from the plugin's `Rollout`, read once per reconcile.
 //!
+//! A plugin whose scope lists namespaces reads informers of those namespaces only (those of
+//! them its tenancy admits, whatever a `namespaceSelector` says); a version offered later with
+//! other namespaces widens them to the union (or to every namespace), never narrows them, so
+//! whichever version runs, or is reverted to, finds its objects cached.
+//!
 //! It owns the queue, expectations and retry state of its plugin; it must not write to the
 //! cluster itself (the writer does) nor touch other plugins.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -30,7 +35,7 @@ use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache
 use crate::runtime::leader::Fence;
 use crate::runtime::queue::{RateLimit, WorkQueue};
 use crate::runtime::shards::ShardGate;
-use crate::writes::scope::{HostIdentity, Tenancy};
+use crate::writes::scope::{HostIdentity, Scope, Tenancy};
 use crate::writes::writer::{self, Refusal, WriteApi};
 
 /// A refusal's cause is logged, and reported on the object, at most this often.
@@ -73,9 +78,11 @@ pub struct PluginController<A> {
     expectations: Expectations,
     /// Every informer any version declared: primary, owned, watched.
     cache: Arc<PluginCache>,
-    primary: Arc<Informer>,
+    primary: std::sync::RwLock<Arc<Informer>>,
+    /// The namespaces its informers list (`None`: every one).
+    reach: tokio::sync::Mutex<Option<BTreeSet<String>>>,
     /// Event routing tasks, one per informer, while running.
-    routes: Mutex<Option<tokio::task::JoinSet<()>>>,
+    routes: Mutex<Option<Routes>>,
     /// Why each key's last outcome failed to be written.
     failures: Mutex<HashMap<String, String>>,
     /// Namespaces and their labels, once a version's scope selects namespaces by label.
@@ -103,10 +110,11 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         metrics: Arc<Metrics>,
     ) -> Arc<Self> {
         let info = version.plugin.info().clone();
-        let primary = informers.informer(&info.primary);
+        let reach = informer_reach(&version.spec.scope, &config.host);
+        let primary = informers.informer_in(&info.primary, reach.as_ref());
         let cache = Arc::new(PluginCache::new([primary.clone()]));
         for kind in info.owns.iter().chain(info.watched_kinds()) {
-            cache.add(informers.informer(kind));
+            cache.add(informers.informer_in(kind, reach.as_ref()));
         }
         let namespaces = std::sync::OnceLock::new();
         if version.spec.scope.namespace_selector.is_some() {
@@ -118,18 +126,33 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let rollout = Arc::new(Rollout::new(version, metrics.clone()).strict(config.strict));
         {
             let (queue, cache, m, rollout) = (queue.clone(), cache.clone(), metrics.clone(), rollout.clone());
-            // The info series of versions no longer loaded are removed, not left at 1.
+            // The info series of versions no longer loaded are removed, not left at 1, as are
+            // those of informers no longer read (their namespaces widened).
             let shown = Mutex::new(Vec::<InfoLabels>::new());
+            let cached = Mutex::new(Vec::<KindLabels>::new());
             metrics.on_scrape(move || {
                 queue.refresh_metrics();
+                let mut now = Vec::new();
                 for i in cache.informers() {
-                    let kind = i.kind().to_string();
+                    let labels = KindLabels {
+                        kind: i.kind().to_string(),
+                        namespaces: i.namespaces().map(|ns| ns.iter().cloned().collect::<Vec<_>>().join(",")),
+                    };
+                    let part = |part: &str| BytesLabels { of: labels.clone(), part: part.into() };
                     let (json, index) = i.bytes();
-                    m.informer_objects.get_or_create(&KindLabels { kind: kind.clone() }).set(i.len() as i64);
-                    m.informer_bytes
-                        .get_or_create(&BytesLabels { kind: kind.clone(), part: "json".into() })
-                        .set(json as i64);
-                    m.informer_bytes.get_or_create(&BytesLabels { kind, part: "index".into() }).set(index as i64);
+                    m.informer_objects.get_or_create(&labels).set(i.len() as i64);
+                    m.informer_bytes.get_or_create(&part("json")).set(json as i64);
+                    m.informer_bytes.get_or_create(&part("index")).set(index as i64);
+                    now.push(labels);
+                }
+                if let Ok(mut cached) = cached.lock() {
+                    for old in cached.iter().filter(|l| !now.contains(l)) {
+                        m.informer_objects.remove(old);
+                        for part in ["json", "index"] {
+                            m.informer_bytes.remove(&BytesLabels { of: old.clone(), part: part.into() });
+                        }
+                    }
+                    *cached = now;
                 }
                 let (live, shadow) = rollout.current();
                 let info = |v: &Version, state: &str| InfoLabels {
@@ -167,9 +190,15 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             shards: std::sync::OnceLock::new(),
             recordings: Mutex::default(),
             api,
-            primary,
+            primary: std::sync::RwLock::new(primary),
+            reach: tokio::sync::Mutex::new(reach),
             config,
         })
+    }
+
+    /// The informer of its primary kind.
+    fn primary(&self) -> Arc<Informer> {
+        self.primary.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Every informer this controller reads: its cache's, and the namespaces' when its scope
@@ -218,13 +247,15 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
 
     /// Takes only the keys of the shards `gate` runs, and reports keys and queue depth per shard.
     pub(crate) fn set_shards(&self, gate: Arc<ShardGate>) {
-        let (queue, primary, m, plugin) =
-            (self.queue.clone(), self.primary.clone(), self.metrics.clone(), self.rollout.name().to_string());
+        let (queue, cache, m, plugin) =
+            (self.queue.clone(), self.cache.clone(), self.metrics.clone(), self.rollout.name().to_string());
+        let primary = self.primary().kind().clone();
         let scraped = gate.clone();
         self.metrics.on_scrape(move || {
             let count = scraped.count() as usize;
             let (mut keys, mut queued) = (vec![0i64; count], vec![0i64; count]);
-            for o in primary.list("", &Selector::everything()) {
+            let primaries = cache.informer(&primary).map(|i| i.list("", &Selector::everything()));
+            for o in primaries.unwrap_or_default() {
                 keys[scraped.shard_of(&o.namespace) as usize] += 1;
             }
             for key in queue.queued() {
@@ -244,7 +275,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     pub(crate) fn shards_started(&self, shards: &std::collections::BTreeSet<u32>) {
         let Some(gate) = self.shards.get() else { return };
         self.expectations.forget_where(|key| shards.contains(&gate.shard_of(namespace_of(key))));
-        for o in self.primary.list("", &Selector::everything()) {
+        for o in self.primary().list("", &Selector::everything()) {
             if shards.contains(&gate.shard_of(&o.namespace)) {
                 self.queue.add(o.key());
             }
@@ -269,8 +300,9 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             ));
         }
         self.cache_status().map_err(|why| format!("plugin {} is not reconciling: {why}", self.rollout.name()))?;
-        if self.primary.get(namespace, name).is_none() {
-            return Err(format!("no {} {key} in the host's cache", self.primary.kind()));
+        let primary = self.primary();
+        if primary.get(namespace, name).is_none() {
+            return Err(format!("no {} {key} in the host's cache", primary.kind()));
         }
         let (tx, rx) = oneshot::channel();
         let key = wasmcm_core::key(namespace, name);
@@ -291,31 +323,61 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     }
 
     /// Hands a new version to the rollout, first starting (and syncing) informers for kinds
-    /// it reads that no version read before, so it never runs against a cold cache.
+    /// it reads that no version read before, and for namespaces its scope lists that the
+    /// informers do not cover, so it never runs against a cold cache.
     pub async fn offer(self: &Arc<Self>, version: Version) -> Result<Offered, String> {
         let info = version.plugin.info().clone();
+        // Held throughout: offers one after the other, each seeing the last one's reach.
+        let mut reach = self.reach.lock().await;
+        let wider = widened(&reach, informer_reach(&version.spec.scope, &self.host));
+        if wider != *reach {
+            let kinds: Vec<Kind> = self.cache.informers().iter().map(|i| i.kind().clone()).collect();
+            let mut swapped = Vec::new();
+            for kind in &kinds {
+                swapped.push(self.synced_informer(kind, wider.as_ref(), &info.version).await);
+            }
+            tracing::info!(
+                plugin = %self.rollout.name(),
+                "version {} reads {}: its informers now list them",
+                info.version,
+                wider.as_ref().map_or("every namespace".to_string(), |ns| format!("namespaces {ns:?}"))
+            );
+            *reach = wider;
+            for informer in swapped {
+                if informer.kind() == self.primary().kind() {
+                    *self.primary.write().unwrap_or_else(|e| e.into_inner()) = informer.clone();
+                }
+                self.cache.add(informer.clone());
+                self.follow(informer);
+            }
+            // What the new informers listed came before their routes: every key takes a look.
+            self.enqueue_all();
+        }
         for kind in info.owns.iter().chain(info.watched_kinds()) {
             if self.cache.has(kind) {
                 continue;
             }
-            let informer = self.synced_informer(kind, &info.version).await;
+            let informer = self.synced_informer(kind, reach.as_ref(), &info.version).await;
             self.cache.add(informer.clone());
-            if let Ok(mut routes) = self.routes.lock()
-                && let Some(routes) = routes.as_mut()
-            {
-                routes.spawn(self.clone().route_changes(informer));
-            }
+            self.follow(informer);
         }
+        drop(reach);
         if version.spec.scope.namespace_selector.is_some() && self.namespaces.get().is_none() {
-            let _ = self.namespaces.set(self.synced_informer(&namespace_kind(), &info.version).await);
+            let _ = self.namespaces.set(self.synced_informer(&namespace_kind(), None, &info.version).await);
         }
         record_load(&self.metrics, &version);
         self.rollout.offer(version)
     }
 
-    /// The informer of `kind` once synced; while it cannot sync, `version` waits (and says why).
-    async fn synced_informer(&self, kind: &Kind, version: &str) -> Arc<Informer> {
-        let informer = self.informers.informer(kind);
+    /// The informer of `kind` in `namespaces` once synced; while it cannot sync, `version`
+    /// waits (and says why).
+    async fn synced_informer(
+        &self,
+        kind: &Kind,
+        namespaces: Option<&BTreeSet<String>>,
+        version: &str,
+    ) -> Arc<Informer> {
+        let informer = self.informers.informer_in(kind, namespaces);
         informer.settled().await;
         if let Some(error) = informer.status().error.filter(|_| !informer.is_synced()) {
             tracing::warn!(plugin = %self.rollout.name(), "version {version} waits for {kind} to sync: {error}");
@@ -356,6 +418,18 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
     }
 
+    /// Routes `informer`'s changes to keys from now on, in place of the informer of its kind
+    /// before it (nothing, unless running).
+    fn follow(self: &Arc<Self>, informer: Arc<Informer>) {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(routes) = routes.as_mut() else { return };
+        let kind = informer.kind().clone();
+        let task = routes.tasks.spawn(self.clone().route_changes(informer));
+        if let Some(before) = routes.by_kind.insert(kind, task) {
+            before.abort();
+        }
+    }
+
     /// Routes one informer's changes to keys.
     async fn route_changes(self: Arc<Self>, informer: Arc<Informer>) {
         let mut changes = informer.subscribe();
@@ -377,12 +451,9 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// workers until the queue is shut down.
     pub async fn run(self: Arc<Self>, since: tokio::time::Instant) {
         self.fresh_since(since).await;
-        if let Ok(mut routes) = self.routes.lock() {
-            let mut set = tokio::task::JoinSet::new();
-            for informer in self.cache.informers() {
-                set.spawn(self.clone().route_changes(informer));
-            }
-            *routes = Some(set);
+        *self.routes.lock().unwrap_or_else(|e| e.into_inner()) = Some(Routes::default());
+        for informer in self.cache.informers() {
+            self.follow(informer);
         }
         let mut tasks = tokio::task::JoinSet::new();
         self.enqueue_all();
@@ -424,12 +495,12 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         tasks.shutdown().await;
         let routes = self.routes.lock().ok().and_then(|mut r| r.take());
         if let Some(mut routes) = routes {
-            routes.shutdown().await;
+            routes.tasks.shutdown().await;
         }
     }
 
     fn enqueue_all(&self) {
-        for o in self.primary.list("", &Selector::everything()) {
+        for o in self.primary().list("", &Selector::everything()) {
             self.add(o.key());
         }
     }
@@ -501,7 +572,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     }
 
     fn enqueue_matching_primaries(&self, orphan: &Object) {
-        for p in self.primary.list(&orphan.namespace, &Selector::everything()) {
+        for p in self.primary().list(&orphan.namespace, &Selector::everything()) {
             let selector = serde_json::from_str::<serde_json::Value>(&p.json)
                 .ok()
                 .and_then(|v| v.pointer("/spec/selector").cloned())
@@ -636,7 +707,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         match result {
             Ok(outcome) => {
-                let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
+                let uid = self.primary().get(namespace, name).map(|o| o.uid.clone());
                 let labels = |ns: &str| self.namespace_labels(ns);
                 let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
                 let context = writer::Context {
@@ -714,7 +785,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
 
     fn event(&self, key: &str, reason: &str, message: String) {
         let (namespace, name) = key.split_once('/').unwrap_or(("", key));
-        let uid = self.primary.get(namespace, name).map(|o| o.uid.clone());
+        let uid = self.primary().get(namespace, name).map(|o| o.uid.clone());
         let event = wasmcm_guest::Event {
             regarding: wasmcm_guest::ObjectRef {
                 kind: self.rollout.live().plugin.info().primary.clone(),
@@ -753,6 +824,31 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             tracing::debug!(plugin = %self.rollout.name(), key, "conflict, retrying");
         }
         self.queue.add_rate_limited(key);
+    }
+}
+
+/// The tasks routing each informer's changes to keys, by kind.
+#[derive(Default)]
+struct Routes {
+    tasks: tokio::task::JoinSet<()>,
+    by_kind: BTreeMap<Kind, tokio::task::AbortHandle>,
+}
+
+/// The namespaces a plugin's informers list: those its scope lists that its tenancy admits
+/// (whatever labels they carry: a `namespaceSelector` is applied to each key and read), or
+/// every namespace (`None`) when its scope lists none.
+fn informer_reach(scope: &Scope, host: &HostIdentity) -> Option<BTreeSet<String>> {
+    let listed = scope.namespaces.as_ref()?;
+    let unselected = Scope { namespace_selector: None, ..scope.clone() };
+    let tenancy = Tenancy { scope: &unselected, host, namespace_labels: &|_| None };
+    Some(listed.iter().filter(|ns| tenancy.admits(ns).is_ok()).cloned().collect())
+}
+
+/// Informers reaching both `now` and `wanted`.
+fn widened(now: &Option<BTreeSet<String>>, wanted: Option<BTreeSet<String>>) -> Option<BTreeSet<String>> {
+    match (now, wanted) {
+        (Some(now), Some(wanted)) => Some(now.union(&wanted).cloned().collect()),
+        _ => None,
     }
 }
 

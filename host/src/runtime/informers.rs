@@ -1,4 +1,16 @@
-//! Shared informers: one watcher and one store per kind, whatever number of plugins read it.
+//! Shared informers: one store per kind and reach, whatever number of plugins read it. The
+//! reach is every namespace, or the namespaces a plugin's scope lists: such a plugin's
+//! informers list and watch each of its namespaces on its own (`Api::namespaced`, as
+//! controller-runtime's `DefaultNamespaces` watches), so the host needs only namespaced list
+//! and watch rights for it and caches nothing of other namespaces; plugins with the same
+//! namespaces share them. A plugin of cluster-wide scope reading the same kind has informers
+//! of its own: a scoped plugin does not borrow a cluster-wide store through a filtered view,
+//! so what it needs (RBAC, a sync) never depends on which other plugins run, at the price of
+//! a second watch and copy of its namespaces' objects where both read a kind. Cluster-scoped
+//! kinds are listed whole whatever the reach: a plugin of listed namespaces gets the
+//! cluster-wide informer of a kind discovery already knows to be cluster-scoped, and an
+//! informer of listed namespaces whose kind turns out cluster-scoped lists all of it (beside
+//! the cluster-wide one, if another plugin started it first).
 //! Each store keeps every object's JSON as served (plugins receive exactly that) plus what
 //! event routing needs (labels, controller reference), indexed by (namespace, name) and by
 //! (namespace, controller uid) as client-go's controller-UID indexers are, so that what a
@@ -16,14 +28,15 @@
 //! expectations. So a new leader asks each informer for a list begun after it took over
 //! ([`Informer::fresh_since`]), as kube-controller-manager starts its informers afresh.
 //!
-//! A sharded host's informers of namespaced kinds follow the shards it holds
+//! A sharded host's cluster-wide informers of namespaced kinds follow the shards it holds
 //! (`runtime::shards`): where the server filters by KEP-5866's `shardSelector` (it echoes the
 //! selector in `metadata.shardInfo`), each list and watch asks for the objects of the
 //! namespaces in the held shards alone, each named by its exact hash, and a change of the held
 //! set (or a namespace created in or deleted from it) starts the watch over with the new
 //! selector, so each replica caches about its share. Where the server ignores it, the informers cache everything
 //! and the controllers filter keys by shard: memory is then not split. Cluster-scoped kinds
-//! are never sharded. A replica holding no shard lists nothing of a sharded kind.
+//! are never sharded, nor are informers of listed namespaces (the controllers filter their keys
+//! by shard). A replica holding no shard lists nothing of a sharded kind.
 //!
 //! It owns reading from the cluster and nothing else: no keys, no queues, no writes.
 
@@ -42,7 +55,7 @@ use tokio::time::Instant;
 use wasmcm_core::{ShardField, ShardSelector};
 use wasmcm_guest::{Cache, Kind, Selector};
 
-use crate::runtime::discovery::Discovery;
+use crate::runtime::discovery::{Discovery, Resource};
 
 /// One cached object.
 #[derive(Debug)]
@@ -324,20 +337,56 @@ pub struct SyncStatus {
     pub error: Option<String>,
 }
 
+/// The list-and-watch streams of one informer, each named by its namespace ("" for the one
+/// stream of every namespace, or of a cluster-scoped kind).
+#[derive(Default)]
+struct Streams {
+    /// Which there are, once the kind is resolved.
+    expected: BTreeSet<String>,
+    /// When each one's last completed list began.
+    listed: BTreeMap<String, Instant>,
+    /// Why each failing one failed ("" also while the kind cannot be resolved).
+    errors: BTreeMap<String, String>,
+}
+
 pub struct Informer {
     kind: Kind,
+    /// The namespaces it lists and watches; `None`: every one.
+    namespaces: Option<BTreeSet<String>>,
+    /// Its kind is cluster-scoped: it lists all of it whatever `namespaces` says.
+    whole: std::sync::atomic::AtomicBool,
     store: RwLock<Store>,
     status: watch::Sender<SyncStatus>,
     changes: broadcast::Sender<Change>,
-    /// When the last list that completed began.
+    streams: Mutex<Streams>,
+    /// When the last list that completed began (the oldest of its streams').
     last_list: watch::Sender<Option<Instant>>,
     /// A list begun at or after this is wanted: the watch starts over.
     list_wanted: watch::Sender<Option<Instant>>,
 }
 
 impl Informer {
+    fn new(kind: Kind, namespaces: Option<BTreeSet<String>>) -> Self {
+        Informer {
+            kind,
+            namespaces,
+            whole: std::sync::atomic::AtomicBool::new(false),
+            store: RwLock::new(Store::default()),
+            status: watch::channel(SyncStatus::default()).0,
+            changes: broadcast::channel(65_536).0,
+            streams: Mutex::default(),
+            last_list: watch::channel(None).0,
+            list_wanted: watch::channel(None).0,
+        }
+    }
+
     pub fn kind(&self) -> &Kind {
         &self.kind
+    }
+
+    /// The namespaces it caches, when not every one.
+    pub fn namespaces(&self) -> Option<&BTreeSet<String>> {
+        self.namespaces.as_ref().filter(|_| !self.whole.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Resolves once the first full list is in the store.
@@ -377,16 +426,49 @@ impl Informer {
         let _ = rx.wait_for(fresh).await;
     }
 
-    fn failed(&self, error: String) {
+    /// Changes the state of its streams and publishes what follows: synced once every stream
+    /// has listed once, fresh as of the oldest stream's last list, failing while any stream
+    /// fails.
+    fn streams(&self, change: impl FnOnce(&mut Streams)) {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut streams);
+        let Streams { expected, listed, errors } = &*streams;
+        let synced = !expected.is_empty() && expected.iter().all(|s| listed.contains_key(s));
+        let error = (!errors.is_empty()).then(|| {
+            let each = errors.iter().map(|(stream, e)| match stream.as_str() {
+                "" => e.clone(),
+                ns => format!("namespace {ns}: {e}"),
+            });
+            each.collect::<Vec<_>>().join("; ")
+        });
         self.status.send_if_modified(|s| {
-            let changed = s.error.as_ref() != Some(&error);
-            s.error = Some(error);
+            let now = SyncStatus { synced, error };
+            let changed = *s != now;
+            *s = now;
             changed
+        });
+        if synced {
+            let oldest = expected.iter().filter_map(|s| listed.get(s)).min().copied();
+            self.last_list.send_if_modified(|l| {
+                let changed = *l != oldest;
+                *l = oldest;
+                changed
+            });
+        }
+    }
+
+    fn failed(&self, stream: &str, error: String) {
+        self.streams(|s| {
+            s.errors.insert(stream.to_string(), error);
         });
     }
 
-    fn succeeded(&self) {
-        self.status.send_if_modified(|s| s.error.take().is_some());
+    fn succeeded(&self, stream: &str) {
+        if self.status.borrow().error.is_some() {
+            self.streams(|s| {
+                s.errors.remove(stream);
+            });
+        }
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
@@ -468,10 +550,18 @@ impl Informer {
         let _ = self.changes.send(Change { kind: self.kind.clone(), object: Arc::new(object), old, deleted: true });
     }
 
-    /// Ends a re-list: what it did not bring (`listed`) is gone, and the store is synced.
-    fn relisted(&self, listed: &BTreeSet<(String, String)>) {
+    /// Ends a re-list of `stream` begun at `began`: what it did not bring (`listed`) is gone
+    /// from its part of the store, and that part is synced.
+    fn relisted(&self, stream: &str, listed: &BTreeSet<(String, String)>, began: Instant) {
         let gone: Vec<Arc<Object>> = match self.store.read() {
-            Ok(store) => store.objects.iter().filter(|(k, _)| !listed.contains(*k)).map(|(_, o)| o.clone()).collect(),
+            // A namespace's objects are one range of the store; "" starts the whole of it.
+            Ok(store) => store
+                .objects
+                .range((stream.to_string(), String::new())..)
+                .take_while(|(k, _)| stream.is_empty() || k.0 == stream)
+                .filter(|(k, _)| !listed.contains(*k))
+                .map(|(_, o)| o.clone())
+                .collect(),
             Err(_) => return,
         };
         for object in gone {
@@ -485,7 +575,10 @@ impl Informer {
                 deleted: true,
             });
         }
-        self.status.send_replace(SyncStatus { synced: true, error: None });
+        self.streams(|s| {
+            s.listed.insert(stream.to_string(), began);
+            s.errors.remove(stream);
+        });
     }
 }
 
@@ -496,12 +589,15 @@ pub(crate) struct ShardScope {
     pub(crate) selector: watch::Receiver<Option<String>>,
 }
 
-/// The informers of one host, by kind.
+/// Where an informer lists and watches: `None` every namespace, or these namespaces.
+type Reach = Option<BTreeSet<String>>;
+
+/// The informers of one host, by kind and reach.
 pub struct Informers {
     client: kube::Client,
     discovery: Discovery,
     shards: Option<ShardScope>,
-    by_kind: Mutex<BTreeMap<Kind, Arc<Informer>>>,
+    by_kind: Mutex<BTreeMap<(Kind, Reach), Arc<Informer>>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
 }
 
@@ -516,26 +612,29 @@ impl Informers {
         }
     }
 
-    /// Namespaced kinds list and watch only the shards `scope` holds (the server filters).
+    /// Cluster-wide informers of namespaced kinds list and watch only the shards `scope` holds
+    /// (the server filters).
     pub(crate) fn sharded(self, scope: ShardScope) -> Self {
         Informers { shards: Some(scope), ..self }
     }
 
-    /// The informer of `kind`, started on first use; it syncs on its own ([`Informer::status`]).
+    /// The cluster-wide informer of `kind`, started on first use; it syncs on its own
+    /// ([`Informer::status`]).
     pub fn informer(&self, kind: &Kind) -> Arc<Informer> {
+        self.informer_in(kind, None)
+    }
+
+    /// The informer of `kind` in `namespaces` (`None`: all of them), started on first use.
+    /// A kind discovery already knows to be cluster-scoped gets the cluster-wide informer.
+    pub fn informer_in(&self, kind: &Kind, namespaces: Option<&BTreeSet<String>>) -> Arc<Informer> {
+        let reach = namespaces.filter(|_| self.discovery.known_namespaced(kind) != Some(false)).cloned();
         let mut by_kind = self.by_kind.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = by_kind.get(kind) {
+        let key = (kind.clone(), reach);
+        if let Some(i) = by_kind.get(&key) {
             return i.clone();
         }
-        let informer = Arc::new(Informer {
-            kind: kind.clone(),
-            store: RwLock::new(Store::default()),
-            status: watch::channel(SyncStatus::default()).0,
-            changes: broadcast::channel(65_536).0,
-            last_list: watch::channel(None).0,
-            list_wanted: watch::channel(None).0,
-        });
-        by_kind.insert(kind.clone(), informer.clone());
+        let informer = Arc::new(Informer::new(kind.clone(), key.1.clone()));
+        by_kind.insert(key, informer.clone());
         if let Ok(mut tasks) = self.tasks.lock() {
             tasks.spawn(run(self.client.clone(), self.discovery.clone(), self.shards.clone(), informer.clone()));
         }
@@ -554,39 +653,87 @@ const RESOLVE_BACKOFF: (std::time::Duration, std::time::Duration) =
 async fn run(client: kube::Client, discovery: Discovery, shards: Option<ShardScope>, informer: Arc<Informer>) {
     let mut backoff = RESOLVE_BACKOFF.0;
     let resource = loop {
-        match discovery.resolve(&informer.kind).await {
+        match discovery.resolve_fresh(&informer.kind).await {
             Ok(r) => break r,
             Err(why) => {
                 tracing::warn!(kind = %informer.kind, "cannot watch, retrying in {backoff:?}: {why}");
-                informer.failed(why);
+                informer.failed("", why);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(RESOLVE_BACKOFF.1);
             }
         }
     };
-    let mut shards = shards.filter(|_| resource.namespaced);
+    informer.whole.store(!resource.namespaced, std::sync::atomic::Ordering::Relaxed);
+    let namespaces = informer.namespaces();
+    // One stream per namespace listed, or one of them all.
+    let streams: BTreeSet<String> = match namespaces {
+        Some(listed) if !listed.is_empty() => listed.clone(),
+        _ => [String::new()].into(),
+    };
+    informer.streams(|s| {
+        s.errors.clear();
+        s.expected = streams.clone();
+    });
+    match namespaces {
+        Some(listed) if listed.is_empty() => nothing(&informer, None).await,
+        Some(listed) => {
+            let each = listed.iter().map(|ns| stream(&client, &resource, &informer, Some(ns), None));
+            futures_util::future::join_all(each).await;
+        }
+        None => {
+            let shards = shards.filter(|_| resource.namespaced);
+            stream(&client, &resource, &informer, None, shards).await;
+        }
+    }
+}
+
+/// Lists nothing, and so is fresh whenever asked: an informer of no namespaces, or (with
+/// `shards`) of none held, until some are.
+async fn nothing(informer: &Informer, mut shards: Option<&mut ShardScope>) {
+    let mut asked = informer.list_wanted.subscribe();
+    loop {
+        asked.borrow_and_update();
+        informer.relisted("", &BTreeSet::new(), Instant::now());
+        let held_changed = async {
+            match shards.as_mut() {
+                Some(scope) => scope.selector.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            true = held_changed => return,
+            r = asked.changed() => if r.is_err() { return },
+        }
+    }
+}
+
+/// Lists and watches `namespace` (all of them if `None`, and then, with `shards`, the held
+/// shards' alone) into the informer's store for good.
+async fn stream(
+    client: &kube::Client,
+    resource: &Resource,
+    informer: &Informer,
+    namespace: Option<&str>,
+    mut shards: Option<ShardScope>,
+) {
     let mut asked = informer.list_wanted.subscribe();
     loop {
         let started = Instant::now();
         asked.borrow_and_update();
-        let api: Api<Served> = match shards.as_mut() {
-            None => Api::all_with(client.clone(), &resource.api),
-            Some(scope) => {
+        let api: Api<Served> = match (namespace, shards.as_mut()) {
+            (Some(ns), _) => Api::namespaced_with(client.clone(), ns, &resource.api),
+            (None, None) => Api::all_with(client.clone(), &resource.api),
+            (None, Some(scope)) => {
                 let Some(selector) = scope.selector.borrow_and_update().clone() else {
                     // Nothing to list: the cache is empty, and fresh as of now.
-                    informer.relisted(&BTreeSet::new());
-                    informer.last_list.send_replace(Some(started));
-                    tokio::select! {
-                        _ = scope.selector.changed() => {}
-                        _ = asked.changed() => {}
-                    }
+                    nothing(informer, Some(scope)).await;
                     continue;
                 };
                 Api::all_with(with_query(client.clone(), "shardSelector", &selector), &resource.api)
             }
         };
         let events = watcher(api, watcher::Config::default()).default_backoff().boxed();
-        let follow = follow(&informer, events);
+        let follow = follow(informer, namespace.unwrap_or(""), events);
         tokio::pin!(follow);
         loop {
             let held_changed = async {
@@ -647,8 +794,10 @@ pub(crate) async fn server_filters_shards(client: &kube::Client, namespace: &str
     }
 }
 
+/// Applies the events of `stream` (a namespace, or "" for all) to the informer.
 async fn follow(
     informer: &Informer,
+    stream: &str,
     mut events: impl futures_util::Stream<Item = watcher::Result<watcher::Event<Served>>> + Unpin,
 ) {
     // What the re-list in progress has brought: the rest of the store is gone at its end.
@@ -666,21 +815,20 @@ async fn follow(
                 informer.apply(o);
             }
             Ok(watcher::Event::InitDone) => {
-                informer.relisted(&std::mem::take(&mut listed));
-                informer.last_list.send_replace(Some(began));
+                informer.relisted(stream, &std::mem::take(&mut listed), began);
             }
             Ok(watcher::Event::Apply(o)) => {
-                informer.succeeded();
+                informer.succeeded(stream);
                 informer.apply(o);
             }
             Ok(watcher::Event::Delete(o)) => {
-                informer.succeeded();
+                informer.succeeded(stream);
                 informer.delete(o);
             }
             // The watcher backs off and resumes (re-listing after 410) by itself.
             Err(e) => {
-                tracing::warn!(kind = %informer.kind, "watch failed, retrying: {e}");
-                informer.failed(e.to_string());
+                tracing::warn!(kind = %informer.kind, namespace = stream, "watch failed, retrying: {e}");
+                informer.failed(stream, e.to_string());
             }
         }
     }

@@ -1,8 +1,11 @@
 //! The live API behind the writer: one plugin's kube-rs client (its own identity, fenced by the
 //! leader's lease: `runtime::clients`), kinds resolved through the shared [`Discovery`], KCM's
 //! client-side rate limit (`--kube-api-qps 20 --kube-api-burst 30`) and a cap on writes in
-//! flight, each plugin's own, and Kubernetes errors mapped to [`ApiError`]. It performs exactly
-//! the calls the writer asks for; it decides nothing.
+//! flight, each plugin's own, and Kubernetes errors mapped to [`ApiError`]. The rate limit
+//! covers the discovery requests a plugin's writes cause too (a kind not yet resolved, or no
+//! longer remembered as unserved), so declaring writes of a kind nobody serves buys a plugin no
+//! requests beyond its budget. It performs exactly the calls the writer asks for; it decides
+//! nothing.
 
 use std::future::Future;
 
@@ -72,7 +75,7 @@ impl KubeApi {
         kind: &Kind,
         namespace: &str,
     ) -> Result<(Api<DynamicObject>, tokio::sync::SemaphorePermit<'_>), ApiError> {
-        let resource = self.discovery.resolve(kind).await.map_err(|why| ApiError::new(404, "NotFound", why))?;
+        let resource = self.resolve(kind).await?;
         let permit = self.in_flight.acquire().await.map_err(|_| ApiError::internal("the writer is closed"))?;
         self.bucket.wait().await;
         let api = if resource.namespaced {
@@ -81,6 +84,11 @@ impl KubeApi {
             Api::all_with(self.client.clone(), &resource.api)
         };
         Ok((api, permit))
+    }
+
+    /// The resource of `kind`, any discovery request it takes charged to this client's budget.
+    async fn resolve(&self, kind: &Kind) -> Result<crate::runtime::discovery::Resource, ApiError> {
+        self.discovery.resolve_within(kind, &self.bucket).await.map_err(|why| ApiError::new(404, "NotFound", why))
     }
 
     async fn target(
@@ -121,8 +129,7 @@ impl WriteApi for KubeApi {
     }
 
     async fn namespaced(&self, kind: &Kind) -> Result<bool, ApiError> {
-        let resource = self.discovery.resolve(kind).await.map_err(|why| ApiError::new(404, "NotFound", why))?;
-        Ok(resource.namespaced)
+        Ok(self.resolve(kind).await?.namespaced)
     }
 
     fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {

@@ -239,3 +239,41 @@ fn concurrent_calls_share_the_hosts_memory_budget() {
         plugin.reconcile(&request, alone.clone()).expect("the budget was given back");
     }
 }
+
+/// `n` ConfigMaps of 1 MiB each, in `default`.
+fn megabyte_configmaps(n: usize) -> Arc<wasmcm_guest::MemoryCache> {
+    let mut cache = wasmcm_guest::MemoryCache::new();
+    for i in 0..n {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
+                        "data": {"x": "x".repeat(1 << 20)}});
+        cache.insert(&cm).unwrap();
+    }
+    Arc::new(cache)
+}
+
+/// The budget counts what a call reads as well as its linear memory: the host's copy of an
+/// answer until the guest has it, beside the guest's own. With 96 MiB, a call listing 30 MiB
+/// (twice 30 held at once) is served; one listing 56 MiB, whose guest copy alone would fit,
+/// is refused with the budget named, and gives back all it held.
+#[test]
+fn what_a_call_reads_is_charged_to_the_memory_budget() {
+    let engine = Engine::new(&EngineConfig { memory_budget: Some(96 << 20), ..EngineConfig::default() }).unwrap();
+    let bytes = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
+    let plugin = engine.load("hostile", &bytes, Limits { memory_bytes: 256 << 20, ..Limits::default() }).unwrap();
+    let request = wasmcm_guest::Request::new("default", "read-everything", wasmcm_replicaset::fixtures::now());
+    let report = |o: &wasmcm_guest::Outcome| match &o.batches[0][0] {
+        wasmcm_guest::Intent::Create(cm) => {
+            serde_json::from_str::<serde_json::Value>(cm).unwrap()["data"]["report"].as_str().unwrap().to_string()
+        }
+        other => panic!("{other:?}"),
+    };
+    let (fits, too_much) = (megabyte_configmaps(30), megabyte_configmaps(56));
+    assert_eq!(report(&plugin.reconcile(&request, fits.clone()).unwrap()), "read 30");
+    for _ in 0..2 {
+        let refused = plugin.reconcile(&request, too_much.clone()).expect_err("refused");
+        assert!(matches!(refused, wasmcm::CallError::Trap { reason: wasmcm::TrapReason::Memory, .. }), "{refused}");
+        assert!(refused.to_string().contains("the host's memory budget for plugin calls (96 MiB)"), "{refused}");
+    }
+    assert_eq!(report(&plugin.reconcile(&request, fits).unwrap()), "read 30", "the budget was given back");
+}

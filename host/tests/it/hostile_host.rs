@@ -310,3 +310,130 @@ async fn huge_reads_fail_alone_and_leave_the_other_plugins_reconciles_prompt() {
     }
     host.shutdown().await;
 }
+
+/// An HTTP front of the cluster `admin` reaches, for a host under test: it passes every request
+/// on as `admin` and counts those for `path`. Returns its URL and the count.
+async fn counting_proxy(admin: kube::Client, path: &'static str) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use http_body_util::BodyExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    type Failure = Box<dyn std::error::Error + Send + Sync>;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (admin, counted) = (admin.clone(), counted.clone());
+            let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let (admin, counted) = (admin.clone(), counted.clone());
+                async move {
+                    if request.uri().path() == path {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let (parts, body) = request.into_parts();
+                    let body = body.collect().await?.to_bytes().to_vec();
+                    let answer = admin.send(http::Request::from_parts(parts, kube::client::Body::from(body))).await?;
+                    Ok::<_, Failure>(answer)
+                }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(io, service));
+        }
+    });
+    (url, count)
+}
+
+/// A plugin declaring writes of a kind no cluster serves buys no discovery requests with it:
+/// 50 such intents per reconcile, refused on every retry, cost the API server one discovery
+/// request for the kind per 30 s (the miss is remembered), not one per intent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_of_an_unserved_kind_cost_one_discovery_request_per_ttl() {
+    let (_cluster, admin) = common::cluster().await;
+    let (url, discovered) = counting_proxy(admin.clone(), "/apis/unserved.wasmcm.dev/v1").await;
+    let metrics = Arc::new(Metrics::default());
+    let plugins = vec![Version::of(common::hostile())];
+    let config = kube::Config::new(url.parse().unwrap());
+    let started = std::time::Instant::now();
+    let host = Host::start(config, plugins, HostConfig::default(), metrics.clone()).await.unwrap();
+
+    let cms: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "unserved-50"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    // Retried with backoff, each reconcile's 50 intents refused: the kind is not served.
+    let refused = common::eventually("5 reconciles of unserved-50 refused", || async {
+        let text = metrics.encode();
+        let failed =
+            common::metric(&text, "wasmcm_reconciles_total", &["plugin=\"hostile\"", "outcome=\"write_failed\""]);
+        (failed >= 5.0).then(|| common::metric(&text, "wasmcm_intents_refused_total", &["plugin=\"hostile\""]))
+    })
+    .await;
+    assert!(refused >= 250.0, "{refused} intents refused");
+    let event = common::event(&admin, Some("default"), "reason=WriteRefused,involvedObject.name=unserved-50").await;
+    let message = event.message.unwrap_or_default();
+    assert!(message.contains("kind unserved.wasmcm.dev/v1/Unserved is not served by the cluster"), "{message}");
+    let requests = discovered.load(std::sync::atomic::Ordering::SeqCst);
+    let ttls = started.elapsed().as_secs() / 30 + 1;
+    eprintln!("{refused} intents refused; {requests} discovery requests for the kind in {:?}", started.elapsed());
+    assert!(requests as u64 <= ttls, "{requests} discovery requests for {refused} intents within {ttls} TTLs");
+    drop(host);
+}
+
+/// What a call reads is the host's memory as well as the guest's, and the budget counts both:
+/// with 96 MiB for all calls, a plugin listing 56 MiB of ConfigMaps (the host's copy, then
+/// the guest's) fails that call naming the budget, where its linear memory alone would have
+/// fit; the ReplicaSet plugin beside it converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reads_are_charged_to_the_memory_budget() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let (cluster, client) = common::cluster().await;
+    let engine = wasmcm::Engine::new(&wasmcm::EngineConfig {
+        memory_budget: Some(96 << 20),
+        max_concurrent_calls: 16,
+        precompiled_dir: Some(common::precompiled_dir()),
+        ..wasmcm::EngineConfig::default()
+    })
+    .unwrap();
+    let limits = wasmcm::Limits { memory_bytes: 256 << 20, deadline: std::time::Duration::from_secs(10) };
+    let hostile = engine.load_file(&common::guest("wasmcm_hostile.wasm"), limits).unwrap();
+    let rs = engine.load("replicaset", wasmcm::builtin::get("replicaset").unwrap(), wasmcm::Limits::default()).unwrap();
+
+    let bulk: Namespace = serde_json::from_value(json!({"metadata": {"name": "bulk"}})).unwrap();
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &bulk).await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "bulk");
+    for i in 0..56 {
+        let cm = json!({"metadata": {"name": format!("bulk-{i}")}, "data": {"x": "x".repeat(1 << 20)}});
+        cms.create(&PostParams::default(), &serde_json::from_value(cm).unwrap()).await.unwrap();
+    }
+    let metrics = Arc::new(Metrics::default());
+    let mut config = HostConfig::default();
+    config.controller.report_after = 3;
+    let plugins = vec![Version::of(Arc::new(rs)), Version::of(Arc::new(hostile))];
+    let host = Host::start(common::config(&cluster.kubeconfig).await, plugins, config, metrics.clone()).await.unwrap();
+
+    let reader: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "read-everything"}})).unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "default").create(&PostParams::default(), &reader).await.unwrap();
+    let rss: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &common::web(3, "nginx:1.27")).await.unwrap();
+
+    let defaults: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let trap = ["plugin=\"hostile\"", "reason=\"memory\""];
+    let verdict = common::eventually("read-everything to trap or report", || async {
+        if common::metric(&metrics.encode(), "wasmcm_plugin_traps_total", &trap) >= 1.0 {
+            return Some(Ok(()));
+        }
+        let report = defaults.get_opt("report").await.ok()??.data?.remove("report")?;
+        report.starts_with("read ").then_some(Err(report))
+    })
+    .await;
+    assert_eq!(verdict, Ok(()), "the whole read fitted the budget beside the guest's copy");
+    let fields = "reason=ReconcileFailed,involvedObject.name=read-everything";
+    let message = common::event(&client, Some("default"), fields).await.message.unwrap_or_default();
+    assert!(message.contains("trapped (memory)"), "{message}");
+    assert!(message.contains("the host's memory budget for plugin calls (96 MiB)"), "{message}");
+    common::eventually("the ReplicaSet beside it to converge", || async {
+        let s = rss.get("web").await.ok()?.status?;
+        (s.ready_replicas == Some(3)).then_some(())
+    })
+    .await;
+    host.shutdown().await;
+}

@@ -183,3 +183,55 @@ async fn selector_lists_through_the_label_index_match_a_scan_as_labels_change() 
     assert_eq!(web, ["cm-2"]);
     assert!(informer.list("kube-system", &Selector::parse("app=web").unwrap()).is_empty(), "one namespace only");
 }
+
+/// An informer of listed namespaces lists and watches each of them alone: it holds their
+/// objects and no others, is shared by whoever asks for the same namespaces, re-lists each
+/// after compaction without losing the others' objects, and is fresh once every namespace
+/// has listed again. A cluster-scoped kind asked for in namespaces is cached whole.
+#[tokio::test]
+async fn an_informer_of_listed_namespaces_caches_those_alone() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let (cluster, client) = start().await;
+    for ns in ["a", "b", "c"] {
+        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        Api::<ConfigMap>::namespaced(client.clone(), ns).create(&PostParams::default(), &cm("x", "web")).await.unwrap();
+    }
+    let informers = Informers::new(client.clone(), Discovery::new(client.clone()));
+    let kind = Kind::new("v1", "ConfigMap");
+    let listed: std::collections::BTreeSet<String> = ["a".to_string(), "b".to_string()].into();
+    let informer = informers.informer_in(&kind, Some(&listed));
+    assert!(std::sync::Arc::ptr_eq(&informer, &informers.informer_in(&kind, Some(&listed))), "shared");
+    assert!(!std::sync::Arc::ptr_eq(&informer, &informers.informer(&kind)), "not the cluster-wide one");
+    tokio::time::timeout(Duration::from_secs(20), informer.wait_synced()).await.expect("syncs");
+    assert_eq!(informer.namespaces(), Some(&listed));
+    let cached: std::collections::BTreeSet<String> =
+        informer.list("", &Selector::everything()).iter().map(|o| o.namespace.clone()).collect();
+    assert_eq!(cached, listed);
+
+    let mut rx = informer.subscribe();
+    cluster.compact();
+    cluster.drop_watches();
+    Api::<ConfigMap>::namespaced(client.clone(), "a").delete("x", &DeleteParams::default()).await.unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "b").create(&PostParams::default(), &cm("y", "web")).await.unwrap();
+    cluster.compact();
+    let mut seen = vec![next(&mut rx, "x").await];
+    assert!(seen[0].deleted && seen[0].object.namespace == "a", "{:?}", seen[0]);
+    seen.push(next(&mut rx, "y").await);
+    let since = tokio::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(20), informer.fresh_since(since)).await.expect("every namespace re-lists");
+    while let Ok(change) = rx.try_recv() {
+        seen.push(change);
+    }
+    // Each namespace's re-list judges its own objects: b's stay, never deleted in passing.
+    let b_deleted: Vec<_> = seen.iter().filter(|c| c.deleted && c.object.namespace == "b").collect();
+    assert!(b_deleted.is_empty(), "{b_deleted:?}");
+    assert!(informer.get("a", "x").is_none());
+    assert!(informer.get("b", "x").is_some() && informer.get("b", "y").is_some(), "b's objects kept");
+    assert!(informer.get("c", "x").is_none());
+
+    let whole = informers.informer_in(&Kind::new("v1", "Namespace"), Some(&listed));
+    tokio::time::timeout(Duration::from_secs(20), whole.wait_synced()).await.expect("syncs");
+    assert_eq!(whole.namespaces(), None, "a cluster-scoped kind is cached whole");
+    assert!(whole.get("", "c").is_some());
+}

@@ -399,3 +399,69 @@ async fn each_plugin_writes_as_its_own_service_account() {
     assert_eq!(created_by_host, 3);
     host.shutdown().await;
 }
+
+/// A plugin whose scope lists namespaces is cached through informers of those namespaces
+/// alone, so the host needs no more than a Role there: a host that may read and update
+/// ConfigMaps in team-a only (no cluster-wide list) syncs the stamp plugin scoped to team-a,
+/// which reconciles there, and caches none of team-b's ConfigMaps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_plugin_scoped_to_namespaces_runs_on_their_namespaced_rbac_alone() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let (cluster, admin) = common::cluster().await;
+    let post = PostParams::default();
+    for ns in ["wasmcm", "team-a", "team-b"] {
+        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        Api::<Namespace>::all(admin.clone()).create(&post, &namespace).await.unwrap();
+    }
+    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "wasmcm"}})).unwrap();
+    Api::<ServiceAccount>::namespaced(admin.clone(), "wasmcm").create(&post, &account).await.unwrap();
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "stamp"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "update"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        ],
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), "team-a").create(&post, &role).await.unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "stamp"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "stamp"},
+        "subjects": [{"kind": "ServiceAccount", "namespace": "wasmcm", "name": "wasmcm"}],
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), "team-a").create(&post, &binding).await.unwrap();
+    let stamped = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": {"wasmcm.dev/stamp": "yes"}}})).unwrap()
+    };
+    for ns in ["team-a", "team-b"] {
+        let cms = Api::<ConfigMap>::namespaced(admin.clone(), ns);
+        cms.create(&post, &stamped("s")).await.unwrap();
+        cms.create(&post, &stamped(&format!("only-{ns}"))).await.unwrap();
+    }
+
+    let deployed = common::as_host(&cluster).await;
+    let stamp = common::engine().load_file(&common::guest("wasmcm_stamp.wasm"), wasmcm::Limits::default()).unwrap();
+    let mut version = wasmcm::Version::of(Arc::new(stamp));
+    version.spec.scope.namespaces = Some(["team-a".to_string()].into());
+    version.spec.settings = r#"{"limit": 2}"#.into();
+    let metrics = Arc::new(Metrics::default());
+    let host = Host::start(deployed.kube_config, vec![version], deployed.config, metrics.clone()).await.unwrap();
+
+    let team_a = Api::<ConfigMap>::namespaced(admin.clone(), "team-a");
+    for name in ["s", "only-team-a"] {
+        common::eventually(&format!("team-a/{name} stamped twice"), || async {
+            let data = team_a.get(name).await.ok()?.data?;
+            (data.get("count").map(String::as_str) == Some("2")).then_some(())
+        })
+        .await;
+    }
+    let team_b = Api::<ConfigMap>::namespaced(admin.clone(), "team-b");
+    assert!(team_b.get("s").await.unwrap().data.is_none(), "team-b is outside the plugin's scope");
+    let in_team_a = team_a.list(&ListParams::default()).await.unwrap().items.len() as f64;
+    let text = metrics.encode();
+    let cached: Vec<&str> = text.lines().filter(|l| l.starts_with("wasmcm_informer_objects{")).collect();
+    assert_eq!(cached, [format!("wasmcm_informer_objects{{kind=\"v1/ConfigMap\",namespaces=\"team-a\"}} {in_team_a}")]);
+    host.shutdown().await;
+}

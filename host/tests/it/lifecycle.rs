@@ -592,3 +592,36 @@ fn a_version_with_another_service_account_is_refused_until_a_restart() {
     assert!(refused.contains("only with a restart"), "{refused}");
     assert_eq!(rollout.status().versions.len(), 1, "nothing in shadow");
 }
+
+/// A plugin's informers cover the namespaces its scope lists, and a manifest that widens the
+/// list widens them before the new spec runs: ConfigMaps of the added namespace are cached
+/// (under the informer of both namespaces, the old one's series gone) and reconciled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_manifest_widening_the_scope_widens_the_informers() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let f = Fixture::start(&["scope: {namespaces: [default]}"], 2).await;
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "team-b"}})).unwrap();
+    Api::<Namespace>::all(f.client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+    let team_b: Api<ConfigMap> = Api::namespaced(f.client.clone(), "team-b");
+    create_configmap(&team_b, "b", true).await;
+    f.wait_stamped(2, "v1", 1).await;
+    let cached = |metrics: &Metrics| -> Vec<String> {
+        let text = metrics.encode();
+        let lines = text.lines().filter(|l| l.starts_with("wasmcm_informer_objects{"));
+        lines.map(|l| l.rsplit_once(' ').map_or(l, |(series, _)| series).to_string()).collect()
+    };
+    assert_eq!(cached(&f.metrics), ["wasmcm_informer_objects{kind=\"v1/ConfigMap\",namespaces=\"default\"}"]);
+
+    let manifest = f.dir.path().join("plugins.yaml");
+    let widened = std::fs::read_to_string(&manifest).unwrap().replace("[default]", "[default, team-b]");
+    let tmp = f.dir.path().join(".plugins.yaml.new");
+    std::fs::write(&tmp, widened).unwrap();
+    std::fs::rename(&tmp, &manifest).unwrap();
+    common::eventually("team-b/b stamped", || async {
+        let data = team_b.get("b").await.ok()?.data?;
+        (data.get("stamp").map(String::as_str) == Some("v1")).then_some(())
+    })
+    .await;
+    assert_eq!(cached(&f.metrics), ["wasmcm_informer_objects{kind=\"v1/ConfigMap\",namespaces=\"default,team-b\"}"]);
+    f.stop().await;
+}

@@ -28,6 +28,8 @@ impl Controller for Hostile {
                 Kind::new("v1", "Pod"),
                 Kind::new("v1", "Namespace"),
                 Kind::new("coordination.k8s.io/v1", "Lease"),
+                // Served by no cluster: each write of it is a discovery miss.
+                unserved(),
             ],
             contract: CONTRACT_VERSION.into(),
         }
@@ -41,6 +43,19 @@ impl Controller for Hostile {
         }
         if let Some(n) = count("batches-") {
             return Ok(Outcome { batches: vec![Vec::new(); n], requeue_after_ms: None });
+        }
+        // `unserved-N`: N creates of a kind the cluster does not serve.
+        if let Some(n) = count("unserved-") {
+            let kind = unserved();
+            let creates = (0..n)
+                .map(|i| {
+                    Intent::Create(format!(
+                        r#"{{"apiVersion":"{}","kind":"{}","metadata":{{"name":"u-{i}","namespace":"{}"}}}}"#,
+                        kind.api_version, kind.kind, request.namespace
+                    ))
+                })
+                .collect();
+            return Ok(Outcome { batches: vec![creates], requeue_after_ms: None });
         }
         // `bulk-N`: filler that the cache holds and a test reads; nothing to do.
         if count("bulk-").is_some() {
@@ -199,6 +214,11 @@ impl Controller for Hostile {
             other => Ok(outcome_with(format!("ok {other}"))),
         }
     }
+}
+
+/// A kind it declares writing that no cluster serves.
+fn unserved() -> Kind {
+    Kind::new("unserved.wasmcm.dev/v1", "Unserved")
 }
 
 /// `n` deletes, as small as an intent gets (empty strings allocate nothing), so that only their
