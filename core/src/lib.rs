@@ -1,7 +1,7 @@
 //! Kubernetes helpers shared by wasmcm's embedded API server (`wasmcm-apiserver`), its host
 //! (`wasmcm`) and its guest SDK (`wasmcm-guest`), as kube-core is for kube-rs: kinds, label
 //! selectors, shards (sharded list and watch), access to objects held as JSON, name formats,
-//! generated names, resource quantities and the API error `Status`.
+//! generated names, resource quantities, the Pod Security Standards and the API error `Status`.
 //!
 //! Plain functions and types: no I/O, no clock (but [`now_rfc3339`]), no randomness (callers
 //! supply it), so it also compiles for the guests' wasm32 target.
@@ -10,6 +10,7 @@ mod error;
 mod kind;
 pub mod names;
 mod object;
+pub mod pod_security;
 pub mod quantity;
 mod selector;
 mod shard;
