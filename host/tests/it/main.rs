@@ -27,3 +27,4 @@ mod sandbox;
 mod scaffold;
 mod shards;
 mod simulate_cli;
+mod tenancy;

@@ -28,6 +28,7 @@ impl Controller for Hostile {
                 Kind::new("v1", "Pod"),
                 Kind::new("v1", "Namespace"),
                 Kind::new("coordination.k8s.io/v1", "Lease"),
+                Kind::new("apps/v1", "Deployment"),
             ],
             contract: CONTRACT_VERSION.into(),
         }
@@ -58,7 +59,35 @@ impl Controller for Hostile {
             std::hint::black_box(sum);
             return Ok(Outcome { batches: Vec::new(), requeue_after_ms: Some(1) });
         }
+        // `pod-as-<account>`: a Pod in the key's namespace running as that ServiceAccount;
+        // `template-as-<account>`: a Deployment whose pods would.
+        if let Some(account) = request.name.strip_prefix("pod-as-") {
+            return Ok(create(pod(&request.namespace, "as-account", account, false)));
+        }
+        if let Some(account) = request.name.strip_prefix("template-as-") {
+            let template = pod_spec(account, false);
+            let deployment = serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "as-account", "namespace": request.namespace},
+                "spec": {"selector": {"matchLabels": {"app": "x"}},
+                         "template": {"metadata": {"labels": {"app": "x"}}, "spec": template}},
+            });
+            return Ok(create(deployment));
+        }
+        // `lease-<name>`: the Lease of that name in the key's namespace.
+        if let Some(name) = request.name.strip_prefix("lease-") {
+            let lease = serde_json::json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": request.namespace},
+                "spec": {"holderIdentity": "hostile"},
+            });
+            return Ok(create(lease));
+        }
         match request.name.as_str() {
+            // A Pod any plugin may run, in the key's namespace.
+            "plain-pod" => Ok(create(pod(&request.namespace, "plain", "", false))),
+            // A privileged one.
+            "privileged-pod" => Ok(create(pod(&request.namespace, "privileged", "", true))),
             "loop" => {
                 let mut n: u64 = 0;
                 loop {
@@ -199,6 +228,31 @@ impl Controller for Hostile {
             other => Ok(outcome_with(format!("ok {other}"))),
         }
     }
+}
+
+/// One create of `object`.
+fn create(object: serde_json::Value) -> Outcome {
+    Outcome { batches: vec![vec![Intent::Create(object.to_string())]], requeue_after_ms: None }
+}
+
+/// A pod spec running as `account` (none: unset), privileged or not.
+fn pod_spec(account: &str, privileged: bool) -> serde_json::Value {
+    let mut spec = serde_json::json!({"containers": [{"name": "c", "image": "evil"}]});
+    if !account.is_empty() {
+        spec["serviceAccountName"] = account.into();
+    }
+    if privileged {
+        spec["containers"][0]["securityContext"] = serde_json::json!({"privileged": true});
+    }
+    spec
+}
+
+fn pod(namespace: &str, name: &str, account: &str, privileged: bool) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": pod_spec(account, privileged),
+    })
 }
 
 /// `n` deletes, as small as an intent gets (empty strings allocate nothing), so that only their
