@@ -119,13 +119,20 @@ enum PluginsCommand {
         admin: AdminArgs,
     },
     /// Print the RBAC a plugin needs to run in-cluster as its own ServiceAccount, from what it
-    /// declares: that account and a ClusterRole for exactly the kinds it writes, the host's
-    /// reads of the kinds it caches, and the host's right to impersonate it. Kinds are
-    /// resolved by the cluster's discovery: apply a custom kind's CRD first. Pipe it to
-    /// `kubectl apply -f -`, and name the account as the plugin's `serviceAccount`.
+    /// declares: that account and a ClusterRole for exactly the kinds it writes (a Role and
+    /// RoleBinding in each namespace instead, when its manifest entry's scope lists
+    /// namespaces), the host's reads of the kinds it caches, and the host's right to
+    /// impersonate it. Kinds are resolved by the cluster's discovery: apply a custom kind's CRD
+    /// first. Pipe it to `kubectl apply -f -`, and name the account as the plugin's
+    /// `serviceAccount`.
     Rbac {
         /// A built-in plugin's name or a .wasm file.
         plugin: String,
+        /// Plugin manifests (a file or a directory, as `run --plugins`) holding the plugin's
+        /// entry, by its name or its file: its scope and serviceAccount apply [default: the
+        /// built-in default manifest].
+        #[arg(long, value_delimiter = ',')]
+        plugins: Vec<PathBuf>,
         /// The namespace the host runs in.
         #[arg(long, default_value = "wasmcm")]
         namespace: String,
@@ -432,6 +439,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Plugins(PluginsCommand::Rbac {
             plugin,
+            plugins,
             namespace,
             service_account,
             host_service_account,
@@ -440,8 +448,23 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         }) => {
             let p = load_plugin(&engine, &plugin, Limits::default())?;
             let info = p.info().clone();
-            let service_account = service_account.unwrap_or_else(|| format!("wasmcm-{}", info.name));
-            let who = wasmcm::rbac::Identities { namespace, service_account, host_service_account };
+            let (specs, errors) = wasmcm::resolve_plugins(&plugins, &namespace);
+            if let Some(e) = errors.first() {
+                anyhow::bail!("{e}");
+            }
+            let file = Path::new(&plugin).canonicalize().ok();
+            let entry = specs.into_iter().find(|s| {
+                s.name == info.name
+                    || matches!(&s.source, wasmcm::Source::File(f) if file.is_some() && f.canonicalize().ok() == file)
+            });
+            if entry.is_none() && !plugins.is_empty() {
+                anyhow::bail!("no entry for plugin {} (by name or file) in the manifests of --plugins", info.name);
+            }
+            let service_account = service_account
+                .or_else(|| entry.as_ref()?.service_account.as_ref().map(|(_, name)| name.clone()))
+                .unwrap_or_else(|| format!("wasmcm-{}", info.name));
+            let writes_in = entry.and_then(|e| e.scope.namespaces);
+            let who = wasmcm::rbac::Identities { namespace, service_account, host_service_account, writes_in };
             let runtime = tokio::runtime::Runtime::new()?;
             let discovery = runtime.block_on(async {
                 let config = cluster_config(kubeconfig.as_ref(), context)
