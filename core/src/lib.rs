@@ -1,7 +1,8 @@
 //! Kubernetes helpers shared by wasmcm's embedded API server (`wasmcm-apiserver`), its host
 //! (`wasmcm`) and its guest SDK (`wasmcm-guest`), as kube-core is for kube-rs: kinds, label
 //! selectors, shards (sharded list and watch), the Leases of a replica group, access to objects
-//! held as JSON, name formats, generated names, resource quantities and the API error `Status`.
+//! held as JSON, name formats, generated names, resource quantities, the Pod Security Standards
+//! and the API error `Status`.
 //!
 //! Plain functions and types: no I/O, no clock (but [`now_rfc3339`]), no randomness (callers
 //! supply it), so it also compiles for the guests' wasm32 target.
@@ -11,6 +12,7 @@ pub mod group;
 mod kind;
 pub mod names;
 mod object;
+pub mod pod_security;
 pub mod quantity;
 mod selector;
 mod shard;

@@ -50,5 +50,5 @@ pub use runtime::queue::RateLimit;
 pub use runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardConfig, assign_shards, describe_shards};
 pub use terminal::{terminal_safe, terminal_safe_json, terminal_safe_lines};
 pub use writes::kube::{ClientRate, KubeApi};
-pub use writes::scope::{HostIdentity, Scope};
+pub use writes::scope::{HostIdentity, Scope, ServiceAccounts};
 pub use writes::writer::{Report, WriteApi, write_outcome};

@@ -120,13 +120,20 @@ enum PluginsCommand {
         admin: AdminArgs,
     },
     /// Print the RBAC a plugin needs to run in-cluster as its own ServiceAccount, from what it
-    /// declares: that account and a ClusterRole for exactly the kinds it writes, the host's
-    /// reads of the kinds it caches, and the host's right to impersonate it. Kinds are
-    /// resolved by the cluster's discovery: apply a custom kind's CRD first. Pipe it to
-    /// `kubectl apply -f -`, and name the account as the plugin's `serviceAccount`.
+    /// declares: that account and a ClusterRole for exactly the kinds it writes (a Role and
+    /// RoleBinding in each namespace instead, when its manifest entry's scope lists
+    /// namespaces), the host's reads of the kinds it caches, and the host's right to
+    /// impersonate it. Kinds are resolved by the cluster's discovery: apply a custom kind's CRD
+    /// first. Pipe it to `kubectl apply -f -`, and name the account as the plugin's
+    /// `serviceAccount`.
     Rbac {
         /// A built-in plugin's name or a .wasm file.
         plugin: String,
+        /// Plugin manifests (a file or a directory, as `run --plugins`) holding the plugin's
+        /// entry, by its name or its file: its scope and serviceAccount apply [default: the
+        /// built-in default manifest].
+        #[arg(long, value_delimiter = ',')]
+        plugins: Vec<PathBuf>,
         /// The namespace the host runs in.
         #[arg(long, default_value = "wasmcm")]
         namespace: String,
@@ -207,6 +214,12 @@ struct RunArgs {
     /// The kubeconfig context to use.
     #[arg(long, env = "WASMCM_CONTEXT")]
     context: Option<String>,
+    /// The namespace this host runs in, which it keeps from its plugins (with its Leases) unless
+    /// a manifest grants it, and where ConfigMap plugin sources that name none are read. In a
+    /// pod it is the pod's (a different value is refused) [default: outside a pod, the
+    /// kubeconfig context's namespace when the context names one but `default`, else `wasmcm`].
+    #[arg(long, env = "WASMCM_NAMESPACE")]
+    namespace: Option<String>,
     /// Plugin manifests: a file or a directory of them; repeatable, later ones override the
     /// built-in default manifest and each other by plugin name. Watched: a changed plugin is
     /// swapped in while the host runs.
@@ -436,6 +449,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Plugins(PluginsCommand::Rbac {
             plugin,
+            plugins,
             namespace,
             service_account,
             host_service_account,
@@ -444,8 +458,23 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         }) => {
             let p = load_plugin(&engine, &plugin, Limits::default())?;
             let info = p.info().clone();
-            let service_account = service_account.unwrap_or_else(|| format!("wasmcm-{}", info.name));
-            let who = wasmcm::rbac::Identities { namespace, service_account, host_service_account };
+            let (specs, errors) = wasmcm::resolve_plugins(&plugins, &namespace);
+            if let Some(e) = errors.first() {
+                anyhow::bail!("{e}");
+            }
+            let file = Path::new(&plugin).canonicalize().ok();
+            let entry = specs.into_iter().find(|s| {
+                s.name == info.name
+                    || matches!(&s.source, wasmcm::Source::File(f) if file.is_some() && f.canonicalize().ok() == file)
+            });
+            if entry.is_none() && !plugins.is_empty() {
+                anyhow::bail!("no entry for plugin {} (by name or file) in the manifests of --plugins", info.name);
+            }
+            let service_account = service_account
+                .or_else(|| entry.as_ref()?.service_account.as_ref().map(|(_, name)| name.clone()))
+                .unwrap_or_else(|| format!("wasmcm-{}", info.name));
+            let writes_in = entry.and_then(|e| e.scope.namespaces);
+            let who = wasmcm::rbac::Identities { namespace, service_account, host_service_account, writes_in };
             let runtime = tokio::runtime::Runtime::new()?;
             let discovery = runtime.block_on(async {
                 let config = cluster_config(kubeconfig.as_ref(), context)
@@ -716,15 +745,48 @@ async fn stop_signal() -> std::io::Result<()> {
     }
 }
 
-/// The namespace this host runs in: the pod's (downward API, or the `namespace` file of the
-/// service-account directory), else `default`. ConfigMap plugin sources that name no namespace
-/// are read from it.
-fn own_namespace() -> String {
-    pod_namespace().unwrap_or_else(|| "default".into())
+/// The namespace of a host run outside a pod whose kubeconfig context names none (and of one
+/// on its embedded cluster): the namespace deploy/manifests runs it in.
+const DEFAULT_HOST_NAMESPACE: &str = "wasmcm";
+
+/// The namespace this host runs in and protects: the pod's in a pod (`flag` must agree);
+/// outside one `flag`, else the namespace the kubeconfig context names, else
+/// [`DEFAULT_HOST_NAMESPACE`]. A host always has one, so that no plugin acts in it unasked.
+/// A context naming `default` counts as naming none: that is where users' workloads live (and
+/// what kubeconfigs often spell out), which a host must not withhold from its plugins by
+/// accident; `--namespace default` says so on purpose.
+fn host_namespace(flag: Option<&str>, kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Result<String> {
+    if let Some(pod) = pod_namespace() {
+        if let Some(flag) = flag.filter(|f| *f != pod) {
+            anyhow::bail!("--namespace {flag:?}: this host runs in a pod of namespace {pod:?}, which is its namespace");
+        }
+        return Ok(pod);
+    }
+    let namespace = match (flag, kubeconfig) {
+        (Some(flag), _) => flag.to_string(),
+        (None, Some(path)) => {
+            let kc =
+                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+            context_namespace(&kc, context)
+                .filter(|ns| ns != "default")
+                .unwrap_or_else(|| DEFAULT_HOST_NAMESPACE.into())
+        }
+        (None, None) => DEFAULT_HOST_NAMESPACE.into(),
+    };
+    if let Some(why) = wasmcm_core::validation::dns1123_label(&namespace).first() {
+        anyhow::bail!("--namespace {namespace:?} is not a namespace name: {why}");
+    }
+    Ok(namespace)
 }
 
-/// The namespace of the pod this host runs in, if it runs in one: the namespace no plugin may
-/// act in unless its manifest grants it.
+/// The namespace the kubeconfig's context `context` (else its current context) names, if any.
+fn context_namespace(kc: &kube::config::Kubeconfig, context: Option<&str>) -> Option<String> {
+    let name = context.map(String::from).or_else(|| kc.current_context.clone())?;
+    let named = kc.contexts.iter().find(|c| c.name == name)?;
+    named.context.as_ref()?.namespace.clone().filter(|ns| !ns.is_empty())
+}
+
+/// The namespace of the pod this host runs in, if it runs in one.
 fn pod_namespace() -> Option<String> {
     std::env::var("POD_NAMESPACE")
         .ok()
@@ -826,9 +888,21 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let client = kube::Client::try_from(config.clone())?;
-        let namespace = own_namespace();
+        let namespace = host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
+        tracing::info!("the host's namespace: {namespace}");
+        if cluster.is_some() {
+            // The embedded cluster starts with the system namespaces only; the host's is made
+            // so that what is said of it (plugin ConfigMaps, the grant) means something there.
+            let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+            let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
+            if let Err(e) = namespaces.create(&kube::api::PostParams::default(), &object).await
+                && !matches!(&e, kube::Error::Api(s) if s.code == 409)
+            {
+                tracing::warn!("creating the host's namespace {namespace} on the embedded cluster: {e}");
+            }
+        }
         let trust = wasmcm::Trust {
-            namespace,
+            namespace: namespace.clone(),
             configmap_namespaces: args.plugin_configmap_namespaces.clone(),
             require_pins: args.require_pins,
         };
@@ -859,11 +933,10 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 workers: args.workers,
                 resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
                 strict: args.strict,
+                // Protected whether or not this host elects or shards: another replica may.
                 host: wasmcm::HostIdentity {
-                    namespace: pod_namespace(),
-                    lease: (args.leader_elect || sharded).then(|| {
-                        (args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())
-                    }),
+                    namespace: Some(namespace),
+                    lease: Some((args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())),
                 },
                 ..ControllerConfig::default()
             },
@@ -944,4 +1017,43 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_pod_the_host_namespace_is_the_flag_else_the_contexts_else_wasmcm() {
+        let kubeconfig = |current: &str| -> kube::config::Kubeconfig {
+            serde_json::from_value(serde_json::json!({
+                "current-context": current,
+                "contexts": [
+                    {"name": "plain", "context": {"cluster": "c", "user": "u"}},
+                    {"name": "team", "context": {"cluster": "c", "user": "u", "namespace": "team-a"}},
+                    {"name": "default", "context": {"cluster": "c", "user": "u", "namespace": "default"}},
+                ],
+            }))
+            .unwrap()
+        };
+        assert_eq!(context_namespace(&kubeconfig("team"), None).as_deref(), Some("team-a"));
+        assert_eq!(context_namespace(&kubeconfig("plain"), None), None);
+        assert_eq!(context_namespace(&kubeconfig("plain"), Some("team")).as_deref(), Some("team-a"));
+        assert_eq!(context_namespace(&kubeconfig("missing"), None), None);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(&path, serde_json::to_string(&kubeconfig("team")).unwrap()).unwrap();
+        // These run outside a pod (no POD_NAMESPACE, no service-account namespace file).
+        if pod_namespace().is_none() {
+            assert_eq!(host_namespace(None, Some(&path), None).unwrap(), "team-a");
+            assert_eq!(host_namespace(None, Some(&path), Some("plain")).unwrap(), DEFAULT_HOST_NAMESPACE);
+            assert_eq!(host_namespace(None, Some(&path), Some("default")).unwrap(), DEFAULT_HOST_NAMESPACE);
+            assert_eq!(host_namespace(Some("default"), Some(&path), None).unwrap(), "default");
+            assert_eq!(host_namespace(Some("mine"), Some(&path), None).unwrap(), "mine");
+            assert_eq!(host_namespace(None, None, None).unwrap(), "wasmcm");
+            let e = host_namespace(Some("Not_A_Namespace"), None, None).unwrap_err().to_string();
+            assert!(e.starts_with("--namespace \"Not_A_Namespace\" is not a namespace name"), "{e}");
+        }
+    }
 }

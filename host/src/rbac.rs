@@ -6,7 +6,10 @@
 //!   POST, update = PUT, delete = DELETE, update-status = PUT on `/status` where the kind has
 //!   one) on exactly the kinds it declares it writes, `update` on its primary's `finalizers`
 //!   when it owns children (their controller ownerReference sets `blockOwnerDeletion`, which
-//!   the OwnerReferencesPermissionEnforcement admission plugin checks), and `create` on Events;
+//!   the OwnerReferencesPermissionEnforcement admission plugin checks), and `create` on Events.
+//!   When its manifest's scope lists namespaces, those rights are a Role and RoleBinding in each
+//!   of them instead, and only the cluster-scoped kinds it writes (its `clusterWrites`) keep a
+//!   ClusterRole: RBAC then bounds its writes where the manifest does;
 //! - **the host's reads** of the kinds it caches for the plugin (its primary, owned and watched
 //!   kinds: `list`, `watch`), bound to the host's ServiceAccount;
 //! - **the host's right to impersonate** exactly that ServiceAccount, in the host's namespace.
@@ -31,12 +34,16 @@ pub struct Identities {
     pub service_account: String,
     /// The host's ServiceAccount, in the same namespace.
     pub host_service_account: String,
+    /// The namespaces its manifest's scope lists (`scope.namespaces`), where alone it may write
+    /// namespaced kinds; `None`: everywhere (a ClusterRole).
+    pub writes_in: Option<BTreeSet<String>>,
 }
 
 /// The objects granting `plugin` what it declares, each kind resolved by `resolve`: in order,
-/// the plugin's ServiceAccount, ClusterRole and ClusterRoleBinding, the host's ClusterRole and
-/// ClusterRoleBinding to read the plugin's kinds, and the Role and RoleBinding letting the
-/// host impersonate the plugin.
+/// the plugin's ServiceAccount; its ClusterRole and ClusterRoleBinding (when it writes
+/// everywhere, or writes cluster-scoped kinds); its Role and RoleBinding in each namespace of
+/// [`Identities::writes_in`]; the host's ClusterRole and ClusterRoleBinding to read the
+/// plugin's kinds; and the Role and RoleBinding letting the host impersonate the plugin.
 pub fn plugin_rbac(
     plugin: &wasmcm_guest::PluginInfo,
     who: &Identities,
@@ -46,27 +53,32 @@ pub fn plugin_rbac(
     let sa = &who.service_account;
     let reads_name = format!("{sa}-host-reads");
     let host = json!({"kind": "ServiceAccount", "name": who.host_service_account, "namespace": who.namespace});
-    let meta = |name: &str, namespaced: bool| {
+    let meta_in = |name: &str, namespace: Option<&str>| {
         let mut m = json!({"name": name, "labels": labels});
-        if namespaced {
-            m["namespace"] = json!(who.namespace);
+        if let Some(namespace) = namespace {
+            m["namespace"] = json!(namespace);
         }
         m
     };
+    let meta = |name: &str, namespaced: bool| meta_in(name, namespaced.then_some(who.namespace.as_str()));
     let role_ref =
         |kind: &str, name: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
+    let subject = json!([{"kind": "ServiceAccount", "name": sa, "namespace": who.namespace}]);
 
-    let mut writes = Rules::default();
+    // Rules on namespaced resources, and on cluster-scoped ones (which only a ClusterRole grants).
+    let (mut writes, mut cluster_writes) = (Rules::default(), Rules::default());
     for kind in &plugin.writes {
         let r = resolve(kind)?;
-        writes.add(&r, &r.api.plural, &["create", "update", "delete"]);
+        let rules = if r.namespaced { &mut writes } else { &mut cluster_writes };
+        rules.add(&r, &r.api.plural, &["create", "update", "delete"]);
         if r.subresources.iter().any(|s| s == "status") {
-            writes.add(&r, &format!("{}/status", r.api.plural), &["update"]);
+            rules.add(&r, &format!("{}/status", r.api.plural), &["update"]);
         }
     }
     if !plugin.owns.is_empty() {
         let r = resolve(&plugin.primary)?;
-        writes.add(&r, &format!("{}/finalizers", r.api.plural), &["update"]);
+        let rules = if r.namespaced { &mut writes } else { &mut cluster_writes };
+        rules.add(&r, &format!("{}/finalizers", r.api.plural), &["update"]);
     }
     writes.push("", "events", &["create"]);
 
@@ -76,21 +88,40 @@ pub fn plugin_rbac(
         reads.add(&r, &r.api.plural, &["list", "watch"]);
     }
 
-    Ok(vec![
-        json!({
-            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(sa, true),
-            // Never mounted: the host impersonates it, nothing runs as it.
-            "automountServiceAccountToken": false,
-        }),
-        json!({
+    let mut objects = vec![json!({
+        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(sa, true),
+        // Never mounted: the host impersonates it, nothing runs as it.
+        "automountServiceAccountToken": false,
+    })];
+    let cluster_rules = match &who.writes_in {
+        None => {
+            writes.0.extend(cluster_writes.0);
+            Some(writes.0.clone())
+        }
+        Some(_) => (!cluster_writes.0.is_empty()).then_some(cluster_writes.0),
+    };
+    if let Some(rules) = cluster_rules {
+        objects.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(sa, false),
-            "rules": writes.0,
-        }),
-        json!({
+            "rules": rules,
+        }));
+        objects.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(sa, false),
-            "roleRef": role_ref("ClusterRole", sa),
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": who.namespace}],
-        }),
+            "roleRef": role_ref("ClusterRole", sa), "subjects": subject,
+        }));
+    }
+    for namespace in who.writes_in.iter().flatten() {
+        objects.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta_in(sa, Some(namespace)),
+            "rules": writes.0,
+        }));
+        objects.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": meta_in(sa, Some(namespace)),
+            "roleRef": role_ref("Role", sa), "subjects": subject,
+        }));
+    }
+    objects.extend([
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(&reads_name, false),
             "rules": reads.0,
@@ -112,7 +143,8 @@ pub fn plugin_rbac(
             "roleRef": role_ref("Role", &format!("{sa}-impersonate")),
             "subjects": [host],
         }),
-    ])
+    ]);
+    Ok(objects)
 }
 
 /// PolicyRules in the order first asked for, each (group, resource, verbs) once.
@@ -140,6 +172,7 @@ mod tests {
     fn resolve(kind: &Kind) -> Result<Resource, String> {
         let (plural, subresources) = match kind.kind.as_str() {
             "Deployment" => ("deployments", vec!["status", "scale"]),
+            "ClusterRole" => ("clusterroles", vec![]),
             "ReplicaSet" => ("replicasets", vec!["status", "scale"]),
             "Pod" => ("pods", vec!["status", "eviction", "log"]),
             "ConfigMap" => ("configmaps", vec![]),
@@ -154,7 +187,7 @@ mod tests {
                 kind: kind.kind.clone(),
                 plural: plural.into(),
             },
-            namespaced: true,
+            namespaced: kind.kind != "ClusterRole",
             subresources: subresources.into_iter().map(String::from).collect(),
         })
     }
@@ -164,6 +197,7 @@ mod tests {
             namespace: "wasmcm".into(),
             service_account: "wasmcm-replicaset".into(),
             host_service_account: "wasmcm".into(),
+            writes_in: None,
         }
     }
 
@@ -228,6 +262,71 @@ mod tests {
             json!({"kind": "ServiceAccount", "name": "wasmcm", "namespace": "wasmcm"})
         );
         assert_eq!(objects[2]["subjects"][0]["name"], "wasmcm-replicaset");
+    }
+
+    fn rules(o: &Value) -> Vec<String> {
+        o["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}/{} {}",
+                    r["apiGroups"][0].as_str().unwrap(),
+                    r["resources"][0].as_str().unwrap(),
+                    r["verbs"]
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_plugin_scoped_to_namespaces_writes_through_a_role_in_each() {
+        let who = Identities { writes_in: Some(["team-b".to_string(), "team-a".to_string()].into()), ..who() };
+        let objects = plugin_rbac(&replicaset(), &who, resolve).unwrap();
+        let kinds: Vec<String> = objects
+            .iter()
+            .map(|o| format!("{} {}", o["kind"].as_str().unwrap(), o["metadata"]["namespace"].as_str().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "ServiceAccount wasmcm",
+                "Role team-a",
+                "RoleBinding team-a",
+                "Role team-b",
+                "RoleBinding team-b",
+                "ClusterRole ",
+                "ClusterRoleBinding ",
+                "Role wasmcm",
+                "RoleBinding wasmcm",
+            ]
+        );
+        assert_eq!(rules(&objects[1]), rules(&objects[3]));
+        assert_eq!(rules(&objects[1]).len(), 6, "{:?}", rules(&objects[1]));
+        assert_eq!(
+            objects[2]["roleRef"],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "wasmcm-replicaset"})
+        );
+        assert_eq!(
+            objects[2]["subjects"][0],
+            json!({"kind": "ServiceAccount", "name": "wasmcm-replicaset", "namespace": "wasmcm"})
+        );
+        assert!(
+            rules(&objects[5]).iter().all(|r| r.ends_with(r#"["list","watch"]"#)),
+            "the host's reads stay cluster-wide"
+        );
+
+        // Cluster-scoped kinds it writes can only be granted by a ClusterRole, with nothing else in it.
+        let info = PluginInfo {
+            writes: vec![Kind::new("v1", "Pod"), Kind::new("rbac.authorization.k8s.io/v1", "ClusterRole")],
+            ..replicaset()
+        };
+        let objects = plugin_rbac(&info, &who, resolve).unwrap();
+        assert_eq!(objects[1]["kind"], "ClusterRole");
+        assert_eq!(rules(&objects[1]), [r#"rbac.authorization.k8s.io/clusterroles ["create","update","delete"]"#]);
+        assert_eq!(objects[3]["kind"], "Role");
+        assert!(!rules(&objects[3]).iter().any(|r| r.contains("clusterroles")), "{:?}", rules(&objects[3]));
     }
 
     #[test]

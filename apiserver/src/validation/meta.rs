@@ -7,7 +7,7 @@
 //! must match, belong to the group files; nothing here knows a kind by name.
 
 use serde_json::{Map, Value};
-use wasmcm_core::validation::{dns1035_label, dns1123_label, dns1123_subdomain, label_value, qualified_name};
+use wasmcm_core::validation::{NameFormat, dns1123_label, label_value, qualified_name};
 use wasmcm_core::{Operator, Requirement, Selector};
 
 use super::{Obj, V, child, deep_empty, go_strings, idx, json_short, q, semantic_eq, show};
@@ -37,28 +37,19 @@ pub(super) enum NameRule<'a> {
 }
 
 pub(super) fn name_errors(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
-    // generateName is checked as if completed; upstream drops the trailing dash and the
-    // character before it, then appends an 'a'.
-    let masked;
-    let name = if prefix && name.len() > 1 && name.ends_with('-') {
-        masked = format!("{}a", name.get(..name.len() - 2).unwrap_or(name));
-        masked.as_str()
-    } else {
-        name
+    let format = match rule {
+        NameRule::Subdomain | NameRule::Crd(_) => NameFormat::Subdomain,
+        NameRule::Label => NameFormat::Label,
+        NameRule::Dns1035 => NameFormat::Dns1035,
+        NameRule::PathSegment => NameFormat::PathSegment,
     };
-    match rule {
-        NameRule::Subdomain => dns1123_subdomain(name),
-        NameRule::Label => dns1123_label(name),
-        NameRule::Dns1035 => dns1035_label(name),
-        NameRule::PathSegment => path_segment(name, prefix),
-        NameRule::Crd(required) => {
-            let mut errs = dns1123_subdomain(name);
-            if name != required {
-                errs.push("must be spec.names.plural+\".\"+spec.group".into());
-            }
-            errs
-        }
+    let mut errs = format.errors(name, prefix);
+    if let NameRule::Crd(required) = rule
+        && name != required
+    {
+        errs.push("must be spec.names.plural+\".\"+spec.group".into());
     }
+    errs
 }
 
 /// Metadata checks for create (`old` None) or update, shared by every kind but core Events.
@@ -224,12 +215,7 @@ fn owner_references(v: &mut V, val: Option<&Value>) {
     }
 }
 
-pub(super) fn path_segment(s: &str, prefix: bool) -> Vec<String> {
-    if !prefix && (s == "." || s == "..") {
-        return vec![format!("may not be '{s}'")];
-    }
-    ["/", "%"].iter().filter(|c| s.contains(**c)).map(|c| format!("may not contain '{c}'")).collect()
-}
+pub(super) use wasmcm_core::validation::path_segment;
 
 // ---------------------------------------------------------------------------------------------
 // Label selectors (apimachinery/pkg/apis/meta/v1/validation and labels.Selector semantics).

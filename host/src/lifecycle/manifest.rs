@@ -16,15 +16,34 @@
 //!   capabilities: {reads: [apps/v1/ReplicaSet, v1/Pod], writes: [v1/Pod]}   # narrows describe()
 //!   serviceAccount: my-plugin         # its writes impersonate this ServiceAccount (of the
 //!                                     # host's namespace, or namespace/name)
-//!   scope:                            # default: every namespace but the host's own
-//!     namespaces: [team-a, team-b]    # and/or
-//!     namespaceSelector: {matchLabels: {tenant: a}}
-//!     hostNamespace: false            # the host's namespace only when true
+//!   scope:                            # default: every namespace but the withheld ones
+//!     namespaces: [team-a, team-b]    # only these, and/or
+//!     namespaceSelector: {matchLabels: {tenant: a}}   # only those matching
+//!     grant: [kube-system]            # withheld namespaces, granted by name (below)
+//!     hostNamespace: false            # the host's namespace only when true (or granted)
 //!     clusterWrites: [rbac.authorization.k8s.io/v1/ClusterRole]   # none by default
+//!     serviceAccounts: [default, builder]   # what its pods and pod templates may run as
+//!     podSecurity: baseline           # privileged | baseline | restricted
 //!   settings: {any: json}
 //!   rollout: {strategy: Shadow, agreements: 100, duration: 5m, abandonOnMismatch: true}
 //!   revert: {window: 20, maxFailures: 5}
 //! ```
+//!
+//! The default scope withholds the namespaces an operator would not hand a plugin: the system
+//! namespaces (kube-system, kube-public, kube-node-lease), the host's own and the namespace of
+//! its Leases. `grant` names those it may act in all the same (`grant: [kube-system]` with no
+//! `namespaces` is every namespace plus kube-system); neither `namespaces` nor
+//! `namespaceSelector` reaches a withheld namespace without it, and a `namespaces` list naming
+//! a system namespace it does not grant is refused as a mistake. `hostNamespace: true` grants
+//! the host's own whatever its name.
+//!
+//! The pods a plugin writes, and the pod templates of the workloads it writes (Deployments,
+//! ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, ReplicationControllers,
+//! PodTemplates), may run only as the ServiceAccounts `serviceAccounts` lists (`["*"]`: any),
+//! and must meet the Pod Security Standards level `podSecurity`. A plugin's defaults are
+//! `[default]` and `baseline`; a `builtin:` source's are `["*"]` and `privileged`, because the
+//! built-ins copy templates their users wrote, which the cluster's own admission (Pod Security
+//! included) already applied to when the users wrote them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,7 +51,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use wasmcm_guest::Kind;
 
-use crate::writes::scope::Scope;
+use crate::writes::scope::{SYSTEM_NAMESPACES, Scope, ServiceAccounts};
 
 pub(crate) const API_VERSION: &str = "wasmcm.dev/v1alpha1";
 
@@ -42,17 +61,29 @@ pub(crate) const MAX_CONFIGMAP_PLUGIN_BYTES: usize = 1 << 20;
 /// Largest `settings` document; settings are configuration, not data.
 const MAX_SETTINGS_BYTES: usize = 64 << 10;
 
-/// The built-in plugins, loaded through the same path as any other.
+/// The built-in plugins, loaded through the same path as any other. They are
+/// kube-controller-manager's controllers, which act in every namespace: each is granted the
+/// system namespaces (CoreDNS's Deployment lives in kube-system; kube-public and
+/// kube-node-lease hold no workloads on a kubeadm cluster, but one created there is reconciled
+/// as KCM would), any ServiceAccount and any pod (they copy templates their users wrote). The
+/// host's own namespace stays withheld: a deployment that runs the host through them grants it
+/// in its own manifest (deploy/manifests/07-configmap-plugins.yaml).
 pub(crate) const DEFAULT_MANIFEST: &str = r#"
 apiVersion: wasmcm.dev/v1alpha1
 kind: PluginList
 items:
 - metadata: {name: replicaset}
-  spec: {source: {builtin: replicaset}}
+  spec:
+    source: {builtin: replicaset}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
 - metadata: {name: deployment}
-  spec: {source: {builtin: deployment}}
+  spec:
+    source: {builtin: deployment}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
 - metadata: {name: rollback}
-  spec: {source: {builtin: rollback}}
+  spec:
+    source: {builtin: rollback}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
 "#;
 
 /// One plugin as the manifest describes it, validated.
@@ -224,7 +255,10 @@ struct RawScope {
     namespace_selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
     #[serde(default)]
     host_namespace: bool,
+    grant: Option<Vec<String>>,
     cluster_writes: Option<Vec<String>>,
+    service_accounts: Option<Vec<String>>,
+    pod_security: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -341,7 +375,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         })
         .transpose()
     };
-    let scope = to_scope(raw.scope)?;
+    let scope = to_scope(raw.scope, matches!(source, Source::Builtin(_)))?;
     let service_account = raw
         .service_account
         .map(|sa| {
@@ -407,18 +441,26 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
     })
 }
 
-fn to_scope(raw: RawScope) -> Result<Scope, String> {
-    let namespaces = raw
-        .namespaces
-        .map(|list| {
-            list.into_iter()
-                .map(|ns| match wasmcm_core::validation::dns1123_label(&ns).first() {
-                    Some(why) => Err(format!("spec.scope.namespaces: {ns:?} is not a namespace name: {why}")),
-                    None => Ok(ns),
-                })
-                .collect::<Result<_, _>>()
-        })
-        .transpose()?;
+/// `builtin`: the source is a built-in plugin, whose pods default to any account and level.
+fn to_scope(raw: RawScope, builtin: bool) -> Result<Scope, String> {
+    let namespace_names = |field: &str, list: Vec<String>| -> Result<std::collections::BTreeSet<String>, String> {
+        list.into_iter()
+            .map(|ns| match wasmcm_core::validation::dns1123_label(&ns).first() {
+                Some(why) => Err(format!("spec.scope.{field}: {ns:?} is not a namespace name: {why}")),
+                None => Ok(ns),
+            })
+            .collect()
+    };
+    let grant = namespace_names("grant", raw.grant.unwrap_or_default())?;
+    let namespaces = raw.namespaces.map(|list| namespace_names("namespaces", list)).transpose()?;
+    if let Some(ns) =
+        namespaces.iter().flatten().find(|ns| SYSTEM_NAMESPACES.contains(&ns.as_str()) && !grant.contains(*ns))
+    {
+        return Err(format!(
+            "spec.scope.namespaces: {ns:?} is a system namespace, which the default scope withholds: grant it by \
+             name in spec.scope.grant"
+        ));
+    }
     let namespace_selector = raw
         .namespace_selector
         .map(|ls| {
@@ -431,7 +473,39 @@ fn to_scope(raw: RawScope) -> Result<Scope, String> {
         .iter()
         .map(|k| parse_kind(k).ok_or_else(|| format!("spec.scope.clusterWrites: {k:?} is not apiVersion/Kind")))
         .collect::<Result<_, _>>()?;
-    Ok(Scope { namespaces, namespace_selector, host_namespace: raw.host_namespace, cluster_writes })
+    let service_accounts = match raw.service_accounts {
+        None if builtin => ServiceAccounts::Any,
+        None => Scope::default().service_accounts,
+        Some(list) if list.iter().any(|a| a == "*") => {
+            if list.len() > 1 {
+                return Err("spec.scope.serviceAccounts: \"*\" allows any account and stands alone".into());
+            }
+            ServiceAccounts::Any
+        }
+        Some(list) => ServiceAccounts::Only(
+            list.into_iter()
+                .map(|a| match wasmcm_core::validation::dns1123_subdomain(&a).first() {
+                    Some(why) => Err(format!("spec.scope.serviceAccounts: {a:?} is not a ServiceAccount name: {why}")),
+                    None => Ok(a),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    let pod_security = match raw.pod_security {
+        None if builtin => wasmcm_core::pod_security::Level::Privileged,
+        None => Scope::default().pod_security,
+        Some(level) => wasmcm_core::pod_security::Level::parse(&level)
+            .ok_or_else(|| format!("spec.scope.podSecurity {level:?}: privileged, baseline or restricted"))?,
+    };
+    Ok(Scope {
+        namespaces,
+        namespace_selector,
+        host_namespace: raw.host_namespace,
+        grant,
+        cluster_writes,
+        service_accounts,
+        pod_security,
+    })
 }
 
 /// `apps/v1/ReplicaSet`, `v1/Pod`.
@@ -591,11 +665,80 @@ spec: {source: {builtin: replicaset}}
             (doc("{source: {file: a}, rollout: {strategy: Canary}}"), "Immediate or Shadow"),
             (doc("{source: {file: a}, revert: {window: 3, maxFailures: 3}}"), "maxFailures must be below window"),
             (doc("{source: {file: a}, colour: blue}"), "unknown field `colour`"),
+            (doc("{source: {file: a}, scope: {grant: [Kube_System]}}"), "spec.scope.grant: \"Kube_System\" is not a namespace name"),
+            (
+                doc("{source: {file: a}, scope: {namespaces: [team-a, kube-system]}}"),
+                "spec.scope.namespaces: \"kube-system\" is a system namespace, which the default scope withholds: grant it by name in spec.scope.grant",
+            ),
+            (doc("{source: {file: a}, scope: {serviceAccounts: [\"*\", x]}}"), "\"*\" allows any account and stands alone"),
+            (doc("{source: {file: a}, scope: {serviceAccounts: [a/b]}}"), "spec.scope.serviceAccounts: \"a/b\" is not a ServiceAccount name"),
+            (doc("{source: {file: a}, scope: {podSecurity: strict}}"), "spec.scope.podSecurity \"strict\": privileged, baseline or restricted"),
             ("apiVersion: wasmcm.dev/v1alpha1\nkind: Plugin\nmetadata: {name: Bad_Name}\nspec: {source: {file: a}}\n".into(), "must be a DNS label"),
             ("{{{".into(), "invalid YAML"),
         ] {
             let e = parse(&text, &origin()).expect_err(&text).to_string();
             assert!(e.starts_with("m.yaml") && e.contains(expected), "{text}\n→ {e}");
+        }
+    }
+
+    #[test]
+    fn scopes_parse_with_their_defaults() {
+        use wasmcm_core::pod_security::Level;
+        let text = r#"
+apiVersion: wasmcm.dev/v1alpha1
+kind: PluginList
+items:
+- metadata: {name: plain}
+  spec: {source: {file: p.wasm}}
+- metadata: {name: granted}
+  spec:
+    source: {file: p.wasm}
+    scope: {grant: [kube-system], namespaces: [kube-system, team-a], serviceAccounts: [builder, default], podSecurity: restricted}
+- metadata: {name: anything}
+  spec: {source: {file: p.wasm}, scope: {serviceAccounts: ["*"], podSecurity: privileged}}
+- metadata: {name: builtin}
+  spec: {source: {builtin: replicaset}}
+- metadata: {name: narrowed-builtin}
+  spec: {source: {builtin: replicaset}, scope: {serviceAccounts: [default], podSecurity: baseline}}
+"#;
+        let specs = parse(text, &origin()).unwrap();
+        let only = |names: &[&str]| ServiceAccounts::Only(names.iter().map(|n| n.to_string()).collect());
+        assert_eq!(specs[0].scope, Scope::default());
+        assert_eq!(
+            (&specs[0].scope.service_accounts, specs[0].scope.pod_security),
+            (&only(&["default"]), Level::Baseline)
+        );
+        let granted = &specs[1].scope;
+        assert_eq!(granted.grant, ["kube-system".to_string()].into());
+        assert_eq!(granted.namespaces, Some(["kube-system".to_string(), "team-a".to_string()].into()));
+        assert_eq!(
+            (&granted.service_accounts, granted.pod_security),
+            (&only(&["builder", "default"]), Level::Restricted)
+        );
+        assert_eq!(
+            (&specs[2].scope.service_accounts, specs[2].scope.pod_security),
+            (&ServiceAccounts::Any, Level::Privileged)
+        );
+        assert_eq!(
+            (&specs[3].scope.service_accounts, specs[3].scope.pod_security),
+            (&ServiceAccounts::Any, Level::Privileged)
+        );
+        assert!(specs[3].scope.grant.is_empty(), "a built-in source grants no namespace by itself");
+        assert_eq!(
+            (&specs[4].scope.service_accounts, specs[4].scope.pod_security),
+            (&only(&["default"]), Level::Baseline)
+        );
+    }
+
+    #[test]
+    fn the_default_manifest_grants_the_builtins_the_system_namespaces_and_any_pod() {
+        let specs = parse(DEFAULT_MANIFEST, &Origin { file: "default", dir: None, namespace: "" }).unwrap();
+        for s in &specs {
+            let grant: Vec<&str> = s.scope.grant.iter().map(String::as_str).collect();
+            assert_eq!(grant, ["kube-node-lease", "kube-public", "kube-system"], "{}", s.name);
+            assert!(!s.scope.host_namespace && s.scope.namespaces.is_none(), "{}", s.name);
+            assert_eq!(s.scope.service_accounts, ServiceAccounts::Any);
+            assert_eq!(s.scope.pod_security, wasmcm_core::pod_security::Level::Privileged);
         }
     }
 

@@ -393,28 +393,31 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// Logs a refused intent and tells the object's watchers, once per cause and interval:
     /// a plugin refused 10,000 times must not write 10,000 log lines or Events.
     fn refused(&self, key: &str, refusal: &Refusal) {
+        let plugin = self.rollout.name();
+        if self.due(format!("log\0{}", refusal.reason)) {
+            tracing::warn!(plugin, key, intent = %refusal.intent, "refused: {} (reported at most once a minute)", refusal.reason);
+        }
+        if self.due(format!("event\0{key}\0{}", refusal.reason)) {
+            self.event(key, "WriteRefused", format!("plugin {plugin}: {} refused: {}", refusal.intent, refusal.reason));
+        }
+    }
+
+    /// Whether `cause` is to be reported now: at most once per `REPORT_REFUSALS_EVERY`.
+    fn due(&self, cause: String) -> bool {
         let now = std::time::Instant::now();
-        let Ok(mut reported) = self.reported.lock() else { return };
+        let Ok(mut reported) = self.reported.lock() else { return false };
         if reported.len() >= 4096 {
             reported.retain(|_, at| now.duration_since(*at) < REPORT_REFUSALS_EVERY);
             if reported.len() >= 4096 {
                 reported.clear();
             }
         }
-        let mut due = |cause: String| match reported.get(&cause) {
+        match reported.get(&cause) {
             Some(at) if now.duration_since(*at) < REPORT_REFUSALS_EVERY => false,
             _ => {
                 reported.insert(cause, now);
                 true
             }
-        };
-        let plugin = self.rollout.name();
-        if due(format!("log\0{}", refusal.reason)) {
-            tracing::warn!(plugin, key, intent = %refusal.intent, "refused: {} (reported at most once a minute)", refusal.reason);
-        }
-        if due(format!("event\0{key}\0{}", refusal.reason)) {
-            drop(reported);
-            self.event(key, "WriteRefused", format!("plugin {plugin}: {} refused: {}", refusal.intent, refusal.reason));
         }
     }
 
@@ -599,7 +602,12 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let labels = |ns: &str| self.namespace_labels(ns);
         let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
         if let Err(why) = tenancy.admits(namespace) {
-            tracing::debug!(plugin = %info.name, key, "not reconciled: {why}");
+            // Said once a minute per cause, so an operator sees why a namespace is left alone.
+            if self.due(format!("scope\0{why}")) {
+                tracing::info!(plugin = %info.name, key, "not reconciled: {why} (reported at most once a minute)");
+            } else {
+                tracing::debug!(plugin = %info.name, key, "not reconciled: {why}");
+            }
             self.queue.forget(&key.to_string());
             let l = OutcomeLabels {
                 plugin: info.name.clone(),

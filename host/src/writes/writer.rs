@@ -1,8 +1,15 @@
 //! The API writer: turns a plugin's outcome into API calls. It checks every intent against
-//! what the plugin declared it may write and against the namespace of the key, runs each
-//! batch's writes concurrently and stops after a failing batch, records the events KCM's
-//! PodControl records for the pods it creates and deletes, and tells the expectations what
-//! the informers should see next.
+//! what the plugin declared it may write, the namespace of the key and the plugin's scope, and
+//! refuses what no API call should carry: a name upstream's validation of the kind would refuse
+//! (before it reaches a URL path), an update without `metadata.resourceVersion` (an
+//! unconditional PUT overwrites whatever changed meanwhile), an object carrying the labels of
+//! the host's shard group. It runs each batch's writes concurrently and stops after a failing
+//! batch, records the events KCM's PodControl records for the pods it creates and deletes, and
+//! tells the expectations what the informers should see next.
+//!
+//! Events are confined to the key's scope: a namespaced primary's regard objects of its
+//! namespace; a cluster-scoped primary's regard the primary itself, or objects in namespaces
+//! the plugin may act in (never another cluster-scoped object).
 //!
 //! It decides nothing about *what* to write (that is the plugin's) and knows nothing about
 //! how the API is reached (that is the [`WriteApi`] implementation's).
@@ -11,9 +18,11 @@ use std::future::Future;
 
 use serde_json::{Value, json};
 use wasmcm_core::str_at;
+use wasmcm_core::validation::{NameFormat, dns1123_label};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
 use crate::runtime::expectations::Expectations;
+use crate::runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL};
 use crate::writes::scope::Tenancy;
 
 pub(crate) use wasmcm_core::ApiError;
@@ -129,7 +138,7 @@ pub async fn write_outcome(
         for intent in batch {
             let checked = match check(plugin, &primary, intent) {
                 Ok(op) => match context.tenancy {
-                    Some(t) => in_scope(api, t, op).await,
+                    Some(t) => in_scope(api, t, &primary, op).await,
                     None => Ok(op),
                 },
                 Err(r) => Err(r),
@@ -190,7 +199,11 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
         Intent::UpdateStatus(o) => (Verb::UpdateStatus, o),
         Intent::Delete(d) => {
             let what = format!("delete {} {}/{}", d.target.kind, d.target.namespace, d.target.name);
-            check_target(plugin, primary, &d.target.kind, &d.target.namespace).map_err(|r| refusal(what, r))?;
+            check_target(plugin, primary, &d.target.kind, &d.target.namespace).map_err(|r| refusal(what.clone(), r))?;
+            if d.target.name.is_empty() {
+                return Err(refusal(what, "a delete names its target (metadata.name)".into()));
+            }
+            check_names(&d.target.kind, &d.target.namespace, &d.target.name, "").map_err(|r| refusal(what, r))?;
             let mut target = d.target.clone();
             if target.namespace.is_empty() {
                 target.namespace = primary.namespace.clone();
@@ -199,9 +212,29 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
             return Ok(Op::Delete { target, uid: d.uid.clone(), tracked });
         }
         Intent::Event(e) => {
-            if e.regarding.namespace != primary.namespace && !primary.namespace.is_empty() {
+            let what = || format!("event {}", e.reason);
+            let r = &e.regarding;
+            if !primary.namespace.is_empty() && r.namespace != primary.namespace {
                 let reason = format!("events are confined to namespace {:?}", primary.namespace);
-                return Err(refusal(format!("event {}", e.reason), reason));
+                return Err(refusal(what(), reason));
+            }
+            if primary.namespace.is_empty() && r.namespace.is_empty() && r != primary {
+                let reason = format!(
+                    "events of the cluster-scoped {} {} regard it or objects in namespaces the plugin may act in, not \
+                     {} {}",
+                    primary.kind, primary.name, r.kind, r.name
+                );
+                return Err(refusal(what(), reason));
+            }
+            // The event's own name and namespace are made of these.
+            let bad = NameFormat::PathSegment.errors(&r.name, false);
+            if r.name.is_empty() || !bad.is_empty() {
+                return Err(refusal(what(), invalid("regarding.name", &r.name, &bad)));
+            }
+            if let bad @ [_, ..] = dns1123_label(&r.namespace).as_slice()
+                && !r.namespace.is_empty()
+            {
+                return Err(refusal(what(), invalid("regarding.namespace", &r.namespace, bad)));
             }
             return Ok(Op::Event(e.clone()));
         }
@@ -218,7 +251,25 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
     if kind.kind.is_empty() || kind.api_version.is_empty() {
         return Err(refusal(what, "the object has no apiVersion or kind".into()));
     }
-    check_target(plugin, primary, &kind, &ns).map_err(|r| refusal(what, r))?;
+    check_target(plugin, primary, &kind, &ns).map_err(|r| refusal(what.clone(), r))?;
+    check_names(&kind, &ns, &name, str_at(&object, "/metadata/generateName")).map_err(|r| refusal(what.clone(), r))?;
+    if verb != Verb::Create {
+        if name.is_empty() {
+            return Err(refusal(what, format!("an {} names its object (metadata.name)", verb.as_str())));
+        }
+        if str_at(&object, "/metadata/resourceVersion").is_empty() {
+            let reason = "no metadata.resourceVersion: an unconditional PUT would overwrite whatever changed since \
+                          the object was read (start the object from the one read, which carries it)";
+            return Err(refusal(what, reason.into()));
+        }
+    }
+    let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
+    if let Some(label) =
+        [SHARD_GROUP_LABEL, SHARD_ROLE_LABEL].into_iter().find(|l| labels.is_some_and(|m| m.contains_key(*l)))
+    {
+        let reason = format!("the label {label} marks the host's shard group, which no plugin writes");
+        return Err(refusal(what, reason));
+    }
     if ns.is_empty() && !primary.namespace.is_empty() {
         object["metadata"]["namespace"] = json!(primary.namespace);
     }
@@ -227,13 +278,46 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
     Ok(Op::Write { verb, kind, object, name, counted })
 }
 
-/// The tenancy's verdict on a checked write, the kind's scope learnt from discovery.
-async fn in_scope(api: &impl WriteApi, tenancy: Tenancy<'_>, op: Op) -> Result<Op, Refusal> {
+/// Upstream's `field.Invalid` message.
+fn invalid(field: &str, value: &str, why: &[String]) -> String {
+    let why = if why.is_empty() { "must not be empty".to_string() } else { why.join(", ") };
+    format!("{field}: Invalid value: {value:?}: {why}")
+}
+
+/// A write's name, generateName and namespace, as upstream's validation of `kind` requires them
+/// before any of them becomes part of a URL path.
+fn check_names(kind: &Kind, namespace: &str, name: &str, generate_name: &str) -> Result<(), String> {
+    let group = kind.api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let format = NameFormat::of(group, &kind.kind);
+    for (field, value, prefix) in [("metadata.name", name, false), ("metadata.generateName", generate_name, true)] {
+        if let bad @ [_, ..] = format.errors(value, prefix).as_slice()
+            && !value.is_empty()
+        {
+            return Err(invalid(field, value, bad));
+        }
+    }
+    if let bad @ [_, ..] = dns1123_label(namespace).as_slice()
+        && !namespace.is_empty()
+    {
+        return Err(invalid("metadata.namespace", namespace, bad));
+    }
+    Ok(())
+}
+
+/// The tenancy's verdict on a checked write (the kind's scope learnt from discovery) or on an
+/// event of a cluster-scoped primary.
+async fn in_scope(api: &impl WriteApi, tenancy: Tenancy<'_>, primary: &ObjectRef, op: Op) -> Result<Op, Refusal> {
     let (verb, kind, namespace, name) = match &op {
         Op::Write { verb, kind, object, name, .. } => {
             (verb.as_str(), kind, str_at(object, "/metadata/namespace"), name)
         }
         Op::Delete { target, .. } => ("delete", &target.kind, target.namespace.as_str(), &target.name),
+        Op::Event(e) if primary.namespace.is_empty() => {
+            return match tenancy.admits_event(primary, &e.regarding) {
+                Ok(()) => Ok(op),
+                Err(reason) => Err(Refusal { intent: format!("event {}", e.reason), reason }),
+            };
+        }
         Op::Event(_) => return Ok(op),
     };
     let what = format!("{verb} {kind} {namespace}/{}", if name.is_empty() { "<generated>" } else { name });
@@ -241,6 +325,10 @@ async fn in_scope(api: &impl WriteApi, tenancy: Tenancy<'_>, op: Op) -> Result<O
         Ok(namespaced) => tenancy.admits_write(kind, namespace, name, namespaced),
         Err(e) => Err(e.message),
     };
+    let verdict = verdict.and_then(|()| match &op {
+        Op::Write { verb: Verb::Create | Verb::Update, kind, object, .. } => tenancy.admits_pods(kind, object),
+        _ => Ok(()),
+    });
     verdict.map(|()| op).map_err(|reason| Refusal { intent: what, reason })
 }
 
@@ -354,4 +442,263 @@ fn pod_event(report: &mut Report, primary: &ObjectRef, kind: &Kind, verb: Verb, 
         (_, Some(e)) => (EventType::Warning, "FailedDelete", format!("Error deleting: {e}")),
     };
     report.events.push(Event { regarding: primary.clone(), event_type, reason: reason.into(), message });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writes::scope::{HostIdentity, Scope};
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// Records the calls it is asked for; cluster-scoped kinds are Namespaces.
+    #[derive(Default)]
+    struct Calls(Mutex<Vec<String>>);
+
+    impl Calls {
+        fn push(&self, call: String) {
+            self.0.lock().unwrap().push(call);
+        }
+
+        fn taken(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+    }
+
+    impl WriteApi for Calls {
+        async fn create(&self, object: Value) -> Result<Value, ApiError> {
+            self.push(format!("create {}", str_at(&object, "/metadata/name")));
+            Ok(object)
+        }
+        async fn update(&self, object: Value) -> Result<Value, ApiError> {
+            self.push(format!("update {}", str_at(&object, "/metadata/name")));
+            Ok(object)
+        }
+        async fn update_status(&self, object: Value) -> Result<Value, ApiError> {
+            self.push(format!("update-status {}", str_at(&object, "/metadata/name")));
+            Ok(object)
+        }
+        async fn delete(&self, target: &ObjectRef, _: Option<&str>) -> Result<(), ApiError> {
+            self.push(format!("delete {}", target.name));
+            Ok(())
+        }
+        async fn namespaced(&self, kind: &Kind) -> Result<bool, ApiError> {
+            Ok(kind.kind != "Namespace")
+        }
+        async fn record_event(&self, event: &Event, _: Option<&str>) -> Result<(), ApiError> {
+            self.push(format!("event {} {}/{}", event.reason, event.regarding.namespace, event.regarding.name));
+            Ok(())
+        }
+    }
+
+    fn plugin(primary: Kind) -> PluginInfo {
+        PluginInfo {
+            name: "p".into(),
+            version: "1".into(),
+            primary,
+            owns: vec![],
+            watches: vec![],
+            writes: vec![
+                Kind::new("v1", "ConfigMap"),
+                Kind::new("v1", "Pod"),
+                Kind::new("apps/v1", "Deployment"),
+                Kind::new("coordination.k8s.io/v1", "Lease"),
+                Kind::new("rbac.authorization.k8s.io/v1", "Role"),
+            ],
+            contract: "0".into(),
+        }
+    }
+
+    fn no_labels(_: &str) -> Option<BTreeMap<String, String>> {
+        None
+    }
+
+    /// What the writer sends and refuses of `intents`, for the key `namespace/name` of a
+    /// `primary`, under the default scope of a host in namespace `wasmcm`.
+    fn write(primary: Kind, namespace: &str, name: &str, intents: Vec<Intent>) -> (Vec<String>, Vec<String>) {
+        let host =
+            HostIdentity { namespace: Some("wasmcm".into()), lease: Some(("kube-system".into(), "wasmcm".into())) };
+        let scope = Scope::default();
+        let context = Context {
+            tenancy: Some(Tenancy { scope: &scope, host: &host, namespace_labels: &no_labels }),
+            ..Context::default()
+        };
+        let api = Calls::default();
+        let outcome = Outcome { batches: intents.into_iter().map(|i| vec![i]).collect(), requeue_after_ms: None };
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let report = rt.block_on(write_outcome(&api, &plugin(primary), namespace, name, &outcome, context));
+        (api.taken(), report.refused.into_iter().map(|r| format!("{}: {}", r.intent, r.reason)).collect())
+    }
+
+    fn event(kind: Kind, namespace: &str, name: &str) -> Intent {
+        Intent::Event(Event {
+            regarding: ObjectRef { kind, namespace: namespace.into(), name: name.into() },
+            event_type: EventType::Normal,
+            reason: "Seen".into(),
+            message: "m".into(),
+        })
+    }
+
+    #[test]
+    fn events_stay_in_the_keys_scope() {
+        let ns = Kind::new("v1", "Namespace");
+        let cm = Kind::new("v1", "ConfigMap");
+        // A cluster-scoped primary (a Namespace): about itself, or an object in a namespace in
+        // scope; not a withheld namespace, not another cluster-scoped object.
+        let (sent, refused) = write(ns.clone(), "", "team-a", vec![event(ns.clone(), "", "team-a")]);
+        assert_eq!((sent, refused), (vec!["event Seen /team-a".to_string()], vec![]));
+        let (sent, refused) = write(ns.clone(), "", "team-a", vec![event(cm.clone(), "team-a", "x")]);
+        assert_eq!((sent, refused.len()), (vec!["event Seen team-a/x".to_string()], 0));
+        let (sent, refused) = write(ns.clone(), "", "team-a", vec![event(cm.clone(), "kube-system", "x")]);
+        assert!(sent.is_empty(), "{sent:?}");
+        assert!(refused[0].starts_with("event Seen: namespace \"kube-system\" is a system namespace"), "{refused:?}");
+        let (sent, refused) = write(ns.clone(), "", "team-a", vec![event(ns.clone(), "", "kube-system")]);
+        assert!(sent.is_empty(), "{sent:?}");
+        assert!(refused[0].contains("regard it or objects in namespaces the plugin may act in"), "{refused:?}");
+        // A namespaced primary's: its namespace only.
+        let (sent, refused) = write(cm.clone(), "team-a", "k", vec![event(cm.clone(), "team-b", "x")]);
+        assert!(sent.is_empty() && refused[0].contains("events are confined to namespace \"team-a\""), "{refused:?}");
+        // Names that would not stay one URL path segment.
+        let (sent, refused) = write(cm.clone(), "team-a", "k", vec![event(cm, "team-a", "../x")]);
+        assert!(sent.is_empty() && refused[0].contains("regarding.name: Invalid value: \"../x\": may not contain '/'"));
+    }
+
+    fn object(kind: &str, api_version: &str, metadata: Value) -> String {
+        json!({"apiVersion": api_version, "kind": kind, "metadata": metadata}).to_string()
+    }
+
+    #[test]
+    fn updates_without_a_resource_version_are_refused_before_sending() {
+        let cm = Kind::new("v1", "ConfigMap");
+        let update = |rv: Option<&str>| {
+            let mut meta = json!({"name": "a", "namespace": "team-a"});
+            if let Some(rv) = rv {
+                meta["resourceVersion"] = json!(rv);
+            }
+            vec![
+                Intent::Update(object("ConfigMap", "v1", meta.clone())),
+                Intent::UpdateStatus(object("ConfigMap", "v1", meta)),
+            ]
+        };
+        let (sent, refused) = write(cm.clone(), "team-a", "a", update(None));
+        assert!(sent.is_empty(), "{sent:?}");
+        assert_eq!(refused.len(), 1, "the first failing batch stops the outcome: {refused:?}");
+        assert!(refused[0].starts_with("update v1/ConfigMap team-a/a: no metadata.resourceVersion"), "{refused:?}");
+        let (sent, _) = write(cm.clone(), "team-a", "a", update(Some("7")));
+        assert_eq!(sent, ["update a", "update-status a"]);
+        let (_, refused) = write(
+            cm.clone(),
+            "team-a",
+            "a",
+            vec![Intent::UpdateStatus(object("ConfigMap", "v1", json!({"name": "a"})))],
+        );
+        assert!(refused[0].contains("no metadata.resourceVersion"), "{refused:?}");
+    }
+
+    #[test]
+    fn names_are_validated_as_upstream_does_before_they_reach_a_path() {
+        let cm = Kind::new("v1", "ConfigMap");
+        for (intent, expected) in [
+            (
+                Intent::Create(object("ConfigMap", "v1", json!({"name": "a/status"}))),
+                "metadata.name: Invalid value: \"a/status\": a lowercase RFC 1123 subdomain",
+            ),
+            (Intent::Create(object("ConfigMap", "v1", json!({"name": ".."}))), "metadata.name: Invalid value: \"..\""),
+            (
+                Intent::Create(object("ConfigMap", "v1", json!({"name": "a%2Fb"}))),
+                "metadata.name: Invalid value: \"a%2Fb\"",
+            ),
+            (
+                Intent::Create(object("ConfigMap", "v1", json!({"generateName": "x/"}))),
+                "metadata.generateName: Invalid value: \"x/\"",
+            ),
+            (
+                Intent::Create(object("Role", "rbac.authorization.k8s.io/v1", json!({"name": "a/b"}))),
+                "metadata.name: Invalid value: \"a/b\": may not contain '/'",
+            ),
+            (
+                Intent::Update(object(
+                    "ConfigMap",
+                    "v1",
+                    json!({"name": "a", "namespace": "../kube-system", "resourceVersion": "1"}),
+                )),
+                // Another namespace than the key's is refused before its name is looked at.
+                "writes are confined to namespace \"team-a\"",
+            ),
+            (
+                Intent::Update(object("ConfigMap", "v1", json!({"resourceVersion": "1"}))),
+                "an update names its object (metadata.name)",
+            ),
+            (
+                Intent::Delete(wasmcm_guest::DeleteTarget {
+                    target: ObjectRef { kind: cm.clone(), namespace: String::new(), name: "a/b".into() },
+                    uid: None,
+                }),
+                "metadata.name: Invalid value: \"a/b\"",
+            ),
+            (
+                Intent::Delete(wasmcm_guest::DeleteTarget {
+                    target: ObjectRef { kind: cm.clone(), namespace: String::new(), name: String::new() },
+                    uid: None,
+                }),
+                "a delete names its target",
+            ),
+        ] {
+            let (sent, refused) = write(cm.clone(), "team-a", "k", vec![intent]);
+            assert!(sent.is_empty(), "{expected}: {sent:?}");
+            assert!(refused.first().is_some_and(|r| r.contains(expected)), "{expected}: {refused:?}");
+        }
+        // Names of the kind's own format pass: an RBAC name is a path segment, not a subdomain.
+        let role = object("Role", "rbac.authorization.k8s.io/v1", json!({"name": "system:reader"}));
+        assert_eq!(write(cm, "team-a", "k", vec![Intent::Create(role)]).0, ["create system:reader"]);
+    }
+
+    #[test]
+    fn no_plugin_writes_the_shard_groups_labels() {
+        let lease = Kind::new("coordination.k8s.io/v1", "Lease");
+        for label in [SHARD_GROUP_LABEL, SHARD_ROLE_LABEL] {
+            for kind in [("Lease", "coordination.k8s.io/v1"), ("ConfigMap", "v1")] {
+                let meta = json!({"name": "forged", "resourceVersion": "1", "labels": {label: "wasmcm"}});
+                let (sent, refused) =
+                    write(lease.clone(), "team-a", "k", vec![Intent::Create(object(kind.0, kind.1, meta.clone()))]);
+                assert!(sent.is_empty(), "{sent:?}");
+                assert!(
+                    refused[0]
+                        .ends_with(&format!("the label {label} marks the host's shard group, which no plugin writes"))
+                );
+                let (sent, _) = write(lease.clone(), "team-a", "k", vec![Intent::Update(object(kind.0, kind.1, meta))]);
+                assert!(sent.is_empty(), "{sent:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn pods_and_templates_are_held_to_the_manifest() {
+        let cm = Kind::new("v1", "ConfigMap");
+        let pod = |spec: Value| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}).to_string()
+        };
+        let c = |security: Value| json!([{"name": "c", "image": "nginx", "securityContext": security}]);
+        let (sent, refused) =
+            write(cm.clone(), "team-a", "k", vec![Intent::Create(pod(json!({"containers": c(json!({}))})))]);
+        assert_eq!((sent, refused.len()), (vec!["create p".to_string(), "event SuccessfulCreate team-a/k".into()], 0));
+        let foreign =
+            pod(json!({"serviceAccountName": "clusterrole-aggregation-controller", "containers": c(json!({}))}));
+        let (sent, refused) = write(cm.clone(), "team-a", "k", vec![Intent::Create(foreign)]);
+        assert!(sent.is_empty());
+        assert!(refused[0].contains("spec.serviceAccountName \"clusterrole-aggregation-controller\""), "{refused:?}");
+        let privileged = pod(json!({"containers": c(json!({"privileged": true}))}));
+        let (sent, refused) = write(cm.clone(), "team-a", "k", vec![Intent::Create(privileged)]);
+        assert!(sent.is_empty());
+        assert!(
+            refused[0].contains("the pod violates PodSecurity \"baseline:latest\" (scope.podSecurity): privileged")
+        );
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "resourceVersion": "3"},
+            "spec": {"template": {"spec": {"serviceAccount": "admin", "containers": c(json!({}))}}}})
+        .to_string();
+        let (sent, refused) = write(cm, "team-a", "k", vec![Intent::Update(deployment)]);
+        assert!(sent.is_empty());
+        assert!(refused[0].contains("spec.template.spec.serviceAccount \"admin\""), "{refused:?}");
+    }
 }

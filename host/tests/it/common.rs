@@ -266,10 +266,11 @@ pub struct Run {
 }
 
 /// `wasmcm run`'s binary, deaf to what in the tester's environment would point it at another
-/// cluster or other plugins than the test names (an in-cluster CI runner, a developer's exports).
+/// cluster, namespace or other plugins than the test names (an in-cluster CI runner, a
+/// developer's exports).
 pub fn host_command() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_wasmcm"));
-    for var in ["KUBERNETES_SERVICE_HOST", "WASMCM_KUBECONFIG", "WASMCM_PLUGINS"] {
+    for var in ["KUBERNETES_SERVICE_HOST", "WASMCM_KUBECONFIG", "WASMCM_PLUGINS", "WASMCM_NAMESPACE", "POD_NAMESPACE"] {
         cmd.env_remove(var);
     }
     cmd

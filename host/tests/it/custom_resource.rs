@@ -443,7 +443,10 @@ async fn the_website_runs_as_its_own_service_account_with_the_rbac_wasmcm_prints
     let component = plugins.dir.path().join("target/wasm32-unknown-unknown/release/website.wasm");
     let rbac = || {
         let (component, kubeconfig) = (component.display().to_string(), kubeconfig.display().to_string());
-        tokio::task::block_in_place(|| common::wasmcm(&["plugins", "rbac", &component, "--kubeconfig", &kubeconfig]))
+        let manifest = plugins.manifest().display().to_string();
+        tokio::task::block_in_place(|| {
+            common::wasmcm(&["plugins", "rbac", &component, "--kubeconfig", &kubeconfig, "--plugins", &manifest])
+        })
     };
     // Plurals come from discovery, never guessed: without its CRD the kind is not served.
     let refused = rbac();
@@ -460,9 +463,13 @@ async fn the_website_runs_as_its_own_service_account_with_the_rbac_wasmcm_prints
         &["wait", "--for=condition=Established", "crd/websites.example.wasmcm.dev", "--timeout=60s"],
     );
 
-    // The plugins as the deploy ConfigMap names the built-ins, and the website as its own account.
+    // The plugins as the deploy ConfigMap names the built-ins, and the website as its own
+    // account, scoped to its namespace.
     let manifest = std::fs::read_to_string(plugins.manifest()).unwrap();
-    let manifest = manifest.replace("\nspec:\n", "\nspec:\n  serviceAccount: wasmcm-website\n");
+    let manifest = manifest.replace(
+        "\nspec:\n",
+        &format!("\nspec:\n  serviceAccount: wasmcm-website\n  scope: {{namespaces: [{NAMESPACE}]}}\n"),
+    );
     std::fs::write(plugins.manifest(), manifest).unwrap();
     let configmap = std::fs::read_to_string(common::manifest("07-configmap-plugins.yaml")).unwrap();
     let configmap: Value = serde_saphyr::from_str(&configmap).unwrap();
@@ -486,6 +493,16 @@ async fn the_website_runs_as_its_own_service_account_with_the_rbac_wasmcm_prints
     let printed = rbac();
     assert_eq!(printed.code, 0, "{}", printed.stderr);
     assert!(printed.stdout.contains("serviceAccount: wasmcm-website"), "{}", printed.stdout);
+    // Its scope lists its namespace: a Role there, no ClusterRole for its writes.
+    let objects: Vec<Value> = serde_saphyr::from_multiple(&printed.stdout).unwrap();
+    let named = |kind: &str| objects.iter().find(|o| o["kind"] == kind && o["metadata"]["name"] == "wasmcm-website");
+    assert_eq!(
+        named("Role").map(|r| r["metadata"]["namespace"].clone()),
+        Some(Value::from(NAMESPACE)),
+        "{}",
+        printed.stdout
+    );
+    assert!(named("ClusterRole").is_none(), "{}", printed.stdout);
     let applied = tokio::task::block_in_place(|| {
         wasmcm_test_support::kubectl(&kubeconfig, &["apply", "-f", "-"], Some(&printed.stdout))
     });
@@ -535,4 +552,19 @@ async fn the_website_runs_as_its_own_service_account_with_the_rbac_wasmcm_prints
         ],
     );
     assert!(may, "it may update a Website's status");
+    // Its writes are granted in the namespace its scope lists, by a Role there: nowhere else.
+    let (may, _, _) = kubectl(
+        &kubeconfig,
+        &[
+            "auth",
+            "can-i",
+            "create",
+            "deployments.apps",
+            "--as",
+            "system:serviceaccount:wasmcm:wasmcm-website",
+            "-n",
+            "other",
+        ],
+    );
+    assert!(!may, "the website's account may not write outside its scope");
 }

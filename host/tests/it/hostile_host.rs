@@ -119,7 +119,11 @@ async fn a_hostile_plugin_cannot_borrow_the_hosts_identity_or_reach_cluster_scop
     config.controller.report_after = 2;
     config.controller.host =
         HostIdentity { namespace: Some("wasmcm".into()), lease: Some(("kube-system".into(), "wasmcm".into())) };
-    let plugins = vec![Version::of(common::replicaset()), Version::of(common::hostile())];
+    // Granted the Lease's namespace (kube-system, withheld by default), so that it is the Lease
+    // itself that is refused there.
+    let mut hostile = Version::of(common::hostile());
+    hostile.spec.scope.grant = ["kube-system".to_string()].into();
+    let plugins = vec![Version::of(common::replicaset()), hostile];
     let host = Host::start(common::config(&cluster.kubeconfig).await, plugins, config, metrics.clone()).await.unwrap();
 
     // (namespace, key): the host's namespace, where the host's ServiceAccount lives; the

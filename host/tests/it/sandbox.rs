@@ -114,7 +114,7 @@ fn a_plugin_error_is_not_a_trap() {
 fn writes_beyond_the_declared_kinds_or_namespace_are_refused_and_never_sent() {
     let plugin = common::hostile();
     for (key, reason) in [
-        ("write-secret", "plugin hostile may not write v1/Secret: not among the kinds it declared (5)"),
+        ("write-secret", "plugin hostile may not write v1/Secret: not among the kinds it declared (6)"),
         ("other-namespace", "writes are confined to namespace \"default\", not \"kube-system\""),
     ] {
         let outcome = call(key).unwrap();

@@ -30,6 +30,7 @@ impl Controller for Hostile {
                 Kind::new("coordination.k8s.io/v1", "Lease"),
                 // Served by no cluster: each write of it is a discovery miss.
                 unserved(),
+                Kind::new("apps/v1", "Deployment"),
             ],
             contract: CONTRACT_VERSION.into(),
         }
@@ -73,7 +74,35 @@ impl Controller for Hostile {
             std::hint::black_box(sum);
             return Ok(Outcome { batches: Vec::new(), requeue_after_ms: Some(1) });
         }
+        // `pod-as-<account>`: a Pod in the key's namespace running as that ServiceAccount;
+        // `template-as-<account>`: a Deployment whose pods would.
+        if let Some(account) = request.name.strip_prefix("pod-as-") {
+            return Ok(create(pod(&request.namespace, "as-account", account, false)));
+        }
+        if let Some(account) = request.name.strip_prefix("template-as-") {
+            let template = pod_spec(account, false);
+            let deployment = serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "as-account", "namespace": request.namespace},
+                "spec": {"selector": {"matchLabels": {"app": "x"}},
+                         "template": {"metadata": {"labels": {"app": "x"}}, "spec": template}},
+            });
+            return Ok(create(deployment));
+        }
+        // `lease-<name>`: the Lease of that name in the key's namespace.
+        if let Some(name) = request.name.strip_prefix("lease-") {
+            let lease = serde_json::json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": request.namespace},
+                "spec": {"holderIdentity": "hostile"},
+            });
+            return Ok(create(lease));
+        }
         match request.name.as_str() {
+            // A Pod any plugin may run, in the key's namespace.
+            "plain-pod" => Ok(create(pod(&request.namespace, "plain", "", false))),
+            // A privileged one.
+            "privileged-pod" => Ok(create(pod(&request.namespace, "privileged", "", true))),
             "loop" => {
                 let mut n: u64 = 0;
                 loop {
@@ -219,6 +248,31 @@ impl Controller for Hostile {
 /// A kind it declares writing that no cluster serves.
 fn unserved() -> Kind {
     Kind::new("unserved.wasmcm.dev/v1", "Unserved")
+}
+
+/// One create of `object`.
+fn create(object: serde_json::Value) -> Outcome {
+    Outcome { batches: vec![vec![Intent::Create(object.to_string())]], requeue_after_ms: None }
+}
+
+/// A pod spec running as `account` (none: unset), privileged or not.
+fn pod_spec(account: &str, privileged: bool) -> serde_json::Value {
+    let mut spec = serde_json::json!({"containers": [{"name": "c", "image": "evil"}]});
+    if !account.is_empty() {
+        spec["serviceAccountName"] = account.into();
+    }
+    if privileged {
+        spec["containers"][0]["securityContext"] = serde_json::json!({"privileged": true});
+    }
+    spec
+}
+
+fn pod(namespace: &str, name: &str, account: &str, privileged: bool) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": pod_spec(account, privileged),
+    })
 }
 
 /// `n` deletes, as small as an intent gets (empty strings allocate nothing), so that only their
