@@ -9,6 +9,7 @@
 mod budget;
 pub mod builtin;
 mod precompiled;
+mod stubs;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -88,7 +89,9 @@ pub enum LoadError {
     NotAComponent { source_name: String, reason: String },
     #[error(
         "{source_name}: imports `{import}`, which the host does not provide (a plugin may import only \
-         wasmcm:reconciler/cache, log and types)"
+         wasmcm:reconciler/cache, log and types, no WASI: build Rust for wasm32-unknown-unknown linked by \
+         wasm-component-ld, Python with `componentize-py componentize --stub-wasi`, JavaScript with \
+         `jco componentize --disable all`)"
     )]
     ForbiddenImport { source_name: String, import: String },
     #[error("{source_name}: cannot be linked: {reason}")]
@@ -116,6 +119,9 @@ pub enum TrapReason {
     OutOfBounds,
     Panic,
     Capability,
+    /// A WASI function the sandbox stubs out (a clock, randomness, files) was called: see
+    /// `stubs`.
+    Sandbox,
     /// The call returned more than the host accepts from one outcome.
     Outcome,
     /// The call read more than the host hands out to one call, or asked with an oversized
@@ -133,6 +139,7 @@ impl fmt::Display for TrapReason {
             TrapReason::OutOfBounds => "out of bounds",
             TrapReason::Panic => "panic",
             TrapReason::Capability => "capability",
+            TrapReason::Sandbox => "sandbox",
             TrapReason::Outcome => "outcome too large",
             TrapReason::Reads => "reads too large",
             TrapReason::Other => "trap",
@@ -842,6 +849,9 @@ impl Plugin {
                 Some(Trap::UnreachableCodeReached) if state.panic.is_some() => {
                     (TrapReason::Panic, "wasm `unreachable` executed after a panic".into())
                 }
+                Some(Trap::UnreachableCodeReached) if stubbed_call(&err).is_some() => {
+                    (TrapReason::Sandbox, stubbed_call(&err).unwrap_or_default())
+                }
                 Some(Trap::MemoryOutOfBounds) => (
                     TrapReason::OutOfBounds,
                     "out of bounds memory access (a guest stack overflow ends this way)".into(),
@@ -867,6 +877,20 @@ impl Plugin {
             panic: state.panic.clone(),
         }
     }
+}
+
+/// What a trap in one of the sandbox's WASI stubs was: see `stubs`.
+fn stubbed_call(err: &wasmtime::Error) -> Option<String> {
+    let backtrace = err.downcast_ref::<wasmtime::WasmBacktrace>()?;
+    let frames: Vec<String> = backtrace
+        .frames()
+        .iter()
+        .map(|f| {
+            let function = f.func_name().map_or_else(|| format!("<wasm function {}>", f.func_index()), str::to_string);
+            format!("{}!{function}", f.module().name().unwrap_or("<unknown>"))
+        })
+        .collect();
+    stubs::stubbed_call(&frames)
 }
 
 fn kind_from_wit(k: wit_types::Kind) -> Kind {
