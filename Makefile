@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test cluster bench soak image toolchain
+.PHONY: run test test-python cluster bench soak image toolchain
 
 toolchain:
 	rustup toolchain install
@@ -49,7 +49,28 @@ test: toolchain
 	cd $(EXAMPLE) && cargo test --locked --target-dir ../../target/plugins
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins --features v2
+	$(MAKE) test-python
 	cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
+
+# Python plugins (issue 34): the pinned componentize-py into target/tools/python, the SDK's and
+# the Python website example's unit tests natively, then the example's two releases built into
+# target/plugins/python, where the python and scaffold_python tests find them (a build is about
+# 20 s of CPU; each is redone only when a .py file is newer than it).
+PY_EXAMPLE := examples/website-python
+PY_OUT := target/plugins/python/website-python
+PY_SOURCES := $(wildcard $(PY_EXAMPLE)/*.py guest-controllers/sdk-python/wasmcm_guest/*.py)
+
+test-python: $(PY_OUT)/website.wasm $(PY_OUT)/website-v2.wasm
+	guest-controllers/sdk-python/test.sh
+	$(PY_EXAMPLE)/test.sh
+
+$(PY_OUT)/website.wasm: $(PY_SOURCES)
+	scripts/install-componentize-py.sh >/dev/null
+	$(PY_EXAMPLE)/build.sh v1 $@
+
+$(PY_OUT)/website-v2.wasm: $(PY_SOURCES)
+	scripts/install-componentize-py.sh >/dev/null
+	$(PY_EXAMPLE)/build.sh v2 $@
 
 # The scale bench (host/benches/scale.rs) runs the server and the host as two processes; its
 # size is 1,000 Deployments × 3 replicas unless SCALE_ARGS says otherwise, e.g.

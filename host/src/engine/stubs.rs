@@ -22,7 +22,10 @@ const STUBBED: &[(&str, &str)] = &[
          every module the plugin uses at the top of its module",
     ),
     ("wall_clock", "the clock (plugins have none, so that a replay gives the same writes): use the request's `now`"),
-    ("monotonic_clock", "the clock (plugins have none, so that a replay gives the same writes): use the request's `now`"),
+    (
+        "monotonic_clock",
+        "the clock (plugins have none, so that a replay gives the same writes): use the request's `now`",
+    ),
     ("clock_", "the clock (plugins have none, so that a replay gives the same writes): use the request's `now`"),
     (
         "random",

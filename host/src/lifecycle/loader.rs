@@ -150,7 +150,12 @@ pub fn configmap_bytes(cm: &k8s_openapi::api::core::v1::ConfigMap, key: &str) ->
         (None, None) => return Err(format!("has no key {key:?} in binaryData")),
     };
     if bytes.len() > MAX_CONFIGMAP_PLUGIN_BYTES {
-        return Err(format!("{} bytes; a ConfigMap holds at most 1 MiB", bytes.len()));
+        return Err(format!(
+            "{} bytes; a ConfigMap holds at most 1 MiB (the API server's limit for a whole ConfigMap), so a \
+             component built from Python or JavaScript (about 18 and 13 MB: it carries its interpreter) cannot \
+             come from one: give it as a file (on a deployed host, a volume)",
+            bytes.len()
+        ));
     }
     Ok(bytes)
 }

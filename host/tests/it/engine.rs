@@ -89,6 +89,7 @@ fn components_importing_anything_beyond_the_contract_are_refused() {
         let err = load_err(&wat::parse_str(&wat).unwrap());
         assert!(matches!(&err, LoadError::ForbiddenImport { import: i, .. } if i == import), "{err}");
         assert!(err.to_string().contains("which the host does not provide"), "{err}");
+        assert!(err.to_string().contains("componentize-py componentize --stub-wasi"), "the flag to build with: {err}");
     }
 }
 

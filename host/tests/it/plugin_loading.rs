@@ -353,6 +353,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
     let big = plugins_configmap(vec![0; (1 << 20) + 1]);
     let err = wasmcm::configmap_bytes(&big, "stamp.wasm").unwrap_err();
     assert!(err.contains(&format!("{} bytes", (1 << 20) + 1)) && err.contains("at most 1 MiB"), "{err}");
+    assert!(err.contains("from Python or JavaScript") && err.contains("give it as a file"), "{err}");
     let err = wasmcm::configmap_bytes(&big, "other.wasm").unwrap_err();
     assert!(err.contains("no key \"other.wasm\""), "{err}");
     let exactly = plugins_configmap(vec![0; 1 << 20]);

@@ -1,0 +1,159 @@
+"""The SDK natively: the cache and its typed reads, selectors, time, conditions, finalizers,
+ownership and adoption, the outcome builder, errors and JSON, as the Rust SDK's native tests
+check them."""
+
+import unittest
+
+import wasmcm_guest as wg
+from wasmcm_guest import Claim, Instant, Kind, MemoryCache, Outcome, Selector
+
+POD = Kind("v1", "Pod")
+
+
+def pod(ns: str, name: str, owner=None, labels=None) -> dict:
+    refs = [] if owner is None else [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": owner[0], "controller": owner[1]}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "ownerReferences": refs, "labels": labels or {}}}
+
+
+class CacheTests(unittest.TestCase):
+    def test_get_list_and_typed_reads(self) -> None:
+        c = MemoryCache([pod("x", "a", labels={"app": "web"}), pod("x", "b"), pod("y", "c", labels={"app": "web"})])
+        web = Selector.labels({"app": "web"})
+        self.assertEqual(len(c.list(POD, "x", web)), 1)
+        self.assertEqual(len(c.list(POD, "x")), 2)
+        self.assertEqual(len(c.list(POD, "", web)), 2)
+        a = c.get_as(POD, "x", "a")
+        self.assertEqual(a.value["metadata"]["name"], "a")
+        a.raw()["metadata"]["name"] = "changed"
+        self.assertEqual(a.raw()["metadata"]["name"], "a", "raw() is a fresh copy")
+        self.assertIsNone(c.get_as(POD, "x", "zz"))
+
+    def test_controlled_objects_then_orphans_of_one_namespace(self) -> None:
+        c = MemoryCache([
+            pod("x", "b-mine", ("u1", True)), pod("x", "a-mine", ("u1", True)), pod("x", "theirs", ("u2", True)),
+            pod("x", "z-orphan"), pod("x", "not-controller", ("u1", False)), pod("y", "elsewhere", ("u1", True)),
+        ])  # fmt: skip
+        names = lambda orphans: [o.value["metadata"]["name"] for o in c.list_controlled_as(POD, "x", "u1", orphans)]  # noqa: E731
+        self.assertEqual(names(False), ["a-mine", "b-mine"])
+        self.assertEqual(names(True), ["a-mine", "b-mine", "not-controller", "z-orphan"])
+
+    def test_typed_reads_of_a_resource_and_broken_objects_named(self) -> None:
+        class Widget(wg.Resource):
+            KIND = Kind("example.com/v1", "Widget")
+
+            def __init__(self, size: int) -> None:
+                self.size = size
+
+            @classmethod
+            def from_json(cls, data: dict) -> "Widget":
+                return cls(int(data["spec"]["size"]))
+
+        c = MemoryCache([{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "x"}, "spec": {"size": 3}}])
+        self.assertEqual(c.get_as(Widget, "x", "w").value.size, 3)
+        c.insert({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "bad", "namespace": "x"}, "spec": {}})
+        with self.assertRaises(wg.Retryable) as e:
+            c.list_as(Widget, "x")
+        self.assertIn("Widget x/bad", e.exception.message)
+        with self.assertRaises(ValueError):
+            c.insert({"kind": "Pod"})
+
+    def test_selectors_as_label_selectors(self) -> None:
+        s = Selector.from_label_selector({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "edge"]}]})
+        self.assertTrue(s.matches({"app": "web", "tier": "edge"}))
+        self.assertFalse(s.matches({"app": "web"}))
+        self.assertTrue(Selector.everything().matches(None))
+        self.assertTrue(Selector.from_label_selector({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}).matches({}))
+        with self.assertRaises(wg.Permanent):
+            Selector.from_label_selector({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]})
+
+
+class MetaTests(unittest.TestCase):
+    def test_time_round_trips_and_formats_as_kubernetes(self) -> None:
+        t = Instant.parse_rfc3339("2026-01-02T03:04:05.5Z")
+        self.assertEqual((t.nanoseconds, t.rfc3339(), t.time()), (500_000_000, "2026-01-02T03:04:05.5Z", "2026-01-02T03:04:05Z"))
+        self.assertEqual(Instant.parse_rfc3339("2026-01-02T04:04:05+01:00").seconds, Instant.parse_rfc3339("2026-01-02T03:04:05Z").seconds)
+        self.assertEqual(Instant(10).since("1970-01-01T00:00:04Z"), 6.0)
+        with self.assertRaises(ValueError):
+            Instant.parse_rfc3339("yesterday")
+
+    def test_conditions_keep_their_transition_time_unless_the_status_changes(self) -> None:
+        now = Instant.parse_rfc3339("2026-11-26T08:00:00Z")
+        later = Instant.parse_rfc3339("2026-11-26T09:00:00Z")
+        conditions: list = []
+        self.assertTrue(wg.set_condition(conditions, wg.condition("Ready", "False", "Unavailable", "", now, 1)))
+        self.assertFalse(wg.set_condition(conditions, wg.condition("Ready", "False", "Unavailable", "", later, 1)))
+        self.assertEqual(conditions[0]["lastTransitionTime"], "2026-11-26T08:00:00Z")
+        self.assertTrue(wg.set_condition(conditions, wg.condition("Ready", "True", "Available", "", later, 1)))
+        self.assertEqual(conditions[0]["lastTransitionTime"], "2026-11-26T09:00:00Z")
+        self.assertTrue(wg.set_condition(conditions, wg.condition("Progressing", "False", "Complete", "", later)))
+        self.assertEqual([c["type"] for c in conditions], ["Ready", "Progressing"])
+        self.assertNotIn("observedGeneration", conditions[1])
+        self.assertTrue(wg.is_condition_true(conditions, "Ready"))
+
+    def test_finalizers_null_is_empty_and_other_shapes_are_refused(self) -> None:
+        raw = {"metadata": {"finalizers": None}}
+        self.assertFalse(wg.remove_finalizer(raw, "a.io/b"))
+        self.assertTrue(wg.add_finalizer(raw, "a.io/b"))
+        self.assertFalse(wg.add_finalizer(raw, "a.io/b"))
+        self.assertEqual(raw["metadata"]["finalizers"], ["a.io/b"])
+        self.assertTrue(wg.has_finalizer(raw["metadata"], "a.io/b"))
+        self.assertTrue(wg.remove_finalizer(raw, "a.io/b"))
+        with self.assertRaises(wg.Permanent):
+            wg.add_finalizer({"metadata": {"finalizers": "a.io/b"}}, "a.io/b")
+
+    def test_claim_follows_controller_ref_manager(self) -> None:
+        def meta(uid: str, owner=None, **extra) -> dict:
+            refs = [] if owner is None else [{"uid": owner, "controller": True}]
+            return {"uid": uid, "namespace": "ns", "ownerReferences": refs, **extra}
+
+        owner = meta("rs")
+        self.assertEqual(wg.claim(owner, meta("p", "rs"), True), Claim.OWNED)
+        self.assertEqual(wg.claim(owner, meta("p", "rs"), False), Claim.RELEASE)
+        self.assertEqual(wg.claim(owner, meta("p", "other"), True), Claim.IGNORE)
+        self.assertEqual(wg.claim(owner, meta("p"), True), Claim.ADOPT)
+        self.assertEqual(wg.claim(owner, meta("p"), False), Claim.IGNORE)
+        self.assertEqual(wg.claim(owner, meta("p", deletionTimestamp="t"), True), Claim.IGNORE)
+        self.assertEqual(wg.claim(meta("rs", deletionTimestamp="t"), meta("p", "rs"), False), Claim.IGNORE)
+        self.assertEqual(wg.claim(owner, {**meta("p"), "namespace": "other"}, True), Claim.IGNORE)
+        ref = wg.new_controller_ref("apps/v1", "ReplicaSet", {"name": "rs", "uid": "u1"})
+        adopted = wg.with_owner_ref({"metadata": {"name": "p", "ownerReferences": [{"uid": "other"}]}, "extra": 1}, ref)
+        self.assertEqual(adopted["metadata"]["ownerReferences"][1], {**ref, "controller": True, "blockOwnerDeletion": True})
+        self.assertEqual(wg.without_owner_ref(adopted, "u1")["metadata"]["ownerReferences"], [{"uid": "other"}])
+        self.assertEqual(wg.controller_uid(adopted["metadata"]), None)
+
+    def test_merge_patch(self) -> None:
+        v = {"a": {"b": 1, "c": 2}, "d": [1], "e": 3}
+        self.assertEqual(wg.merge_patch(v, {"a": {"b": 9, "c": None}, "d": [2, 3], "f": {"g": 1}}), {"a": {"b": 9}, "d": [2, 3], "e": 3, "f": {"g": 1}})
+
+
+class ContractTests(unittest.TestCase):
+    def test_outcomes_skip_empty_batches_and_intents_take_objects_or_json(self) -> None:
+        o = Outcome().push_batch([wg.Create('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}')]).push_batch([])
+        o.push_batch([wg.UpdateStatus({"apiVersion": "example.com/v1", "kind": "Greeting"})]).requeue_after(30_000)
+        self.assertEqual((len(o.batches), len(list(o.intents())), o.requeue_after_ms), (2, 2, 30_000))
+        with self.assertRaises(wg.Permanent):
+            wg.Update("[1]")
+
+    def test_errors_say_whether_to_retry(self) -> None:
+        self.assertTrue(wg.Retryable("later").retryable)
+        self.assertFalse(wg.Permanent("never").retryable)
+        self.assertFalse(wg.SandboxError("no clock").retryable)
+
+    def test_json_is_written_as_serde_json_writes_it(self) -> None:
+        self.assertEqual(wg.dumps({"b": 1, "a": ["é", None, True]}), '{"a":["é",null,true],"b":1}')
+
+    def test_native_export_checks_describe(self) -> None:
+        class Broken(wg.Plugin):
+            def describe(self):
+                return "not info"
+
+            def reconcile(self, request, cache):
+                return Outcome()
+
+        with self.assertRaises(TypeError):
+            wg.export(Broken)
+        self.assertFalse(wg.IN_COMPONENT)
+
+
+if __name__ == "__main__":
+    unittest.main()
