@@ -11,6 +11,9 @@
 //! plugin reading something else) is answered from the objects the recording holds, as a cache
 //! holding only those would.
 //!
+//! The host replays a live reconcile's reads to a shadow candidate the same way
+//! ([`RecordingCache::replay`]): the two are compared on the same answers.
+//!
 //! It records and replays reads and compares outcomes; it neither calls plugins nor writes.
 //! A recording holds whatever the plugin read (Secrets too, if it reads them): the admin
 //! endpoint hands one out only with the admin token, and `wasmcm plugins record -o` writes it
@@ -283,6 +286,25 @@ impl RecordingCache {
     fn take(&self) -> Vec<Read> {
         std::mem::take(&mut *self.reads.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// A cache answering each call made through this one so far as it was answered (a call
+    /// made twice, its answers in order), and any other call from `fallback`: what a shadow
+    /// candidate reads, so that it compares with the live version on what that one saw and not
+    /// on what the informers learnt while it ran (a Python candidate, milliseconds behind a
+    /// rolling Deployment, disagreed on a status the live version had not seen yet).
+    pub(crate) fn replay(&self, fallback: Arc<dyn Cache + Send + Sync>) -> ReplayCache {
+        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        ReplayCache { answers: Mutex::new(answers(&reads)), fallback }
+    }
+}
+
+/// Each call's answers, in the order given, by the call's [`key`](Call::key).
+fn answers(reads: &[Read]) -> BTreeMap<String, VecDeque<Vec<Arc<str>>>> {
+    let mut answers: BTreeMap<String, VecDeque<Vec<Arc<str>>>> = BTreeMap::new();
+    for r in reads {
+        answers.entry(r.call.key()).or_default().push_back(r.objects.clone());
+    }
+    answers
 }
 
 impl Cache for RecordingCache {
@@ -543,12 +565,8 @@ impl Recording {
     /// The cache a replay reads: the recorded answers first, then `objects` (this recording's
     /// [`objects`](Self::objects), which the caller has already read) for other calls.
     pub fn replay_cache(&self, objects: &[Value]) -> Result<ReplayCache, String> {
-        let fallback = MemoryCache::from_objects(objects)?;
-        let mut answers: BTreeMap<String, VecDeque<Vec<Arc<str>>>> = BTreeMap::new();
-        for r in &self.reads {
-            answers.entry(r.call.key()).or_default().push_back(r.objects.clone());
-        }
-        Ok(ReplayCache { answers: Mutex::new(answers), fallback })
+        let fallback = Arc::new(MemoryCache::from_objects(objects)?);
+        Ok(ReplayCache { answers: Mutex::new(answers(&self.reads)), fallback })
     }
 
     /// Where `replayed` differs from what was recorded; `None` when identical.
@@ -607,21 +625,23 @@ pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()
     written
 }
 
-/// Answers calls as a recording does: see [`Recording::replay_cache`].
+/// Answers calls as a recording does: see [`Recording::replay_cache`] and
+/// [`RecordingCache::replay`].
 pub struct ReplayCache {
     /// Each call's answers not yet given, in the order recorded; the last is kept for repeats.
     answers: Mutex<BTreeMap<String, VecDeque<Vec<Arc<str>>>>>,
-    fallback: MemoryCache,
+    /// Calls not recorded.
+    fallback: Arc<dyn Cache + Send + Sync>,
 }
 
 impl ReplayCache {
-    fn answer(&self, call: Call, otherwise: impl FnOnce(&MemoryCache) -> Vec<String>) -> Vec<String> {
+    fn answer(&self, call: Call, otherwise: impl FnOnce(&dyn Cache) -> Vec<String>) -> Vec<String> {
         let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
         let texts = |answer: &[Arc<str>]| answer.iter().map(|o| o.to_string()).collect();
         match answers.get_mut(&call.key()) {
             Some(queue) if queue.len() > 1 => queue.pop_front().map(|a| texts(&a)).unwrap_or_default(),
             Some(queue) => queue.front().map(|a| texts(a)).unwrap_or_default(),
-            None => otherwise(&self.fallback),
+            None => otherwise(&*self.fallback),
         }
     }
 }
@@ -714,6 +734,43 @@ mod tests {
         // Not recorded: the state holds the last version of each object read.
         assert_eq!(image(&replay.get(&pods, "d", "a").unwrap()), "v2");
         assert_eq!(replay.list(&pods, "", &Selector::everything()).len(), 2);
+    }
+
+    /// The informers as they move on: a cache whose objects the test replaces.
+    struct Moving(Mutex<MemoryCache>);
+
+    impl Cache for Moving {
+        fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<String> {
+            self.0.lock().unwrap().get(kind, namespace, name)
+        }
+        fn list(&self, kind: &Kind, namespace: &str, selector: &Selector) -> Vec<String> {
+            self.0.lock().unwrap().list(kind, namespace, selector)
+        }
+        fn list_controlled(&self, kind: &Kind, namespace: &str, owner_uid: &str, orphans: bool) -> Vec<String> {
+            self.0.lock().unwrap().list_controlled(kind, namespace, owner_uid, orphans)
+        }
+    }
+
+    #[test]
+    fn a_shadow_candidate_reads_what_the_live_version_read_whatever_changed_since() {
+        let pods = Kind::new("v1", "Pod");
+        let web = Selector { match_labels: vec![("app".into(), "web".into())], ..Default::default() };
+        let informers = Arc::new(Moving(Mutex::new(MemoryCache::from_objects(&[pod("a", "v1")]).unwrap())));
+        let live = RecordingCache::new(informers.clone());
+        assert_eq!(live.list(&pods, "d", &web).len(), 1);
+        assert!(live.get(&pods, "d", "a").is_some());
+        // While the live version ran, a changed a and b appeared.
+        *informers.0.lock().unwrap() = MemoryCache::from_objects(&[pod("a", "v2"), pod("b", "v1")]).unwrap();
+        let candidate = live.replay(informers.clone());
+        let image = |o: &str| serde_json::from_str::<Value>(o).unwrap()["spec"]["containers"][0]["image"].clone();
+        let listed = candidate.list(&pods, "d", &web);
+        assert_eq!(listed.iter().map(|o| image(o)).collect::<Vec<_>>(), ["v1"], "as the live version listed");
+        assert_eq!(image(&candidate.get(&pods, "d", "a").unwrap()), "v1");
+        // What the live version did not read comes from the informers as they are now.
+        assert_eq!(image(&candidate.get(&pods, "d", "b").unwrap()), "v1");
+        assert_eq!(candidate.list(&pods, "", &Selector::everything()).len(), 2);
+        // And the recording of the live version's reads is still whole.
+        assert_eq!(live.take().len(), 2);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! failures are retried with backoff for as long as they fail: a key is never dropped (the
 //! ReplicaSet controller's way; with resync off nothing else would bring it back), only
 //! reported once it has failed `report_after` times. The version that runs (and a shadow
-//! candidate beside it) comes from the plugin's `Rollout`, read once per reconcile.
+//! candidate beside it) comes from the plugin's `Rollout`, read once per reconcile; the
+//! candidate is answered the live version's reads (`RecordingCache::replay`), so the two are
+//! compared on the same cluster whatever changed while the live one ran.
 //!
 //! A plugin whose scope lists namespaces reads informers of those namespaces only (those of
 //! them its tenancy admits, whatever a `namespaceSelector` says); a version offered later with
@@ -667,18 +669,26 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             let mut recordings = self.recordings.lock().unwrap_or_else(|e| e.into_inner());
             recordings.remove(key).into_iter().flatten().filter(|w| !w.is_closed()).collect()
         };
-        // Only the live version's reads are recorded, not a shadow candidate's.
-        let recorder = (!waiting.is_empty()).then(|| (Arc::new(RecordingCache::new(cache.clone())), request.clone()));
-        let live_cache = match &recorder {
-            Some((r, _)) => r.clone() as Arc<dyn wasmcm_guest::Cache + Send + Sync>,
+        // The live version's reads are noted for a recording, and for a shadow candidate, which
+        // is answered what the live version was (the informers move on while it runs).
+        let noted = (!waiting.is_empty() || shadow.is_some()).then(|| Arc::new(RecordingCache::new(cache.clone())));
+        let live_cache = match &noted {
+            Some(r) => r.clone() as Arc<dyn wasmcm_guest::Cache + Send + Sync>,
             None => cache.clone(),
         };
+        let recorder = noted.clone().filter(|_| !waiting.is_empty()).map(|r| (r, request.clone()));
         let plugin = live.plugin.clone();
         let shadow_plugin = shadow.as_ref().map(|s| (s.plugin.clone(), s.spec.settings.clone()));
         let result = tokio::task::spawn_blocking(move || {
             let result = plugin.reconcile(&request, live_cache);
-            // The candidate sees the same request against the same cache, right after.
-            let candidate = shadow_plugin.map(|(p, settings)| p.reconcile(&Request { settings, ..request }, cache));
+            // The candidate sees the same request and the same answers, right after.
+            let candidate = shadow_plugin.map(|(p, settings)| {
+                let cache = match &noted {
+                    Some(reads) => Arc::new(reads.replay(cache)) as Arc<dyn wasmcm_guest::Cache + Send + Sync>,
+                    None => cache,
+                };
+                p.reconcile(&Request { settings, ..request }, cache)
+            });
             (result, candidate)
         })
         .await;

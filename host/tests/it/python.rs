@@ -1,11 +1,14 @@
 //! Plugins in Python (issue 34): the website example in Python (`examples/website-python`, built
 //! by its own build.sh with the pinned componentize-py) against the Rust one (`examples/website`).
 //! The real binary runs the Rust plugin on an embedded cluster while the real kubectl drives a
-//! Website through its life; reconciles of it are recorded live with `wasmcm plugins record` and
-//! replayed against the Python build with `simulate --expect`, which must find them identical;
-//! then the manifest swaps in the Python build under `rollout: {strategy: Shadow}`, which must be
-//! promoted with no disagreement, and go on serving the Website. Also: `simulate` of the Python
-//! build on the Rust example's snapshot, and what the host says of a large component.
+//! Website through its life (created, finalized, its children made, rolled out, changed,
+//! deleted). The plugin writes as its own ServiceAccount, and the test withholds and grants its
+//! rights step by step, so each step holds still (its writes refused) while a live reconcile of
+//! it is recorded with `wasmcm plugins record`; every recording is replayed against the Python
+//! build with `simulate --expect`, which must find it identical. Then the manifest swaps in the
+//! Python build under `rollout: {strategy: Shadow}`, which must be promoted with no
+//! disagreement, and go on serving the Website. Also: `simulate` of the Python build on the Rust
+//! example's snapshot, and what the host says of a large component.
 //!
 //! Owns this module and the Python example's build into `target/plugins/python`; it must not
 //! touch the Rust example's build beyond running it as `custom_resource` does.
@@ -15,7 +18,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 use wasmcm_test_support::{eventually, workspace_root};
@@ -191,9 +194,9 @@ fn ready(site: &Value, replicas: i64) -> bool {
             .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
 }
 
-/// One live reconcile of the Website recorded from the host at `address`, into `file`; the
-/// number of intents it returned.
-fn record(address: &str, token: &Path, file: &Path) -> usize {
+/// One live reconcile of the Website recorded from the host at `address`, into `file`: the
+/// recording, or why there is none.
+fn record(address: &str, token: &Path, file: &Path) -> Result<Value, String> {
     let out = wasmcm(&[
         "plugins",
         "record",
@@ -206,10 +209,26 @@ fn record(address: &str, token: &Path, file: &Path) -> usize {
         "--admin-token-file",
         &token.display().to_string(),
     ]);
-    assert!(out.status.success(), "record: {}", text(&out));
-    let recording: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).expect("a recording");
-    let batches = recording.pointer("/result/ok/batches").or_else(|| recording.pointer("/outcome/batches"));
-    batches.and_then(Value::as_array).map_or(0, |b| b.iter().filter_map(Value::as_array).map(Vec::len).sum())
+    if !out.status.success() {
+        return Err(text(&out));
+    }
+    let recording = std::fs::read(file).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&recording).map_err(|e| format!("not a recording: {e}"))
+}
+
+/// A recording's intents, batch after batch: `update Website hello`, `create ConfigMap
+/// hello-content`...
+fn intents(recording: &Value) -> Vec<String> {
+    let batches = recording.pointer("/outcome/batches").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for intent in batches.iter().filter_map(Value::as_array).flatten().filter_map(Value::as_object) {
+        for (verb, object) in intent {
+            let name = object.pointer("/metadata/name").or_else(|| object.get("name"));
+            let (kind, name) = (object["kind"].as_str().unwrap_or("?"), name.and_then(Value::as_str).unwrap_or("?"));
+            out.push(format!("{verb} {kind} {name}"));
+        }
+    }
+    out
 }
 
 /// `simulate --expect` of `recording` against the Python component: the line it printed.
@@ -222,13 +241,62 @@ fn replay(python: &Path, recording: &Path) -> String {
     said.lines().find(|l| l.contains("identical to")).unwrap_or_default().to_string()
 }
 
+/// The website plugin's rights, each a Role of the Website's namespace the test binds to the
+/// plugin's own ServiceAccount (`serviceAccount` in its manifest entry, which its writes
+/// impersonate) and unbinds again: without one, those of its writes fail with the API server's
+/// 403 and the Website's life holds still at that step, every reconcile of it returning the same
+/// writes, so a live reconcile that writes can be recorded whatever the machine's speed.
+const RIGHTS: [(&str, &str, &str, &[&str]); 4] = [
+    ("website-finalizer", "example.wasmcm.dev", "websites", &["update"]),
+    ("website-children", "", "configmaps", &["create", "update"]),
+    ("website-deployments", "apps", "deployments", &["create", "update"]),
+    ("website-status", "example.wasmcm.dev", "websites/status", &["update"]),
+];
+
+const ACCOUNT: &str = "website";
+
+async fn roles(admin: &kube::Client) {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::Role;
+    let post = kube::api::PostParams::default();
+    let account: ServiceAccount = serde_json::from_value(serde_json::json!({"metadata": {"name": ACCOUNT}})).unwrap();
+    kube::Api::<ServiceAccount>::namespaced(admin.clone(), NAMESPACE).create(&post, &account).await.unwrap();
+    for (name, group, resource, verbs) in RIGHTS {
+        let rules = serde_json::json!([{"apiGroups": [group], "resources": [resource], "verbs": verbs}]);
+        let role: Role = serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "rules": rules})).unwrap();
+        kube::Api::<Role>::namespaced(admin.clone(), NAMESPACE).create(&post, &role).await.unwrap();
+    }
+}
+
+/// Binds exactly the rights `names` (and unbinds the others).
+async fn bind(admin: &kube::Client, names: &[&str]) {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let bindings = kube::api::Api::<RoleBinding>::namespaced(admin.clone(), NAMESPACE);
+    for (name, ..) in RIGHTS {
+        let bound = bindings.get_opt(name).await.unwrap().is_some();
+        if names.contains(&name) && !bound {
+            let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "namespace": NAMESPACE, "name": ACCOUNT}],
+            }))
+            .unwrap();
+            bindings.create(&kube::api::PostParams::default(), &binding).await.unwrap();
+        } else if !names.contains(&name) && bound {
+            bindings.delete(name, &Default::default()).await.unwrap();
+        }
+    }
+}
+
+const ALL: [&str; 4] = ["website-finalizer", "website-children", "website-deployments", "website-status"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_promotes_with_no_disagreement() {
     let started = Instant::now();
     let rust = tokio::task::block_in_place(build_rust);
     let python = tokio::task::block_in_place(|| build_python("v1"));
     eprintln!("built both in {:.1} s", started.elapsed().as_secs_f64());
-    let (cluster, _admin) = wasmcm_test_support::cluster().await;
+    let (cluster, admin) = wasmcm_test_support::cluster().await;
     let kubeconfig = cluster.kubeconfig.clone();
     let dir = tempfile::tempdir().unwrap();
     let components = dir.path().join("components");
@@ -237,14 +305,16 @@ async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_pr
     std::fs::write(&rust_file, &rust).unwrap();
     std::fs::write(&python_file, &python).unwrap();
     // The Rust example's manifest, its limits raised to the Python one's, so the swap changes
-    // only the source and the rollout.
+    // only the source and the rollout; its writes as its own account.
     let manifest = |file: &Path, rollout: &str| {
         format!(
             "apiVersion: wasmcm.dev/v1alpha1\nkind: Plugin\nmetadata:\n  name: website\nspec:\n  source: {{file: {}}}\n  \
-             limits: {{memory: 128Mi, deadline: 2s}}\n  settings: {{registry: website-registry}}\n{rollout}",
+             serviceAccount: {NAMESPACE}/{ACCOUNT}\n  limits: {{memory: 128Mi, deadline: 2s}}\n  \
+             settings: {{registry: website-registry}}\n{rollout}",
             file.display()
         )
     };
+    roles(&admin).await;
     let plugins = dir.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     let manifest_file = plugins.join("website.yaml");
@@ -284,50 +354,92 @@ async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_pr
         &["wait", "--for=condition=Established", "crd/websites.example.wasmcm.dev", "--timeout=60s"],
     );
     eventually("the host to serve its admin port", || async { get(&address, "/healthz").await }).await;
-    kubectl_ok(&kubeconfig, &["apply", "-f", &rust_example().join("deploy/website.yaml").display().to_string()]);
 
-    // Live reconciles of the Rust plugin as the Website goes through its life, each replayed
-    // against the Python build: the same writes in the same batches.
-    let mut recordings = Vec::new();
-    let mut record_now = |what: &str| {
-        let file = dir.path().join(format!("{}-{what}.json", recordings.len()));
-        let intents = tokio::task::block_in_place(|| record(&address, &token, &file));
-        recordings.push((what.to_string(), file, intents));
+    // Live reconciles of the Rust plugin through the Website's life, each held at a step by
+    // the rights it lacks (its writes refused, so they are the same however often it runs),
+    // then let through (the same writes, performed); each replayed against the Python build.
+    let mut recordings: Vec<(String, PathBuf, Vec<String>)> = Vec::new();
+    let mut n = 0;
+    let mut file = || {
+        n += 1;
+        dir.path().join(format!("{n:02}.json"))
     };
-    eventually("the Rust plugin to see the Website", || async {
-        website(&kubeconfig).filter(|s| s["metadata"]["finalizers"].is_array())
+    // The next reconcile whose writes include `wanted` (a live reconcile, recorded).
+    macro_rules! held {
+        ($what:expr, $wanted:expr) => {{
+            let file = file();
+            let doc = eventually(&format!("a reconcile of the Website {} that writes {}", $what, $wanted), || async {
+                let doc = tokio::task::block_in_place(|| record(&address, &token, &file)).ok()?;
+                intents(&doc).iter().any(|i| i == $wanted).then_some(doc)
+            })
+            .await;
+            recordings.push((format!("{} (writes refused)", $what), file, intents(&doc)));
+        }};
+    }
+    // The next reconcile, whatever it writes.
+    macro_rules! next {
+        ($what:expr) => {{
+            let file = file();
+            let doc = eventually(&format!("a reconcile of the Website {}", $what), || async {
+                tokio::task::block_in_place(|| record(&address, &token, &file)).ok()
+            })
+            .await;
+            recordings.push(($what.to_string(), file, intents(&doc)));
+        }};
+    }
+    let site = rust_example().join("deploy/website.yaml").display().to_string();
+    kubectl_ok(&kubeconfig, &["apply", "-f", &site]);
+    held!("new", "update Website hello");
+    bind(&admin, &["website-finalizer"]).await;
+    next!("new, its finalizer");
+    held!("finalized", "create Deployment hello");
+    bind(&admin, &["website-finalizer", "website-children", "website-deployments"]).await;
+    next!("finalized, its children");
+    held!("rolling out", "updateStatus Website hello");
+    bind(&admin, &ALL).await;
+    next!("rolling out, its status");
+    eventually("the Website Ready with 2 replicas", || async { website(&kubeconfig).filter(|s| ready(s, 2)) }).await;
+    next!("settled");
+
+    bind(&admin, &[]).await;
+    let patch = r#"{"spec":{"image":"nginx:1.28","replicas":3}}"#;
+    kubectl_ok(&kubeconfig, &["patch", "website", SITE, "-n", NAMESPACE, "--type=merge", "-p", patch]);
+    held!("changed", "update Deployment hello");
+    bind(&admin, &ALL).await;
+    next!("changed, its writes");
+    eventually("the Website Ready with 3 replicas", || async { website(&kubeconfig).filter(|s| ready(s, 3)) }).await;
+    next!("settled again");
+
+    bind(&admin, &[]).await;
+    kubectl_ok(&kubeconfig, &["delete", "website", SITE, "-n", NAMESPACE, "--wait=false"]);
+    held!("deleted", "update ConfigMap website-registry");
+    bind(&admin, &ALL).await;
+    eventually("the Website gone", || async {
+        // The key queued again, in case its retries are backed off.
+        let _ = tokio::task::block_in_place(|| record(&address, &token, &dir.path().join("gone.json")));
+        website(&kubeconfig).is_none().then_some(())
     })
     .await;
-    record_now("new");
-    eventually("the Website Ready with 2 replicas", || async { website(&kubeconfig).filter(|s| ready(s, 2)) }).await;
-    record_now("settled");
-    kubectl_ok(
-        &kubeconfig,
-        &[
-            "patch",
-            "website",
-            SITE,
-            "-n",
-            NAMESPACE,
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"image":"nginx:1.28","replicas":3}}"#,
-        ],
-    );
-    record_now("changed");
-    eventually("the Website Ready with 3 replicas", || async { website(&kubeconfig).filter(|s| ready(s, 3)) }).await;
-    record_now("settled again");
+
     let mut replayed = Vec::new();
     for (what, file, intents) in &recordings {
         let line = tokio::task::block_in_place(|| replay(&python_file, file));
-        replayed.push(format!("{what}: {intents} intents recorded; {line}"));
+        replayed.push(format!("{what}: {} intents {intents:?}; {line}", intents.len()));
     }
     eprintln!("replays against Python:\n  {}", replayed.join("\n  "));
-    assert!(recordings.iter().any(|(_, _, n)| *n > 0), "some recording has writes: {replayed:?}");
+    let written: usize = recordings.iter().map(|(_, _, i)| i.len()).sum();
+    assert!(written >= 10, "the recordings write children, status, the registry and the finalizer: {replayed:#?}");
+
+    // The Website again, run to rest by the Rust plugin.
+    kubectl_ok(&kubeconfig, &["apply", "-f", &site]);
+    eventually("the new Website Ready with 2 replicas", || async { website(&kubeconfig).filter(|s| ready(s, 2)) })
+        .await;
 
     // The Python build under a shadow rollout: it runs beside the Rust one on the same requests,
-    // its writes compared and never performed, and is promoted after 3 agreements.
-    std::fs::write(&manifest_file, manifest(&python_file, "  rollout: {strategy: Shadow, agreements: 3}\n")).unwrap();
+    // its writes compared and never performed, and is promoted after 8 agreements. Changes of
+    // the Website, each run to rest, until then.
+    let shadow_from = log.lock().unwrap().len();
+    std::fs::write(&manifest_file, manifest(&python_file, "  rollout: {strategy: Shadow, agreements: 8}\n")).unwrap();
     let digest = common::sha256(&python);
     let metrics = || async { get(&address, "/metrics").await.unwrap_or_default() };
     eventually("the Python build in shadow", || async {
@@ -335,11 +447,6 @@ async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_pr
         m.contains(&format!("digest=\"{digest}\"")).then_some(())
     })
     .await;
-    for (i, replicas) in [2, 3, 2, 3].into_iter().enumerate() {
-        let patch = format!(r#"{{"spec":{{"replicas":{replicas},"content":"<h1>change {i}</h1>"}}}}"#);
-        kubectl_ok(&kubeconfig, &["patch", "website", SITE, "-n", NAMESPACE, "--type=merge", "-p", &patch]);
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
     let live = |m: &str| {
         m.lines().any(|l| {
             l.starts_with("wasmcm_plugin_info{")
@@ -348,9 +455,21 @@ async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_pr
                 && l.ends_with(" 1")
         })
     };
+    let changes = std::sync::atomic::AtomicUsize::new(0);
     let m = eventually("the Python build promoted", || async {
         let m = metrics().await;
-        live(&m).then_some(m)
+        if live(&m) {
+            return Some(m);
+        }
+        let compared: Vec<&str> = m.lines().filter(|l| l.starts_with("wasmcm_shadow_comparisons_total{")).collect();
+        eprintln!("not promoted yet: {compared:?}");
+        let i = changes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let replicas = 3 - i % 2;
+        let patch = format!(r#"{{"spec":{{"replicas":{replicas},"content":"<h1>change {i}</h1>"}}}}"#);
+        kubectl_ok(&kubeconfig, &["patch", "website", SITE, "-n", NAMESPACE, "--type=merge", "-p", &patch]);
+        let what = format!("the Website Ready with {replicas} replicas after change {i}");
+        eventually(&what, || async { website(&kubeconfig).filter(|s| ready(s, replicas as i64)) }).await;
+        None
     })
     .await;
     let comparisons: Vec<&str> = m.lines().filter(|l| l.starts_with("wasmcm_shadow_comparisons_total{")).collect();
@@ -358,7 +477,7 @@ async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_pr
     assert!(
         comparisons.iter().all(|l| !l.contains("result=\"mismatch\"") || l.ends_with(" 0")),
         "no disagreement: {comparisons:?}\n{}",
-        log.lock().unwrap().join("\n")
+        log.lock().unwrap()[shadow_from..].join("\n")
     );
     assert!(comparisons.iter().any(|l| l.contains("result=\"agreement\"")), "{comparisons:?}");
 
@@ -371,6 +490,6 @@ async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_pr
         website(&kubeconfig).filter(|s| ready(s, 1))
     })
     .await;
-    let log = log.lock().unwrap().join("\n");
+    let log = log.lock().unwrap()[shadow_from..].join("\n");
     assert!(!log.contains("ReconcileFailed") && !log.contains("trapped"), "{log}");
 }
