@@ -17,9 +17,9 @@
 const STUBBED: &[(&str, &str)] = &[
     (
         "PyImport_",
-        "a Python import of a module the component does not hold (the interpreter's snapshot holds the modules \
-         imported when the plugin's module was, and the sandbox has no files to import others from): import \
-         every module the plugin uses at the top of its module",
+        "imports once a call has begun (the interpreter's snapshot holds the modules imported with the \
+         plugin's module, and there are no files to import others from): import every module the plugin uses \
+         at the top of its module",
     ),
     ("wall_clock", "the clock (plugins have none, so that a replay gives the same writes): use the request's `now`"),
     (
@@ -65,7 +65,7 @@ pub(crate) fn stubbed_call(frames: &[String]) -> Option<String> {
         .iter()
         .find(|(needle, _)| frames.iter().any(|f| f.contains(needle)))
         .map(|(_, what)| *what)
-        .unwrap_or("a WASI function, which the sandbox does not offer");
+        .unwrap_or("WASI function (a plugin imports only its contract)");
     Some(format!(
         "the plugin called {caller}, a stub of the sandbox: the sandbox offers no {what}",
         caller = caller.trim_start_matches(WASI_LIBC)
@@ -92,9 +92,20 @@ mod tests {
             "libc.so!stat",
             "libpython3.14.so!PyImport_ImportModuleLevelObject",
         ]);
-        assert!(stubbed_call(&import).expect("a stub").contains("import every module"), "imports first");
+        let msg = stubbed_call(&import).expect("a stub");
+        assert!(
+            msg.starts_with(
+                "the plugin called filesystem_preopens_get_directories, a stub of the sandbox: the sandbox offers no \
+                 imports once a call has begun"
+            ) && msg.ends_with("import every module the plugin uses at the top of its module"),
+            "imports first: {msg}"
+        );
         let unknown = frames(&["<unknown>!<wasm function 3>", "libc.so!something_new"]);
-        assert!(stubbed_call(&unknown).expect("a stub").contains("a WASI function"));
+        assert_eq!(
+            stubbed_call(&unknown).expect("a stub"),
+            "the plugin called something_new, a stub of the sandbox: the sandbox offers no WASI function (a plugin \
+             imports only its contract)"
+        );
         // The plugin's own unreachable (a Rust panic, a failed assertion) is not a stub's.
         assert_eq!(stubbed_call(&frames(&["website.wasm!core::panicking::panic"])), None);
         assert_eq!(stubbed_call(&frames(&["<unknown>!<wasm function 3>"])), None);
