@@ -67,6 +67,96 @@ class CacheTests(unittest.TestCase):
             Selector.from_label_selector({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]})
 
 
+class SelectorTests(unittest.TestCase):
+    """wasmcm-core's selector tests (the Rust SDK's Selector), restated."""
+
+    def test_query_selectors_parse_like_kubectl(self) -> None:
+        s = Selector.parse("app=web,tier in (front, edge),env!=prod,team,!canary")
+        self.assertTrue(s.matches({"app": "web", "tier": "edge", "team": "a"}))
+        self.assertTrue(s.matches({"app": "web", "tier": "front", "team": "a", "env": "dev"}))
+        self.assertFalse(s.matches({"app": "web", "tier": "front", "team": "a", "env": "prod"}))
+        self.assertFalse(s.matches({"app": "web", "tier": "front", "team": "a", "canary": "1"}))
+        self.assertFalse(s.matches({"app": "web", "tier": "back", "team": "a"}))
+        s = Selector.parse("app==web,zone notin (a,b),example.com/team")
+        self.assertTrue(s.matches({"app": "web", "example.com/team": "x"}))
+        self.assertFalse(s.matches({"app": "web", "zone": "a", "example.com/team": "x"}))
+        self.assertTrue(Selector.parse("").is_empty())
+        for bad in ["a in (b", "a=b c", "-a=b", "a=-b-", "a/b/c=d"]:
+            with self.assertRaises(wg.Permanent, msg=bad):
+                Selector.parse(bad)
+
+    def test_parse_errors_say_what_as_the_rust_sdk_does(self) -> None:
+        cases = {
+            "a in (b": 'unable to parse requirement: unbalanced parentheses in "a in (b"',
+            "a like (b)": 'unable to parse requirement: unknown operator "like"',
+            "a=b c": 'unable to parse requirement: invalid label value "b c": a valid label must be an empty string '
+            "or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+            "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            "/x": 'unable to parse requirement: invalid label key "/x": prefix part must be non-empty',
+            "a/b/c": 'unable to parse requirement: invalid label key "a/b/c": a qualified name must consist of '
+            "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+            "'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. "
+            "'example.com/MyName')",
+            "x" * 64: f'unable to parse requirement: invalid label key "{"x" * 64}": name part must be no more than 63 '
+            "characters",
+        }
+        for text, message in cases.items():
+            with self.assertRaises(wg.Permanent, msg=text) as raised:
+                Selector.parse(text)
+            self.assertEqual(raised.exception.message, message)
+
+    def test_parsed_selectors_read_the_cache(self) -> None:
+        c = MemoryCache([pod("x", "a", labels={"app": "web", "tier": "edge"}), pod("x", "b", labels={"app": "web"})])
+        names = [o.value["metadata"]["name"] for o in c.list_as(POD, "x", Selector.parse("app=web,tier"))]
+        self.assertEqual(names, ["a"])
+        self.assertEqual(c.kinds(), [POD])
+
+
+class PodTests(unittest.TestCase):
+    """The Rust SDK's pod tests, restated."""
+
+    def test_readiness_and_availability(self) -> None:
+        ready = {"metadata": {}, "status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}  # fmt: skip
+        now = Instant.parse_rfc3339("2026-01-01T00:00:10Z")
+        self.assertTrue(wg.pod.is_ready(ready))
+        self.assertEqual(wg.pod.ready_since(ready), "2026-01-01T00:00:00Z")
+        self.assertTrue(wg.pod.is_available(ready, 0, now))
+        self.assertTrue(wg.pod.is_available(ready, 9, now))
+        self.assertFalse(wg.pod.is_available(ready, 10, now), "must be strictly before now")
+        self.assertTrue(wg.pod.is_available(ready, 10, Instant(now.seconds, 1)))
+        not_ready = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+        self.assertFalse(wg.pod.is_ready(not_ready))
+        self.assertIsNone(wg.pod.ready_since(not_ready))
+        self.assertFalse(wg.pod.is_available(not_ready, 0, now))
+
+    def test_activity(self) -> None:
+        self.assertTrue(wg.pod.is_active({"metadata": {}, "status": {"phase": "Pending"}}))
+        self.assertFalse(wg.pod.is_active({"metadata": {}, "status": {"phase": "Failed"}}))
+        self.assertFalse(wg.pod.is_active({"metadata": {}, "status": {"phase": "Succeeded"}}))
+        self.assertFalse(wg.pod.is_active({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}))
+
+    def test_pods_come_from_the_template(self) -> None:
+        t = {"metadata": {"labels": {"app": "x"}, "annotations": {"a": "b"}},
+             "spec": {"containers": [{"name": "c", "image": "i", "futureField": True}]}}  # fmt: skip
+        ref = wg.new_controller_ref("apps/v1", "ReplicaSet", {"name": "rs", "uid": "u"})
+        p = wg.pod.pod_from_template(t, "ns", "rs", ref)
+        self.assertEqual(p["metadata"]["generateName"], "rs-")
+        self.assertEqual(p["metadata"]["namespace"], "ns")
+        self.assertEqual(p["metadata"]["annotations"]["a"], "b")
+        self.assertEqual(p["metadata"]["ownerReferences"][0]["uid"], "u")
+        self.assertTrue(p["spec"]["containers"][0]["futureField"])
+        p["spec"]["containers"][0]["image"] = "changed"
+        self.assertEqual(t["spec"]["containers"][0]["image"], "i", "the pod is a copy")
+        with self.assertRaises(wg.Permanent) as raised:
+            wg.pod.pod_from_template({"spec": {}}, "ns", "rs", ref)
+        self.assertEqual(raised.exception.message, "unable to create pods, no labels")
+        self.assertEqual(wg.pod._pod_name_prefix("Bad_Name"), "Bad_Name")
+        self.assertEqual(wg.pod.pod_from_template({"metadata": {"labels": {"a": "b"}}}, "n", "p", ref)["spec"], {})
+
+
 class MetaTests(unittest.TestCase):
     def test_time_round_trips_and_formats_as_kubernetes(self) -> None:
         t = Instant.parse_rfc3339("2026-01-02T03:04:05.5Z")

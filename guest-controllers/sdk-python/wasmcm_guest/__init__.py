@@ -14,7 +14,9 @@ Rust plugins'; componentize-py builds the plugin into a component importing noth
 - :class:`Cache` and its typed reads (``get_as``, ``list_as``, ``list_controlled_as``);
   :class:`MemoryCache` for unit tests; :class:`Resource` for a plugin's own types.
 - :mod:`wasmcm_guest.meta`: conditions, finalizers, controller references and adoption, merge
-  patches.
+  patches; :mod:`wasmcm_guest.pod`: pod readiness and availability, pods from a template.
+- :class:`Selector`: from a ``LabelSelector`` (``from_label_selector``) or kubectl's form
+  (``parse``), and matching.
 - :func:`export`: the component's entry point.
 
 README.md beside this package builds a first plugin and explains the model it runs in.
@@ -28,7 +30,7 @@ import abc
 import sys
 from typing import Callable
 
-from . import meta
+from . import meta, pod
 from .cache import Cache, MemoryCache, Object, ReadAs, Resource, controller_uid
 from .meta import (
     Claim,
@@ -184,6 +186,7 @@ __all__ = [
     "is_deleting",
     "log",
     "meta",
+    "pod",
     "merge_patch",
     "new_controller_ref",
     "remove_finalizer",

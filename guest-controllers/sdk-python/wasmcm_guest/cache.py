@@ -154,6 +154,10 @@ class MemoryCache(Cache):
     def remove(self, kind: Kind, namespace: str, name: str) -> None:
         self._kinds.get(kind, {}).pop((namespace, name), None)
 
+    def kinds(self) -> list[Kind]:
+        """The kinds it holds objects of, sorted."""
+        return sorted(k for k, objects in self._kinds.items() if objects)
+
     def __len__(self) -> int:
         return sum(len(objects) for objects in self._kinds.values())
 

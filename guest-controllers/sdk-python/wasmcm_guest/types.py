@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
+from . import validation
+
 #: The contract version these types implement; a plugin declares it in
 #: :attr:`PluginInfo.contract`, and the host refuses one of another major or minor version.
 CONTRACT_VERSION = "0.3.0"
@@ -109,6 +111,39 @@ class Selector:
             expressions.append(Requirement(key, operator, values))
         return Selector(match_labels, tuple(expressions))
 
+    @staticmethod
+    def parse(text: str) -> Selector:
+        """``labels.Parse``, the form kubectl's ``-l`` takes: ``a=b``, ``a==b``, ``a!=b``,
+        ``a in (x,y)``, ``a notin (x)``, ``a``, ``!a``, joined by commas; raises
+        :class:`Permanent` with the Rust SDK's words for what it cannot parse."""
+        expressions = []
+        for term in _split_terms(text):
+            term = term.strip()
+            if not term:
+                continue
+            if term.startswith("!"):
+                requirement = Requirement(_label_key(term[1:]), Operator.DOES_NOT_EXIST)
+            elif "(" in term:
+                head, _, rest = term.partition("(")
+                words = head.split()
+                if len(words) != 2:
+                    raise Permanent(f"unable to parse requirement: {_quote(term)}")
+                key, op = words
+                if op not in ("in", "notin"):
+                    raise Permanent(f"unable to parse requirement: unknown operator {_quote(op)}")
+                operator = Operator.IN if op == "in" else Operator.NOT_IN
+                requirement = Requirement(_label_key(key), operator, _set_values("(" + rest))
+            elif "!=" in term:
+                key, _, value = term.partition("!=")
+                requirement = Requirement(_label_key(key), Operator.NOT_IN, (_label_value(value),))
+            elif "=" in term:
+                key, _, value = term.partition("==") if "==" in term else term.partition("=")
+                requirement = Requirement(_label_key(key), Operator.IN, (_label_value(value),))
+            else:
+                requirement = Requirement(_label_key(term), Operator.EXISTS)
+            expressions.append(requirement)
+        return Selector(match_expressions=tuple(expressions))
+
     def is_empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
 
@@ -127,6 +162,54 @@ class Selector:
             if r.operator is Operator.DOES_NOT_EXIST and value is not None:
                 return False
         return True
+
+
+def _quote(text: str) -> str:
+    """A string as Rust's ``{:?}`` shows it, so messages read as the Rust SDK's."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _split_terms(text: str) -> list[str]:
+    """Splits on commas outside parentheses."""
+    depth, start, terms = 0, 0, []
+    for i, c in enumerate(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            terms.append(text[start:i])
+            start = i + 1
+        if depth < 0:
+            break
+    if depth != 0:
+        raise Permanent(f"unable to parse requirement: unbalanced parentheses in {_quote(text)}")
+    terms.append(text[start:])
+    return terms
+
+
+def _set_values(rest: str) -> tuple[str, ...]:
+    inner = rest.strip()
+    if not (inner.startswith("(") and inner.endswith(")") and len(inner) >= 2):
+        raise Permanent(f"unable to parse requirement: expected a set in parentheses, found {_quote(rest)}")
+    return tuple(_label_value(v) for v in inner[1:-1].split(","))
+
+
+def _label_key(key: str) -> str:
+    """A key as ``labels.Parse`` takes it: a qualified name (``[prefix/]name``)."""
+    key = key.strip()
+    errors = validation.qualified_name(key)
+    if errors:
+        raise Permanent(f"unable to parse requirement: invalid label key {_quote(key)}: {errors[0]}")
+    return key
+
+
+def _label_value(value: str) -> str:
+    value = value.strip()
+    errors = validation.label_value(value)
+    if errors:
+        raise Permanent(f"unable to parse requirement: invalid label value {_quote(value)}: {errors[0]}")
+    return value
 
 
 class Changes(enum.Flag):
