@@ -467,6 +467,15 @@ impl wit_log::Host for CallState {
     }
 }
 
+/// Core module instances one plugin's component may instantiate for a call: a Rust component
+/// instantiates 3 (its module and the shims of its imports), a componentize-py one 38 (the
+/// interpreter's shared libraries, each a module, and their WASI stubs). A component of more is
+/// refused at load, naming this.
+const CORE_INSTANCES_PER_CALL: u32 = 64;
+
+/// Tables the pool holds per call slot (a Rust or Python component has 2).
+const TABLES_PER_CALL: u32 = 4;
+
 /// The compiler, linker and epoch clock shared by every plugin.
 #[derive(Clone)]
 pub struct Engine {
@@ -475,6 +484,7 @@ pub struct Engine {
     precompiled: Option<Arc<Precompiled>>,
     max_memory_bytes: usize,
     budget: Arc<MemoryBudget>,
+    max_concurrent_calls: u32,
 }
 
 impl Engine {
@@ -482,10 +492,12 @@ impl Engine {
         let mut pool = PoolingAllocationConfig::default();
         let n = config.max_concurrent_calls;
         pool.total_component_instances(n)
-            // A Rust component holds its main module plus small shim modules.
-            .total_core_instances(n * 4)
+            // Every slot can hold any plugin's instance, whatever its language: a full pool is
+            // one of `n` calls (the slots are counters, not memory).
+            .max_core_instances_per_component(CORE_INSTANCES_PER_CALL)
+            .total_core_instances(n * CORE_INSTANCES_PER_CALL)
             .total_memories(n)
-            .total_tables(n * 4)
+            .total_tables(n * TABLES_PER_CALL)
             .max_memory_size(config.max_memory_bytes)
             // A freed slot's first pages stay mapped and are reset by hand, so the next
             // instance starts warm; the kernel's page scan (Linux ≥ 6.7) finds the pages the
@@ -533,7 +545,14 @@ impl Engine {
             None => None,
         };
         let budget = Arc::new(MemoryBudget::new(config.memory_budget.unwrap_or(usize::MAX)));
-        Ok(Engine { engine, linker: Arc::new(linker), precompiled, max_memory_bytes: config.max_memory_bytes, budget })
+        Ok(Engine {
+            engine,
+            linker: Arc::new(linker),
+            precompiled,
+            max_memory_bytes: config.max_memory_bytes,
+            budget,
+            max_concurrent_calls: n,
+        })
     }
 
     /// Loads a plugin from a file.
@@ -586,6 +605,7 @@ impl Engine {
             compiled,
             imports,
             budget: self.budget.clone(),
+            max_concurrent_calls: self.max_concurrent_calls,
         };
         let info = plugin
             .call(Arc::new(MemoryCache::new()), "describe()", |p, store| {
@@ -698,6 +718,8 @@ pub struct Plugin {
     compiled: Compiled,
     imports: Vec<String>,
     budget: Arc<MemoryBudget>,
+    /// The engine's pool, in call slots, for the message of a full one.
+    max_concurrent_calls: u32,
 }
 
 impl Plugin {
@@ -818,11 +840,17 @@ impl Plugin {
             if state.memory_exceeded.is_some() || state.budget_refused.is_some() {
                 self.trap(state, TrapReason::Memory, format!("{e:#}"))
             } else {
-                CallError::Instantiate {
-                    plugin: self.info.name.clone(),
-                    version: self.info.version.clone(),
-                    reason: format!("{e:#}"),
+                let mut reason = format!("{e:#}");
+                if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() {
+                    let slots = self.max_concurrent_calls;
+                    reason = format!(
+                        "{reason}: the host's instance pool is full: it holds {slots} plugin calls at once, over \
+                         every plugin's workers and shadow candidates, with {} tables and {slots} linear memories \
+                         between them; the call is retried",
+                        slots * TABLES_PER_CALL
+                    );
                 }
+                CallError::Instantiate { plugin: self.info.name.clone(), version: self.info.version.clone(), reason }
             }
         })?;
         f(&instance, &mut store).map_err(|e| self.classify(store.data(), e))

@@ -185,12 +185,20 @@ fn an_oversized_declaration_is_refused_at_load() {
     assert_eq!(common::engine().load("fine", &fine, Limits::default()).unwrap().info().writes.len(), 11);
 }
 
-/// A cache whose `get` holds each caller until `n` have arrived, or a second passed (within
-/// the calls' 2 s deadline), so that calls overlap.
-struct Rendezvous {
+/// A cache whose `get` holds each caller until `n` have arrived, or `patience` passed (a
+/// second by default, within the calls' 2 s deadline), so that calls overlap; it answers that
+/// nothing is there.
+pub(crate) struct Rendezvous {
     n: usize,
     arrived: std::sync::Mutex<usize>,
     all: std::sync::Condvar,
+    patience: std::time::Duration,
+}
+
+impl Rendezvous {
+    pub(crate) fn new(n: usize, patience: std::time::Duration) -> Self {
+        Rendezvous { n, arrived: Default::default(), all: Default::default(), patience }
+    }
 }
 
 impl wasmcm_guest::Cache for Rendezvous {
@@ -198,7 +206,7 @@ impl wasmcm_guest::Cache for Rendezvous {
         let mut arrived = self.arrived.lock().unwrap();
         *arrived += 1;
         self.all.notify_all();
-        let _ = self.all.wait_timeout_while(arrived, std::time::Duration::from_secs(1), |a| *a < self.n).unwrap();
+        let _ = self.all.wait_timeout_while(arrived, self.patience, |a| *a < self.n).unwrap();
         None
     }
     fn list(&self, _: &Kind, _: &str, _: &wasmcm_guest::Selector) -> Vec<String> {
@@ -218,7 +226,7 @@ fn concurrent_calls_share_the_hosts_memory_budget() {
     let bytes = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
     let limits = Limits { memory_bytes: 64 << 20, ..Limits::default() };
     let plugin = Arc::new(engine.load("hostile", &bytes, limits).unwrap());
-    let cache = Arc::new(Rendezvous { n: 2, arrived: Default::default(), all: Default::default() });
+    let cache = Arc::new(Rendezvous::new(2, std::time::Duration::from_secs(1)));
     let request = wasmcm_guest::Request::new("default", "grab", wasmcm_replicaset::fixtures::now());
     let calls: Vec<_> = (0..2)
         .map(|_| {
@@ -235,7 +243,7 @@ fn concurrent_calls_share_the_hosts_memory_budget() {
         "{refused}"
     );
 
-    let alone = Arc::new(Rendezvous { n: 1, arrived: Default::default(), all: Default::default() });
+    let alone = Arc::new(Rendezvous::new(1, std::time::Duration::from_secs(1)));
     for _ in 0..3 {
         plugin.reconcile(&request, alone.clone()).expect("the budget was given back");
     }
@@ -277,4 +285,32 @@ fn what_a_call_reads_is_charged_to_the_memory_budget() {
         assert!(refused.to_string().contains("the host's memory budget for plugin calls (96 MiB)"), "{refused}");
     }
     assert_eq!(report(&plugin.reconcile(&request, fits).unwrap()), "read 30", "the budget was given back");
+}
+
+/// Calls beyond what the engine's pool holds at once are refused with the limit named, in the
+/// host's terms: an engine of 2 call slots, 3 calls of the ReplicaSet plugin held together.
+#[test]
+fn a_full_instance_pool_names_its_limit() {
+    let engine = Engine::new(&EngineConfig { max_concurrent_calls: 2, ..EngineConfig::default() }).unwrap();
+    let bytes = wasmcm::builtin::get("replicaset").expect("built in");
+    let limits = Limits { deadline: std::time::Duration::from_secs(300), ..Limits::default() };
+    let plugin = Arc::new(engine.load("replicaset", bytes, limits).unwrap());
+    // Two calls wait for a third that never arrives: the pool is full while it is refused.
+    let cache = Arc::new(Rendezvous::new(3, std::time::Duration::from_secs(10)));
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let (plugin, cache) = (plugin.clone(), cache.clone());
+            std::thread::spawn(move || plugin.reconcile(&request("web"), cache))
+        })
+        .collect();
+    let results: Vec<_> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 2, "{results:?}");
+    let refused = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+    assert!(refused.retryable(), "{refused}");
+    assert_eq!(
+        refused.to_string(),
+        "plugin replicaset 0.1.0: no instance could be started: maximum concurrent limit of 2 for component \
+         instances reached: the host's instance pool is full: it holds 2 plugin calls at once, over every plugin's \
+         workers and shadow candidates, with 8 tables and 2 linear memories between them; the call is retried"
+    );
 }

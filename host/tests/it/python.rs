@@ -8,7 +8,8 @@
 //! build with `simulate --expect`, which must find it identical. Then the manifest swaps in the
 //! Python build under `rollout: {strategy: Shadow}`, which must be promoted with no
 //! disagreement, and go on serving the Website. Also: `simulate` of the Python build on the Rust
-//! example's snapshot, and what the host says of a large component.
+//! example's snapshot, what the host says of a large component, and that the engine's default
+//! pool holds as many Python calls at once as the default workers make.
 //!
 //! Owns this module and the Python example's build into `target/plugins/python`; it must not
 //! touch the Rust example's build beyond running it as `custom_resource` does.
@@ -492,4 +493,40 @@ async fn rust_reconciles_replay_identically_in_python_and_a_shadow_swap_to_it_pr
     .await;
     let log = log.lock().unwrap()[shadow_from..].join("\n");
     assert!(!log.contains("ReconcileFailed") && !log.contains("trapped"), "{log}");
+}
+
+/// A componentize-py component instantiates 38 core modules a call (the interpreter's shared
+/// libraries and their stubs) where a Rust one instantiates 3: the engine's default pool must
+/// hold the calls the default workers make at once whatever the language. Two Python plugins at
+/// the default 5 workers, one with a shadow candidate beside it: 15 Python calls held together
+/// in the default engine's pool, with 15 calls of the three built-ins beside them.
+#[test]
+fn the_default_pool_holds_two_python_plugins_and_a_shadow_at_the_default_workers() {
+    use std::sync::Arc;
+    use std::time::Duration;
+    let python = build_python("v1");
+    let engine = wasmcm::Engine::new(&wasmcm::EngineConfig {
+        precompiled_dir: Some(common::precompiled_dir()),
+        ..wasmcm::EngineConfig::default()
+    })
+    .unwrap();
+    // Held for as long as the others take to start, not cut short by the deadline.
+    let limits = wasmcm::Limits { memory_bytes: 128 << 20, deadline: Duration::from_secs(600) };
+    let website = Arc::new(engine.load("website", &python, limits.clone()).expect("the Python website loads"));
+    let replicaset = wasmcm::builtin::get("replicaset").expect("built in");
+    let builtin = Arc::new(engine.load("replicaset", replicaset, limits).expect("the built-in loads"));
+    let (pythons, builtins) = (15, 15);
+    let cache = Arc::new(crate::engine::Rendezvous::new(pythons + builtins, Duration::from_secs(300)));
+    let now = wasmcm_guest::Instant::parse_rfc3339("2026-11-26T08:00:00Z").unwrap();
+    let calls: Vec<_> = (0..pythons + builtins)
+        .map(|i| {
+            let plugin = if i < pythons { website.clone() } else { builtin.clone() };
+            let cache = cache.clone();
+            let request = wasmcm_guest::Request::new("default", &format!("site-{i}"), now);
+            std::thread::spawn(move || plugin.reconcile(&request, cache))
+        })
+        .collect();
+    let failed: Vec<String> =
+        calls.into_iter().filter_map(|c| c.join().unwrap().err()).map(|e| e.to_string()).collect();
+    assert_eq!(failed, Vec::<String>::new(), "every call had an instance");
 }
