@@ -16,6 +16,8 @@ v2) app=controller_v2 out=${2:-$here/build/website-v2.wasm} ;;
     exit 2
     ;;
 esac
+# OUTPUT is the caller's path: resolved before the build moves into the plugin's directory.
+case $out in /*) ;; *) out=$(pwd)/$out ;; esac
 componentize_py=${COMPONENTIZE_PY:-$("$root/scripts/install-componentize-py.sh")}
 mkdir -p "$(dirname "$out")"
 cd "$here"
