@@ -76,10 +76,14 @@ struct NewArgs {
     /// Where to create it (new or empty) [default: ./<name>].
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// The wasmcm-guest SDK to depend on by path [default: the SDK of the checkout this
-    /// wasmcm was built from; without one, version only, from a registry].
+    /// The SDK to depend on by path: the wasmcm-guest crate, or for Python the directory of
+    /// the wasmcm_guest package [default: the SDK of the checkout this wasmcm was built from;
+    /// without one, for Rust version only, from a registry].
     #[arg(long)]
     sdk: Option<PathBuf>,
+    /// The plugin's language: rust, python or typescript.
+    #[arg(long, default_value = "rust", value_parser = wasmcm::scaffold::Lang::parse)]
+    lang: wasmcm::scaffold::Lang,
 }
 
 #[derive(Args)]
@@ -386,6 +390,7 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             plural: args.plural,
             dir: args.dir,
             sdk: args.sdk,
+            lang: args.lang,
         };
         let created = wasmcm::scaffold::create(&options).map_err(anyhow::Error::msg)?;
         let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "wasmcm".into());

@@ -1,34 +1,43 @@
-//! `wasmcm new`: scaffolds a standalone plugin crate (its own workspace, toolchain, component
-//! linker, lock file, a `describe()` from the flags, a reconcile skeleton with native unit tests,
-//! a `simulate` snapshot, a plugin manifest and, for a custom kind, its CRD and an example).
+//! `wasmcm new`: scaffolds a standalone plugin in the language `--lang` names (Rust by default,
+//! Python, TypeScript): the language's project (for Rust its own workspace, toolchain, component
+//! linker and lock file), a `describe()` from the flags, a reconcile skeleton with native unit
+//! tests, a `simulate` snapshot, a plugin manifest and, for a custom kind, its CRD and an example.
 //!
-//! Owns `host/templates/plugin/` (rendered by plain `{{placeholder}}` replacement). What must
-//! match the workspace (dependency versions, the guest profile, the wasm linker settings, the
-//! toolchain, `Cargo.lock`) is read from the workspace's own files at compile time, never
+//! Owns `host/templates/plugin/` (Rust, and the files every language shares: the manifest, CRD,
+//! example and snapshots) and `host/templates/<lang>/` through its submodules (`python`,
+//! `typescript`), all rendered by plain `{{placeholder}}` replacement and `{{#section}}` lines
+//! ([`sections`]). A language plugs in as a [`Lang`] variant and a submodule with `render` (its
+//! files from a [`Context`]), `component` (where its build writes the component), `check_sdk`,
+//! `default_sdk` and `steps` (what `next_steps` prints). What must match the workspace
+//! (dependency versions, the guest profile, the wasm linker settings, the toolchain,
+//! `Cargo.lock`, the WIT contract) is read from the workspace's own files at compile time, never
 //! restated here, so a scaffold builds exactly as the built-in plugins do. Those files are
 //! this repository's own and read by a few line-based lookups (`table`, `value`), which the unit
 //! tests pin; a TOML parser would be a new dependency for three values. Touches nothing
 //! outside the directory it creates.
 
+mod python;
+mod typescript;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const WORKSPACE_MANIFEST: &str = include_str!("../../Cargo.toml");
-const WORKSPACE_LOCK: &str = include_str!("../../Cargo.lock");
-const CARGO_CONFIG: &str = include_str!("../../.cargo/config.toml");
-const TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
+const WORKSPACE_MANIFEST: &str = include_str!("../../../Cargo.toml");
+const WORKSPACE_LOCK: &str = include_str!("../../../Cargo.lock");
+const CARGO_CONFIG: &str = include_str!("../../../.cargo/config.toml");
+const TOOLCHAIN: &str = include_str!("../../../rust-toolchain.toml");
 
-const T_CARGO_TOML: &str = include_str!("../templates/plugin/Cargo.toml.tmpl");
-const T_CARGO_CONFIG: &str = include_str!("../templates/plugin/cargo-config.toml.tmpl");
-const T_GITIGNORE: &str = include_str!("../templates/plugin/gitignore.tmpl");
-const T_PLUGIN: &str = include_str!("../templates/plugin/plugin.yaml.tmpl");
-const T_README: &str = include_str!("../templates/plugin/README.md.tmpl");
-const T_LIB_CUSTOM: &str = include_str!("../templates/plugin/lib-custom.rs.tmpl");
-const T_LIB_BUILTIN: &str = include_str!("../templates/plugin/lib-builtin.rs.tmpl");
-const T_CRD: &str = include_str!("../templates/plugin/crd.yaml.tmpl");
-const T_EXAMPLE: &str = include_str!("../templates/plugin/example.yaml.tmpl");
-const T_SNAPSHOT_CUSTOM: &str = include_str!("../templates/plugin/snapshot-custom.yaml.tmpl");
-const T_SNAPSHOT_BUILTIN: &str = include_str!("../templates/plugin/snapshot-builtin.yaml.tmpl");
+const T_CARGO_TOML: &str = include_str!("../../templates/plugin/Cargo.toml.tmpl");
+const T_CARGO_CONFIG: &str = include_str!("../../templates/plugin/cargo-config.toml.tmpl");
+const T_GITIGNORE: &str = include_str!("../../templates/plugin/gitignore.tmpl");
+const T_PLUGIN: &str = include_str!("../../templates/plugin/plugin.yaml.tmpl");
+const T_README: &str = include_str!("../../templates/plugin/README.md.tmpl");
+const T_LIB_CUSTOM: &str = include_str!("../../templates/plugin/lib-custom.rs.tmpl");
+const T_LIB_BUILTIN: &str = include_str!("../../templates/plugin/lib-builtin.rs.tmpl");
+const T_CRD: &str = include_str!("../../templates/plugin/crd.yaml.tmpl");
+const T_EXAMPLE: &str = include_str!("../../templates/plugin/example.yaml.tmpl");
+const T_SNAPSHOT_CUSTOM: &str = include_str!("../../templates/plugin/snapshot-custom.yaml.tmpl");
+const T_SNAPSHOT_BUILTIN: &str = include_str!("../../templates/plugin/snapshot-builtin.yaml.tmpl");
 
 /// The SDK's version: the workspace's, which a registry would resolve `wasmcm-guest` to.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -53,9 +62,49 @@ pub struct Options {
     pub plural: Option<String>,
     /// [default: `./<name>`]
     pub dir: Option<PathBuf>,
-    /// The `wasmcm-guest` crate to depend on by path [default: the SDK of the checkout this
-    /// binary was built from, if it is still there].
+    /// The SDK to depend on by path: the `wasmcm-guest` crate for Rust, the package directory
+    /// for Python and TypeScript [default: the SDK of the checkout this binary was built from,
+    /// if it is still there].
     pub sdk: Option<PathBuf>,
+    /// The language of the plugin.
+    pub lang: Lang,
+}
+
+/// The language a scaffold is written in (`wasmcm new --lang`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lang {
+    #[default]
+    Rust,
+    Python,
+    TypeScript,
+}
+
+impl Lang {
+    /// Every language, in the order `--lang` lists them.
+    pub const ALL: [Lang; 3] = [Lang::Rust, Lang::Python, Lang::TypeScript];
+
+    /// Its `--lang` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::TypeScript => "typescript",
+        }
+    }
+
+    /// A `--lang` value.
+    pub fn parse(value: &str) -> Result<Lang, String> {
+        Lang::ALL.into_iter().find(|l| l.name() == value).ok_or_else(|| {
+            let known: Vec<&str> = Lang::ALL.iter().map(|l| l.name()).collect();
+            format!("invalid --lang {value:?}: one of {}", known.join(", "))
+        })
+    }
+}
+
+impl std::fmt::Display for Lang {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A parsed `--kind`.
@@ -81,6 +130,7 @@ impl KindSpec {
 #[derive(Debug)]
 pub struct Plan {
     pub name: String,
+    pub lang: Lang,
     pub dir: PathBuf,
     pub kind: KindSpec,
     /// The SDK depended on by path, if any.
@@ -267,13 +317,99 @@ pub fn plan(options: &Options) -> Result<Plan, String> {
         }
         (None, _) => format!("{}s", kind.kind.to_ascii_lowercase()),
     };
-    let sdk = match &options.sdk {
-        Some(path) => Some(check_sdk(path)?),
-        None => default_sdk(),
+    let sdk = match (&options.sdk, options.lang) {
+        (Some(path), Lang::Rust) => Some(check_sdk(path)?),
+        (Some(path), Lang::Python) => Some(python::check_sdk(path)?),
+        (Some(path), Lang::TypeScript) => Some(typescript::check_sdk(path)?),
+        (None, Lang::Rust) => default_sdk(),
+        (None, Lang::Python) => python::default_sdk(),
+        (None, Lang::TypeScript) => typescript::default_sdk(),
     };
     let dir = options.dir.clone().unwrap_or_else(|| PathBuf::from(&options.name));
-    let files = render(&options.name, &kind, &plural, sdk.as_deref())?;
-    Ok(Plan { name: options.name.clone(), dir, kind, sdk, files })
+    let context = Context::new(&options.name, options.lang, &kind, &plural, sdk.as_deref());
+    let files = match options.lang {
+        Lang::Rust => render(&context)?,
+        Lang::Python => python::render(&context)?,
+        Lang::TypeScript => typescript::render(&context)?,
+    };
+    Ok(Plan { name: options.name.clone(), lang: options.lang, dir, kind, sdk, files })
+}
+
+/// Where the scaffold of `lang` named `name` builds its component, relative to its directory
+/// (what its `plugin.yaml` names).
+pub fn component(lang: Lang, name: &str) -> String {
+    match lang {
+        Lang::Rust => format!("target/wasm32-unknown-unknown/release/{}.wasm", name.replace('-', "_")),
+        Lang::Python => python::component(name),
+        Lang::TypeScript => typescript::component(name),
+    }
+}
+
+/// What every language's templates may name, and the files they all share.
+pub(crate) struct Context<'a> {
+    pub(crate) lang: Lang,
+    pub(crate) kind: &'a KindSpec,
+    pub(crate) sdk: Option<&'a Path>,
+    /// `{{key}}` → value, for every template.
+    vars: Vec<(&'static str, String)>,
+}
+
+impl<'a> Context<'a> {
+    fn new(name: &'a str, lang: Lang, kind: &'a KindSpec, plural: &str, sdk: Option<&'a Path>) -> Self {
+        let checkout = checkout().map(|c| c.display().to_string()).unwrap_or_else(|| "<wasmcm checkout>".into());
+        let vars = vec![
+            ("name", name.to_string()),
+            ("crate", name.replace('-', "_")),
+            ("component", component(lang, name)),
+            ("api_version", kind.api_version()),
+            ("group", kind.group.clone()),
+            ("version", kind.version.clone()),
+            ("kind", kind.kind.clone()),
+            ("plural", plural.to_string()),
+            ("singular", kind.kind.to_ascii_lowercase()),
+            ("annotation", BUILTIN_ANNOTATION.into()),
+            ("checkout", checkout),
+        ];
+        Context { lang, kind, sdk, vars }
+    }
+
+    /// `template` with its sections for this kind and language kept and every placeholder of
+    /// the context and `extra` filled; a placeholder left unfilled is a bug.
+    pub(crate) fn fill(&self, template: &str, extra: &[(&str, String)]) -> Result<String, String> {
+        let text = sections(template, self.kind.custom, self.lang);
+        let text = self.vars.iter().map(|(k, v)| (*k, v)).chain(extra.iter().map(|(k, v)| (*k, v))).fold(
+            text,
+            |t, (k, v)| t.replace(&format!("{{{{{k}}}}}"), v),
+        );
+        match text.find("{{") {
+            Some(at) => {
+                Err(format!("template placeholder left unfilled at {:?} (a bug)", &text[at..text.len().min(at + 30)]))
+            }
+            None => Ok(text),
+        }
+    }
+
+    /// The files every language has: `plugin.yaml`, `snapshot.yaml` and, for a custom kind,
+    /// `deploy/crd.yaml` and `deploy/example.yaml`.
+    pub(crate) fn shared_files(&self) -> Result<Vec<(String, String)>, String> {
+        let mut files = vec![("plugin.yaml".to_string(), self.fill(T_PLUGIN, &[])?)];
+        if self.kind.custom {
+            let crd = self.fill(T_CRD, &[])?;
+            // The CRD again as the snapshot's first item, so `simulate` knows the kind.
+            let crd_item: Vec<String> = crd
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .enumerate()
+                .map(|(i, l)| if i == 0 { format!("- {l}") } else { format!("  {l}") })
+                .collect();
+            files.push(("snapshot.yaml".into(), self.fill(T_SNAPSHOT_CUSTOM, &[("crd_item", crd_item.join("\n"))])?));
+            files.push(("deploy/crd.yaml".into(), crd));
+            files.push(("deploy/example.yaml".into(), self.fill(T_EXAMPLE, &[])?));
+        } else {
+            files.push(("snapshot.yaml".into(), self.fill(T_SNAPSHOT_BUILTIN, &[])?));
+        }
+        Ok(files)
+    }
 }
 
 /// An SDK directory given with `--sdk`: it must hold the `wasmcm-guest` crate.
@@ -322,7 +458,8 @@ fn toml_string(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-fn render(name: &str, kind: &KindSpec, plural: &str, sdk: Option<&Path>) -> Result<Vec<(String, String)>, String> {
+/// The Rust crate: its files and the shared ones.
+fn render(context: &Context) -> Result<Vec<(String, String)>, String> {
     let missing = |what: &str| format!("this wasmcm build lacks {what} in its workspace files (a bug)");
     let package = table(WORKSPACE_MANIFEST, "workspace.package");
     let unquote = |v: &str| v.trim_matches('"').to_string();
@@ -345,7 +482,7 @@ fn render(name: &str, kind: &KindSpec, plural: &str, sdk: Option<&Path>) -> Resu
     if value(&wasm_target, "linker").is_none() {
         return Err(missing("the wasm32 linker in .cargo/config.toml"));
     }
-    let sdk_dependency = match sdk {
+    let sdk_dependency = match context.sdk {
         Some(path) => format!(
             "wasmcm-guest = {{ version = {}, path = {} }}",
             toml_string(SDK_VERSION),
@@ -353,76 +490,45 @@ fn render(name: &str, kind: &KindSpec, plural: &str, sdk: Option<&Path>) -> Resu
         ),
         None => format!("wasmcm-guest = {}", toml_string(SDK_VERSION)),
     };
-    let crate_name = name.replace('-', "_");
-    let checkout = checkout().map(|c| c.display().to_string()).unwrap_or_else(|| "<wasmcm checkout>".into());
-    let api_version = kind.api_version();
-    let singular = kind.kind.to_ascii_lowercase();
     let vars: Vec<(&str, String)> = vec![
-        ("name", name.into()),
-        ("crate", crate_name),
         ("edition", edition),
         ("rust_version", rust_version),
         ("sdk_dependency", sdk_dependency),
         ("dependencies", dependencies),
         ("release_profile", profile.join("\n")),
         ("wasm_target", format!("[target.wasm32-unknown-unknown]\n{}", wasm_target.join("\n"))),
-        ("api_version", api_version),
-        ("group", kind.group.clone()),
-        ("version", kind.version.clone()),
-        ("kind", kind.kind.clone()),
-        ("plural", plural.into()),
-        ("singular", singular),
-        ("annotation", BUILTIN_ANNOTATION.into()),
-        ("checkout", checkout),
     ];
-    let fill = |template: &str| -> Result<String, String> {
-        let text = vars.iter().fold(sections(template, kind.custom), |t, (k, v)| t.replace(&format!("{{{{{k}}}}}"), v));
-        match text.find("{{") {
-            Some(at) => {
-                Err(format!("template placeholder left unfilled at {:?} (a bug)", &text[at..text.len().min(at + 30)]))
-            }
-            None => Ok(text),
-        }
-    };
+    let fill = |template: &str| context.fill(template, &vars);
     let mut files = vec![
         (".cargo/config.toml".to_string(), fill(T_CARGO_CONFIG)?),
         (".gitignore".into(), fill(T_GITIGNORE)?),
         ("Cargo.toml".into(), fill(T_CARGO_TOML)?),
         ("README.md".into(), fill(T_README)?),
-        ("plugin.yaml".into(), fill(T_PLUGIN)?),
         ("rust-toolchain.toml".into(), TOOLCHAIN.to_string()),
     ];
-    if kind.custom {
-        let crd = fill(T_CRD)?;
-        // The CRD again as the snapshot's first item, so `simulate` knows the kind.
-        let crd_item: Vec<String> = crd
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .enumerate()
-            .map(|(i, l)| if i == 0 { format!("- {l}") } else { format!("  {l}") })
-            .collect();
-        let snapshot = fill(&T_SNAPSHOT_CUSTOM.replace("{{crd_item}}", &crd_item.join("\n")))?;
-        files.push(("snapshot.yaml".into(), snapshot));
-        files.push(("src/lib.rs".into(), fill(T_LIB_CUSTOM)?));
-        files.push(("deploy/crd.yaml".into(), crd));
-        files.push(("deploy/example.yaml".into(), fill(T_EXAMPLE)?));
-    } else {
-        files.push(("snapshot.yaml".into(), fill(T_SNAPSHOT_BUILTIN)?));
-        files.push(("src/lib.rs".into(), fill(T_LIB_BUILTIN)?));
-    }
+    files.extend(context.shared_files()?);
+    let lib = if context.kind.custom { T_LIB_CUSTOM } else { T_LIB_BUILTIN };
+    files.push(("src/lib.rs".into(), fill(lib)?));
     Ok(files)
 }
 
 /// Keeps the lines between `{{#custom}}` and `{{/custom}}` for a custom kind, those between
-/// `{{#builtin}}` and `{{/builtin}}` otherwise, and drops the marker lines.
-fn sections(template: &str, custom: bool) -> String {
+/// `{{#builtin}}` and `{{/builtin}}` otherwise, those between `{{#<lang>}}` and `{{/<lang>}}`
+/// for that language only (`{{#rust}}`, `{{#python}}`, `{{#typescript}}`), and drops the marker
+/// lines. Sections do not nest.
+fn sections(template: &str, custom: bool, lang: Lang) -> String {
     let mut keep = true;
     let mut out = String::with_capacity(template.len());
     for line in template.split_inclusive('\n') {
-        match line.trim() {
-            "{{#custom}}" => keep = custom,
-            "{{#builtin}}" => keep = !custom,
-            "{{/custom}}" | "{{/builtin}}" => keep = true,
+        let marker = line.trim().strip_prefix("{{").and_then(|m| m.strip_suffix("}}"));
+        match marker {
+            Some("#custom") => keep = custom,
+            Some("#builtin") => keep = !custom,
+            Some(open) if open.strip_prefix('#').is_some_and(|l| Lang::parse(l).is_ok()) => {
+                keep = open[1..] == *lang.name()
+            }
+            Some("/custom" | "/builtin") => keep = true,
+            Some(close) if close.strip_prefix('/').is_some_and(|l| Lang::parse(l).is_ok()) => keep = true,
             _ if keep => out.push_str(line),
             _ => {}
         }
@@ -449,13 +555,20 @@ pub fn create(options: &Options) -> Result<Created, String> {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         std::fs::write(&path, content).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        if file.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| format!("cannot make {} executable: {e}", path.display()))?;
+        }
     }
-    let lock_note = match &plan.sdk {
-        Some(_) => lock(dir).err(),
-        None => Some(format!(
+    let lock_note = match (plan.lang, &plan.sdk) {
+        (Lang::Rust, Some(_)) => lock(dir).err(),
+        (Lang::Rust, None) => Some(format!(
             "no Cargo.lock: wasmcm-guest {SDK_VERSION} comes from a registry (give --sdk <wasmcm checkout>/guest-controllers/sdk \
              to build against a checkout); cargo resolves the versions at the first build"
         )),
+        (Lang::Python, sdk) => python::note(sdk.as_deref()),
+        (Lang::TypeScript, sdk) => typescript::note(sdk.as_deref()),
     };
     Ok(Created { plan, lock_note })
 }
@@ -492,9 +605,10 @@ fn lock(dir: &Path) -> Result<(), String> {
 /// What to do next, for the terminal.
 pub fn next_steps(created: &Created, wasmcm: &str) -> String {
     let plan = &created.plan;
-    let wasm = format!("target/wasm32-unknown-unknown/release/{}.wasm", plan.name.replace('-', "_"));
+    let wasm = component(plan.lang, &plan.name);
     let mut out = format!(
-        "created plugin {} for {}/{} in {}\n",
+        "created {} plugin {} for {}/{} in {}\n",
+        plan.lang,
         plan.name,
         plan.kind.api_version(),
         plan.kind.kind,
@@ -503,13 +617,20 @@ pub fn next_steps(created: &Created, wasmcm: &str) -> String {
     for (file, _) in &plan.files {
         out.push_str(&format!("  {file}\n"));
     }
-    if created.lock_note.is_none() {
-        out.push_str("  Cargo.lock\n");
-    }
-    match &plan.sdk {
-        Some(sdk) => out.push_str(&format!("wasmcm-guest {SDK_VERSION} from {}\n", sdk.display())),
-        None => out.push_str(&format!("wasmcm-guest {SDK_VERSION} from the registry\n")),
-    }
+    let (build, test) = match plan.lang {
+        Lang::Rust => {
+            if created.lock_note.is_none() {
+                out.push_str("  Cargo.lock\n");
+            }
+            match &plan.sdk {
+                Some(sdk) => out.push_str(&format!("wasmcm-guest {SDK_VERSION} from {}\n", sdk.display())),
+                None => out.push_str(&format!("wasmcm-guest {SDK_VERSION} from the registry\n")),
+            }
+            ("cargo build --release --target wasm32-unknown-unknown", "cargo test")
+        }
+        Lang::Python => python::steps(plan),
+        Lang::TypeScript => typescript::steps(plan),
+    };
     if let Some(note) = &created.lock_note {
         out.push_str(&format!("note: {note}\n"));
     }
@@ -518,7 +639,7 @@ pub fn next_steps(created: &Created, wasmcm: &str) -> String {
         None => format!("{wasmcm} run --plugins plugin.yaml"),
     };
     out.push_str(&format!(
-        "next:\n  cd {}\n  cargo test\n  cargo build --release --target wasm32-unknown-unknown\n  \
+        "next:\n  cd {}\n  {test}\n  {build}\n  \
          {wasmcm} simulate --plugin {wasm} --state snapshot.yaml --key default/example\n  {make}\n",
         plan.dir.display()
     ));
