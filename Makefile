@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test cluster bench soak image toolchain
+.PHONY: run test test-typescript cluster bench soak image toolchain
 
 toolchain:
 	rustup toolchain install
@@ -49,7 +49,16 @@ test: toolchain
 	cd $(EXAMPLE) && cargo test --locked --target-dir ../../target/plugins
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins --features v2
+	$(MAKE) test-typescript
 	cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
+
+# The TypeScript SDK and example (issue 34): the pinned toolchain into target/tools/js, the SDK's
+# generated WIT types checked fresh, its unit tests; then the example as a team would build it
+# (npm ci of its lock, its unit tests, its component build/website.wasm, which the tests replay
+# the Rust example's recordings against and the language bench measures).
+test-typescript:
+	guest-controllers/sdk-typescript/check.sh
+	cd examples/website-typescript && npm ci --prefer-offline --no-audit --no-fund && npm test && npm run build
 
 # The scale bench (host/benches/scale.rs) runs the server and the host as two processes; its
 # size is 1,000 Deployments × 3 replicas unless SCALE_ARGS says otherwise, e.g.

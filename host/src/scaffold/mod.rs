@@ -330,7 +330,7 @@ pub fn plan(options: &Options) -> Result<Plan, String> {
     let files = match options.lang {
         Lang::Rust => render(&context)?,
         Lang::Python => python::render(&context)?,
-        Lang::TypeScript => typescript::render(&context)?,
+        Lang::TypeScript => typescript::render(&context, &options.name, &dir)?,
     };
     Ok(Plan { name: options.name.clone(), lang: options.lang, dir, kind, sdk, files })
 }
@@ -377,10 +377,12 @@ impl<'a> Context<'a> {
     /// the context and `extra` filled; a placeholder left unfilled is a bug.
     pub(crate) fn fill(&self, template: &str, extra: &[(&str, String)]) -> Result<String, String> {
         let text = sections(template, self.kind.custom, self.lang);
-        let text = self.vars.iter().map(|(k, v)| (*k, v)).chain(extra.iter().map(|(k, v)| (*k, v))).fold(
-            text,
-            |t, (k, v)| t.replace(&format!("{{{{{k}}}}}"), v),
-        );
+        let text = self
+            .vars
+            .iter()
+            .map(|(k, v)| (*k, v))
+            .chain(extra.iter().map(|(k, v)| (*k, v)))
+            .fold(text, |t, (k, v)| t.replace(&format!("{{{{{k}}}}}"), v));
         match text.find("{{") {
             Some(at) => {
                 Err(format!("template placeholder left unfilled at {:?} (a bug)", &text[at..text.len().min(at + 30)]))

@@ -26,6 +26,8 @@ mod record;
 mod reproducible;
 mod sandbox;
 mod scaffold;
+mod scaffold_typescript;
 mod shards;
 mod simulate_cli;
 mod tenancy;
+mod typescript;
