@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test test-typescript cluster bench soak image toolchain
+.PHONY: run test test-typescript example-typescript cluster bench soak image toolchain
 
 toolchain:
 	rustup toolchain install
@@ -60,10 +60,18 @@ test-typescript:
 	guest-controllers/sdk-typescript/check.sh
 	cd examples/website-typescript && npm ci --prefer-offline --no-audit --no-fund && npm test && npm run build
 
+# The TypeScript example's component alone (for make bench): npm ci and npm run build.
+example-typescript:
+	cd examples/website-typescript && npm ci --prefer-offline --no-audit --no-fund && npm run build
+
 # The scale bench (host/benches/scale.rs) runs the server and the host as two processes; its
 # size is 1,000 Deployments × 3 replicas unless SCALE_ARGS says otherwise, e.g.
 # `make bench SCALE_ARGS="--sizes 1000,3000,10000"` (each size on a fresh server and host).
 SCALE_ARGS ?= --sizes 1000
+
+# The language bench (host/benches/languages.rs) runs on the website example's first release in
+# each language, built here for Rust and TypeScript (Python's by make test-python); a language
+# whose build is missing is skipped with a line saying so.
 
 bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
@@ -71,6 +79,9 @@ bench: toolchain
 	cargo bench -p wasmcm --bench scale -- $(SCALE_ARGS)
 	cargo bench -p wasmcm --bench scale -- --size 3000 --replicas 1 --hosts 1,2,3
 	cargo bench -p wasmcm --bench lifecycle
+	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins
+	$(MAKE) example-typescript
+	cargo bench -p wasmcm --bench languages
 
 # The chaos soak, long (host/benches/chaos.rs): three hosts at KCM's lease timings, 300
 # Deployments under churn, 30 minutes of injected faults unless SOAK_ARGS says otherwise, e.g.

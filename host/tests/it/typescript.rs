@@ -144,11 +144,11 @@ async fn the_typescript_website_replays_the_rust_plugins_live_reconciles_identic
         &kubeconfig,
         &[&workspace_root().join("examples/website/deploy/crd.yaml").display().to_string()],
     );
-    let deadline = std::time::Instant::now() + common::PATIENCE;
-    while !wasmcm_test_support::kubectl(&kubeconfig, &["get", "websites"], None).status.success() {
-        assert!(std::time::Instant::now() < deadline, "the CRD is never served");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    common::eventually("the Website CRD served", || {
+        let served = wasmcm_test_support::kubectl(&kubeconfig, &["get", "websites"], None).status.success();
+        async move { served.then_some(()) }
+    })
+    .await;
 
     // Each Website in a state a reconcile has writes for.
     apply(&kubeconfig, &website("fresh", &[], "nginx:1.27", 2));
@@ -248,6 +248,11 @@ async fn the_typescript_website_replays_the_rust_plugins_live_reconciles_identic
         assert!(replay.stderr.contains(&format!("identical to {file}")), "{}", replay.stderr);
         assert!(replay.stderr.contains("replayed with another plugin than recorded"), "{}", replay.stderr);
         replayed.push(format!("{name}: {} batches", batches));
+        // The language bench (host/benches/languages.rs) times these same reconciles: its
+        // recordings were saved from here.
+        if let Some(keep) = std::env::var_os("WASMCM_SAVE_RECORDINGS") {
+            std::fs::copy(&recording, Path::new(&keep).join(format!("{name}.json"))).unwrap();
+        }
     }
     eprintln!("replayed identically against the TypeScript build: {}", replayed.join("; "));
 }
