@@ -7,7 +7,7 @@
 //!   Website stays in the state the test made it (fresh, new, a child of someone else, stale
 //!   children and registry, being deleted) and each recording is a reconcile with writes to
 //!   compare;
-//! - the component imports nothing but the contract (`plugins inspect`);
+//! - its component imports nothing but the contract (`plugins inspect`);
 //! - a plugin that throws fails its reconcile with the exception's message, its stack in the
 //!   host's log; one that reaches for the clock, randomness, timers or the network fails saying
 //!   what the sandbox offers instead.
@@ -128,8 +128,20 @@ fn child(owner: &Value, kind: &str, name: &str, image: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_typescript_website_replays_the_rust_plugins_live_reconciles_identically() {
+async fn the_typescript_website_imports_only_the_contract_and_replays_the_rust_plugins_live_reconciles_identically() {
     let typescript = example_component();
+    // No WASI at all: the host sees the contract's interfaces and nothing else.
+    let run = common::wasmcm(&["plugins", "inspect", &typescript.display().to_string()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("website 0.1.0 (contract 0.3.0)"), "{}", run.stdout);
+    let imports = run.stdout.lines().find_map(|l| l.trim().strip_prefix("imports:")).expect("an imports line");
+    let imports: Vec<&str> = imports.split(',').map(str::trim).collect();
+    assert_eq!(
+        imports,
+        ["wasmcm:reconciler/types@0.3.0", "wasmcm:reconciler/cache@0.3.0", "wasmcm:reconciler/log@0.3.0"],
+        "no WASI at all"
+    );
+
     let rust = tempfile::tempdir().unwrap();
     let rust_wasm = rust.path().join("website.wasm");
     std::fs::write(
@@ -255,21 +267,6 @@ async fn the_typescript_website_replays_the_rust_plugins_live_reconciles_identic
         }
     }
     eprintln!("replayed identically against the TypeScript build: {}", replayed.join("; "));
-}
-
-#[test]
-fn the_typescript_component_imports_nothing_but_the_contract() {
-    let wasm = example_component();
-    let run = common::wasmcm(&["plugins", "inspect", &wasm.display().to_string()]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("website 0.1.0 (contract 0.3.0)"), "{}", run.stdout);
-    let imports = run.stdout.lines().find_map(|l| l.trim().strip_prefix("imports:")).expect("an imports line");
-    let imports: Vec<&str> = imports.split(',').map(str::trim).collect();
-    assert_eq!(
-        imports,
-        ["wasmcm:reconciler/types@0.3.0", "wasmcm:reconciler/cache@0.3.0", "wasmcm:reconciler/log@0.3.0"],
-        "no WASI at all"
-    );
 }
 
 /// A plugin whose every key misbehaves in its own way, built as a plugin's `npm run build` does.
