@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test test-python cluster bench soak image toolchain
+.PHONY: run test test-python test-typescript example-typescript cluster bench soak image toolchain
 
 toolchain:
 	rustup toolchain install
@@ -50,6 +50,7 @@ test: toolchain
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins --features v2
 	$(MAKE) test-python
+	$(MAKE) test-typescript
 	cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
 
 # Python plugins (issue 34): the pinned componentize-py into target/tools/python, the SDK's and
@@ -72,10 +73,25 @@ $(PY_OUT)/website-v2.wasm: $(PY_SOURCES)
 	scripts/install-componentize-py.sh >/dev/null
 	$(PY_EXAMPLE)/build.sh v2 $@
 
+# The TypeScript SDK and example (issue 34): the pinned toolchain into target/tools/js, the SDK's
+# generated WIT types checked fresh, its unit tests; then the example as a team would build it
+# (npm ci of its lock, its unit tests, its component build/website.wasm, which the tests replay
+# the Rust example's recordings against and the language bench measures).
+test-typescript:
+	guest-controllers/sdk-typescript/check.sh
+	cd examples/website-typescript && npm ci --prefer-offline --no-audit --no-fund && npm test && npm run build
+
+# The TypeScript example's component alone (for make bench): npm ci and npm run build.
+example-typescript:
+	cd examples/website-typescript && npm ci --prefer-offline --no-audit --no-fund && npm run build
+
 # The scale bench (host/benches/scale.rs) runs the server and the host as two processes; its
 # size is 1,000 Deployments × 3 replicas unless SCALE_ARGS says otherwise, e.g.
 # `make bench SCALE_ARGS="--sizes 1000,3000,10000"` (each size on a fresh server and host).
 SCALE_ARGS ?= --sizes 1000
+
+# The language bench (host/benches/languages.rs) runs on the website example's first release in
+# each language, built here; a language whose build is missing is skipped with a line saying so.
 
 bench: toolchain
 	cargo bench -p wasmcm --bench reconcile
@@ -83,6 +99,9 @@ bench: toolchain
 	cargo bench -p wasmcm --bench scale -- $(SCALE_ARGS)
 	cargo bench -p wasmcm --bench scale -- --size 3000 --replicas 1 --hosts 1,2,3
 	cargo bench -p wasmcm --bench lifecycle
+	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins
+	$(MAKE) $(PY_OUT)/website.wasm example-typescript
+	cargo bench -p wasmcm --bench languages
 
 # The chaos soak, long (host/benches/chaos.rs): three hosts at KCM's lease timings, 300
 # Deployments under churn, 30 minutes of injected faults unless SOAK_ARGS says otherwise, e.g.

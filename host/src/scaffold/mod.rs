@@ -330,7 +330,7 @@ pub fn plan(options: &Options) -> Result<Plan, String> {
     let files = match options.lang {
         Lang::Rust => render(&context)?,
         Lang::Python => python::render(&context)?,
-        Lang::TypeScript => typescript::render(&context)?,
+        Lang::TypeScript => typescript::render(&context, &options.name, &dir)?,
     };
     Ok(Plan { name: options.name.clone(), lang: options.lang, dir, kind, sdk, files })
 }

@@ -37,7 +37,7 @@ fn example_dir() -> PathBuf {
 /// The example's component as its README builds it, with `features`. One build at a time:
 /// both releases come out at the same path. The shared `target/plugins` keeps compiled
 /// dependencies across runs and tests.
-fn build_example(features: &[&str]) -> Vec<u8> {
+pub(crate) fn build_example(features: &[&str]) -> Vec<u8> {
     static BUILD: Mutex<()> = Mutex::new(());
     let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let mut args = vec!["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"];

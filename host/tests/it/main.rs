@@ -28,6 +28,8 @@ mod reproducible;
 mod sandbox;
 mod scaffold;
 mod scaffold_python;
+mod scaffold_typescript;
 mod shards;
 mod simulate_cli;
 mod tenancy;
+mod typescript;

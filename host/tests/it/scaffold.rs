@@ -24,11 +24,11 @@ const NAME: &str = "hello-scaffold";
 const WASM: &str = "hello_scaffold.wasm";
 const PLURAL: &str = "helloscaffolds";
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-fn wasmcm(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn wasmcm(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wasmcm"))
         .current_dir(dir)
         .args(args)
@@ -227,22 +227,22 @@ fn build(dir: &Path) -> String {
 }
 
 /// How long each step took, printed for the record (timings are not asserted).
-struct Steps {
+pub(crate) struct Steps {
     last: Instant,
     done: Vec<(&'static str, Duration)>,
 }
 
 impl Steps {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Steps { last: Instant::now(), done: Vec::new() }
     }
 
-    fn done(&mut self, step: &'static str) {
+    pub(crate) fn done(&mut self, step: &'static str) {
         self.done.push((step, self.last.elapsed()));
         self.last = Instant::now();
     }
 
-    fn report(&self) -> String {
+    pub(crate) fn report(&self) -> String {
         let lines: Vec<String> =
             self.done.iter().map(|(step, took)| format!("  {step:<42} {:>7.2} s", took.as_secs_f64())).collect();
         format!("plugin author's steps:\n{}", lines.join("\n"))
@@ -250,9 +250,9 @@ impl Steps {
 }
 
 /// Stops the host however the test ends, and removes what its embedded cluster left.
-struct Running {
-    child: std::process::Child,
-    cluster_dir: Option<PathBuf>,
+pub(crate) struct Running {
+    pub(crate) child: std::process::Child,
+    pub(crate) cluster_dir: Option<PathBuf>,
 }
 
 impl Drop for Running {
@@ -267,7 +267,7 @@ impl Drop for Running {
 
 /// The `try:` line pasted into a shell, then the scaffold's CRD and example applied and the
 /// example reconciled Ready, again after a spec change.
-fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, kubeconfig: &Path) {
+pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, kubeconfig: &Path) {
     // As pasted: the command names the kubectl it uses; no KUBECONFIG or PATH from here.
     let pasted = Command::new("sh")
         .args(["-c", try_line])

@@ -1,0 +1,186 @@
+//! `wasmcm new --lang typescript` end to end, as `scaffold.rs` runs the Rust scaffold: scaffold,
+//! `npm ci` of the lock it writes (the repository's pinned toolchain, the SDK linked by path),
+//! the native unit tests (`npm test`), the component (`npm run build`), `simulate` on its
+//! snapshot, `plugins inspect` (nothing imported but the contract), then `wasmcm run` with its
+//! plugin.yaml on the embedded cluster, the `try:` line pasted, its CRD and example applied with
+//! the real kubectl and reconciled; a key recorded, replayed identically, and replayed again after
+//! a change to the plugin's code, which shows the difference. It prints how long each step took.
+//!
+//! Owns this flow only; what the scaffold contains is unit-tested in
+//! `host/src/scaffold/typescript.rs`. Writes nothing outside its temporary directory but npm's
+//! cache and the SDK's `dist/` (which `tsc -b` builds when stale).
+
+use crate::common;
+use crate::scaffold::{Running, Steps, reconciled_on_the_host, text, wasmcm};
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const NAME: &str = "hello-scaffold";
+const WASM: &str = "build/hello-scaffold.wasm";
+
+/// `npm <args>` in `dir`, as a plugin author runs it: npm's own cache, offline when it holds
+/// what the lock names.
+pub(crate) fn npm(dir: &Path, args: &[&str]) -> Output {
+    Command::new("npm")
+        .current_dir(dir)
+        .args(args)
+        .env("npm_config_prefer_offline", "true")
+        .env("npm_config_audit", "false")
+        .env("npm_config_fund", "false")
+        .env("npm_config_update_notifier", "false")
+        .output()
+        .expect("npm runs (Node.js 20.19 or later)")
+}
+
+fn build(dir: &Path) {
+    let built = npm(dir, &["run", "build"]);
+    assert!(built.status.success(), "npm run build: {}", text(&built));
+    assert!(text(&built).contains("(no WASI)"), "{}", text(&built));
+}
+
+#[test]
+fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the_host() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(NAME);
+    let mut steps = Steps::start();
+
+    let out = wasmcm(home.path(), &["new", NAME, "--lang", "typescript"]);
+    assert!(out.status.success(), "wasmcm new: {}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(printed.contains("npm ci && npm test") && printed.contains("npm run build"), "{printed}");
+    let lock = std::fs::read_to_string(dir.join("package-lock.json")).expect("a package-lock.json");
+    steps.done("scaffold");
+
+    let installed = npm(&dir, &["ci"]);
+    assert!(installed.status.success(), "npm ci: {}", text(&installed));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("package-lock.json")).unwrap(),
+        lock,
+        "npm ci kept the lock as written"
+    );
+    steps.done("npm ci (the locked toolchain)");
+
+    let tested = npm(&dir, &["test"]);
+    assert!(tested.status.success(), "npm test: {}", text(&tested));
+    assert!(
+        text(&tested).contains("ok 1 - reports the generation Ready, then writes nothing more"),
+        "{}",
+        text(&tested)
+    );
+    steps.done("unit-test (node --test)");
+
+    build(&dir);
+    steps.done("build the component");
+
+    let out = wasmcm(
+        &dir,
+        &[
+            "simulate",
+            "--plugin",
+            WASM,
+            "--state",
+            "snapshot.yaml",
+            "--key",
+            "default/example",
+            "--now",
+            "2026-01-01T00:00:00Z",
+        ],
+    );
+    assert!(out.status.success(), "simulate: {}", text(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
+    assert_eq!(result["plugin"]["name"], NAME);
+    let actions: Vec<String> = result["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!("{} {} {}", a["verb"].as_str().unwrap(), a["kind"].as_str().unwrap(), a["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(actions, ["update-status HelloScaffold example"], "{result:#}");
+    let object = result["state"]["items"].as_array().unwrap().iter().find(|o| o["kind"] == "HelloScaffold").unwrap();
+    assert_eq!(object["status"]["observedGeneration"], 1, "{object:#}");
+    assert_eq!(object["status"]["conditions"][0]["status"], "True", "{object:#}");
+    steps.done("simulate");
+
+    let out = wasmcm(&dir, &["plugins", "inspect", WASM]);
+    assert!(out.status.success(), "inspect: {}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&format!("{NAME} 0.1.0 (contract")), "{shown}");
+    let imports = shown.lines().find_map(|l| l.trim().strip_prefix("imports:")).expect("an imports line");
+    assert!(imports.split(',').all(|i| i.trim().starts_with("wasmcm:reconciler/")), "no WASI: {shown}");
+    steps.done("inspect");
+
+    let mut host = Running {
+        child: common::host_command()
+            .current_dir(&dir)
+            .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
+            .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
+            .arg("--admin-token-file")
+            .arg(home.path().join("admin-token"))
+            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("wasmcm runs"),
+        cluster_dir: None,
+    };
+    let mut lines = BufReader::new(host.child.stdout.take().expect("piped")).lines();
+    let (mut try_line, mut address) = (None, None);
+    for line in lines.by_ref() {
+        let line = line.expect("the host's output");
+        if let Some(command) = line.strip_prefix("try: ") {
+            try_line = Some(command.to_string());
+        }
+        if let Some(a) = line.strip_prefix("metrics: http://").and_then(|a| a.strip_suffix("/metrics")) {
+            address = Some(a.to_string());
+        }
+        if line.starts_with("wasmcm running") {
+            assert!(line.contains(NAME), "the plugin runs: {line}");
+            break;
+        }
+    }
+    let try_line = try_line.expect("the host prints what to try");
+    let kubeconfig = PathBuf::from(
+        try_line
+            .split("KUBECONFIG=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("the try line names the kubeconfig: {try_line}")),
+    );
+    host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    steps.done("load into the host (make run)");
+    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
+    steps.done("reconcile the custom resource (kubectl)");
+
+    let address = address.expect("the host prints its admin address");
+    let token = home.path().join("admin-token").display().to_string();
+    let record = ["plugins", "record", NAME, "default/example", "-o", "example.json", "--address", &address];
+    let out = wasmcm(&dir, &[&record[..], &["--admin-token-file", &token]].concat());
+    assert!(out.status.success(), "record: {}", text(&out));
+    steps.done("record a key");
+
+    let replay = ["simulate", "--plugin", WASM, "--state", "example.json", "--expect", "example.json"];
+    let out = wasmcm(&dir, &replay);
+    assert!(out.status.success(), "replay: {}", text(&out));
+    assert!(text(&out).contains("identical to example.json"), "{}", text(&out));
+    steps.done("replay it");
+
+    let index = dir.join("src/index.ts");
+    let code = std::fs::read_to_string(&index).unwrap();
+    assert!(code.contains(r#"reason: "Reconciled","#), "the skeleton's reason");
+    std::fs::write(&index, code.replace(r#"reason: "Reconciled","#, r#"reason: "Served","#)).unwrap();
+    build(&dir);
+    let out = wasmcm(&dir, &replay);
+    assert_eq!(out.status.code(), Some(1), "the changed plugin differs: {}", text(&out));
+    assert!(text(&out).contains("differs from example.json: 0 intents in 0 batches vs 1 in 1"), "{}", text(&out));
+    let replayed: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
+    assert_eq!(replayed["outcome"]["batches"][0][0]["updateStatus"]["status"]["conditions"][0]["reason"], "Served");
+    steps.done("change, rebuild, replay");
+    eprintln!("{}", steps.report());
+}
