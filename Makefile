@@ -73,6 +73,11 @@ $(PY_OUT)/website-v2.wasm: $(PY_SOURCES)
 	scripts/install-componentize-py.sh >/dev/null
 	$(PY_EXAMPLE)/build.sh v2 $@
 
+# npm's cache under target/, beside the pinned tools (CI keeps target/ between runs): the
+# TypeScript toolchain, the example's and the scaffold test's `npm ci` install from it offline
+# once it is filled, instead of downloading the same 400 MB of packages again.
+export npm_config_cache ?= $(CURDIR)/target/tools/cache/npm
+
 # The TypeScript SDK and example (issue 34): the pinned toolchain into target/tools/js, the SDK's
 # generated WIT types checked fresh, its unit tests; then the example as a team would build it
 # (npm ci of its lock, its unit tests, its component build/website.wasm, which the tests replay

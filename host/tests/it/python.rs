@@ -264,7 +264,8 @@ async fn roles(admin: &kube::Client) {
     kube::Api::<ServiceAccount>::namespaced(admin.clone(), NAMESPACE).create(&post, &account).await.unwrap();
     for (name, group, resource, verbs) in RIGHTS {
         let rules = serde_json::json!([{"apiGroups": [group], "resources": [resource], "verbs": verbs}]);
-        let role: Role = serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "rules": rules})).unwrap();
+        let role: Role =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "rules": rules})).unwrap();
         kube::Api::<Role>::namespaced(admin.clone(), NAMESPACE).create(&post, &role).await.unwrap();
     }
 }
