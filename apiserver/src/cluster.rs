@@ -1,6 +1,6 @@
 //! The running server: its state, its listener and its loops (kubelet, garbage collector,
 //! injected faults), started from a [`ClusterConfig`] and stopped by dropping or
-//! [`Cluster::shutdown`].
+//! [`Cluster::shutdown`], which also removes its credential files (`files`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use crate::change::StoredChange;
 use crate::store::{Changes, Subscription};
 use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
-use crate::{audit, auth, disruption, faults, gc, kubelet, resources, server, store, tls};
+use crate::{audit, auth, disruption, faults, files, gc, kubelet, resources, server, store, tls};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {
@@ -110,7 +110,9 @@ pub struct ClusterConfig {
     pub bind: SocketAddr,
     /// Plain HTTP without authentication; refused unless `bind` is a loopback address.
     pub insecure_http: bool,
-    /// Where the kubeconfig is written [default: a fresh directory under the system temp dir].
+    /// Where the kubeconfig is written [default: a new private directory under the system
+    /// temp dir, removed with the cluster]. A file given here is replaced (with mode 0600),
+    /// and removed with the cluster if it still holds what was written.
     pub kubeconfig: Option<PathBuf>,
     pub kubelet: KubeletConfig,
     /// Changes kept for resuming watches.
@@ -152,6 +154,8 @@ pub struct Cluster {
     pub ca_pem: Option<String>,
     state: Arc<State>,
     tasks: JoinSet<()>,
+    /// The kubeconfig and the other credential files, removed when the cluster is dropped.
+    files: files::ClusterFiles,
 }
 
 impl Cluster {
@@ -173,13 +177,12 @@ impl Cluster {
             let acceptor = tokio_rustls::TlsAcceptor::from(creds.server_config.clone());
             (Some(creds.token), Some(creds.ca_pem), Some(acceptor), format!("https://{addr}"))
         };
-        let kubeconfig = match &config.kubeconfig {
-            Some(p) => p.clone(),
-            None => std::env::temp_dir()
-                .join(format!("wasmcm-cluster-{}-{}", std::process::id(), addr.port()))
-                .join("kubeconfig"),
-        };
-        tls::write_kubeconfig(&kubeconfig, &tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref().unwrap_or("")))?;
+        let files = files::ClusterFiles::create(
+            &std::env::temp_dir(),
+            config.kubeconfig.as_deref(),
+            &tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref().unwrap_or("")),
+        )?;
+        let kubeconfig = files.kubeconfig().to_path_buf();
 
         let state = Arc::new(State {
             token: token.clone(),
@@ -200,18 +203,18 @@ impl Cluster {
         tasks.spawn(gc::run(state.clone()));
         tasks.spawn(disruption::run(state.clone()));
         tasks.spawn(periodic_faults(state.clone()));
-        Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks })
+        Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks, files })
     }
 
     /// Writes a kubeconfig like the admin one but presenting `token` (a ServiceAccount token
-    /// from TokenRequest, say) next to it, and returns its path. Each call writes a new file.
+    /// from TokenRequest, say) in the cluster's private directory, and returns its path. Each
+    /// call writes a new file; all go with the cluster.
     pub fn kubeconfig_for_token(&self, token: &str) -> anyhow::Result<PathBuf> {
         static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = self.kubeconfig.parent().map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-        let path = dir.join(format!("kubeconfig-token-{n}"));
-        tls::write_kubeconfig(&path, &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token))?;
-        Ok(path)
+        self.files
+            .dir()
+            .write_new(&format!("kubeconfig-token-{n}"), &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token))
     }
 
     /// A token for the ServiceAccount `namespace/name` (which must exist), valid for an hour:
@@ -291,13 +294,9 @@ impl Cluster {
         self.state.store.drop_watchers();
     }
 
+    /// Stops the server and its loops, and removes the cluster's files (as dropping it does).
     pub async fn shutdown(mut self) {
         self.tasks.shutdown().await;
-        if let Some(dir) = self.kubeconfig.parent()
-            && dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("wasmcm-cluster-"))
-        {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }
 

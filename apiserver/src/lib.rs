@@ -25,6 +25,7 @@ mod discovery;
 mod disruption;
 mod ephemeral;
 mod faults;
+mod files;
 mod gc;
 mod json;
 mod kubelet;

@@ -7,6 +7,7 @@
 mod common;
 
 mod chaos;
+mod cluster_files;
 mod custom_resource;
 mod deploy;
 mod deployment;
