@@ -1,0 +1,121 @@
+//! What a client cannot make the server hold, through raw HTTP as a hostile client sends it:
+//! a write's work kept off the runtime that serves everyone else.
+
+use std::net::SocketAddr;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wasmcm_apiserver::{Cluster, ClusterConfig};
+use wasmcm_test_support::PATIENCE;
+
+/// Sends one HTTP/1.1 request on a new connection and reads the whole answer: its status and
+/// JSON body.
+async fn request(addr: SocketAddr, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).await.expect("connects");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: {content_type}\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    answer(&mut s).await
+}
+
+async fn answer(s: &mut TcpStream) -> (u16, Value) {
+    let mut out = Vec::new();
+    tokio::time::timeout(PATIENCE, s.read_to_end(&mut out)).await.expect("an answer").expect("reads");
+    let text = String::from_utf8_lossy(&out);
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (code, serde_json::from_str(body).unwrap_or(Value::String(body.to_string())))
+}
+
+async fn json_request(addr: SocketAddr, method: &str, path: &str, content_type: &str, body: &Value) -> (u16, Value) {
+    request(addr, method, path, content_type, &serde_json::to_vec(body).unwrap()).await
+}
+
+/// Runs a cluster on a runtime of one thread of its own, as the host's runtime is when every
+/// worker is taken: what a write computes must not run there, or every other request waits.
+struct OneThread {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl OneThread {
+    fn start() -> OneThread {
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let config = ClusterConfig { insecure_http: true, ..ClusterConfig::default() };
+                let cluster = Cluster::start(config).await.expect("cluster starts");
+                addr_tx.send(cluster.addr).unwrap();
+                let _ = stopped.await;
+                cluster.shutdown().await;
+            });
+        });
+        OneThread { addr: addr_rx.recv().unwrap(), stop: Some(stop), thread: Some(thread) }
+    }
+}
+
+impl Drop for OneThread {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A small patch of a large custom resource (a list-map of 20,000 items: patched, pruned,
+/// defaulted, validated, its managed fields recomputed) takes the server a while; reads sent
+/// meanwhile, one after another, are answered before it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writes_work_does_not_hold_the_runtime() {
+    let server = OneThread::start();
+    let addr = server.addr;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "inventories.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "inventories", "singular": "inventory", "kind": "Inventory", "listKind": "InventoryList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object",
+                "properties": {"spec": {"type": "object", "properties": {"items": {"type": "array",
+                    "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "required": ["name"], "properties": {
+                        "name": {"type": "string", "pattern": "^[a-z0-9-]+$"},
+                        "count": {"type": "integer", "minimum": 0, "default": 1}}}}}}}}}}]}});
+    let (code, status) =
+        json_request(addr, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", &crd)
+            .await;
+    assert_eq!(code, 201, "{status}");
+    let items: Vec<Value> = (0..20_000).map(|i| json!({"name": format!("item-{i}"), "count": i})).collect();
+    let inventory = json!({"apiVersion": "example.com/v1", "kind": "Inventory", "metadata": {"name": "big"},
+        "spec": {"items": items}});
+    let path = "/apis/example.com/v1/namespaces/default/inventories";
+    let (code, status) = json_request(addr, "POST", path, "application/json", &inventory).await;
+    assert_eq!(code, 201, "{status}");
+    let patch = json!({"metadata": {"labels": {"patched": "yes"}}});
+    let write = tokio::spawn(async move {
+        json_request(addr, "PATCH", &format!("{path}/big"), "application/merge-patch+json", &patch).await
+    });
+    let mut answered_meanwhile = 0;
+    while !write.is_finished() {
+        let (code, _) = request(addr, "GET", "/api/v1/namespaces/default", "", b"").await;
+        assert_eq!(code, 200);
+        if !write.is_finished() {
+            answered_meanwhile += 1;
+        }
+    }
+    let (code, status) = write.await.unwrap();
+    assert_eq!(code, 200, "{status}");
+    // A read may slip in before the write's work starts, and one or two be counted as the
+    // write's answer travels; no more if the work holds the server's only thread.
+    assert!(answered_meanwhile >= 10, "only {answered_meanwhile} reads were answered while the write was served");
+}
+
