@@ -1,6 +1,6 @@
 //! HTTP front of the embedded API server, per request: authentication, impersonation and
-//! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, content
-//! negotiation (JSON, YAML bodies, Table and
+//! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, request
+//! bodies (kube-apiserver's 3 MiB limit), content negotiation (JSON, YAML bodies, Table and
 //! PartialObjectMetadata views), list paging and watch streams. The
 //! semantics of each verb live in `api`; this module only translates.
 //!
@@ -38,7 +38,9 @@ use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
-/// kube-apiserver's limit on a request body.
+/// kube-apiserver's limit on a request body (`--max-request-body-bytes`' 3 MiB), which it
+/// answers 413 "Request entity too large: limit is 3145728". What is stored is held to etcd's
+/// smaller limit (`store::MAX_OBJECT_BYTES`).
 const MAX_BODY: usize = 3 << 20;
 
 fn full(bytes: impl Into<Bytes>) -> Body {
@@ -290,7 +292,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Routed, Api
     }
     let namespace = namespace.unwrap_or("").to_string();
     let (name, sub) = (name.map(String::from), sub.map(String::from));
-    let body = read_body(body).await?;
+    let body = read_body(&parts.headers, body).await?;
     Ok(Routed::Resource(Box::new(Resource { ctx, rt, namespace, name, sub }), body))
 }
 
@@ -501,12 +503,18 @@ fn not_found_path() -> ApiError {
     ApiError::new(404, "NotFound", "the server could not find the requested resource")
 }
 
-async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
+/// The request body, refused with upstream's 413 past [`MAX_BODY`]: by its announced length
+/// before reading any of it, else as soon as more arrives (a 52 MB body is never buffered).
+async fn read_body(headers: &hyper::HeaderMap, body: Incoming) -> Result<Bytes, ApiError> {
+    let too_large =
+        || ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {MAX_BODY}"));
+    let announced = headers.get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(too_large());
+    }
     match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::new(413, "RequestEntityTooLarge", "the request body is too large"))
-        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
 }

@@ -7,7 +7,7 @@
 //! validation; callers pass closures that decide the new object from the current one: a
 //! request's run outside the lock and are retried if the object changed meanwhile
 //! ([`Store::guaranteed_update`], as upstream's `GuaranteedUpdate`), so that no request's work
-//! holds up every other.
+//! holds up every other. An object past etcd's 1.5 MiB is refused as etcd refuses it.
 //!
 //! Nothing here costs in proportion to everything stored: objects are kept in key order, so a
 //! type, or a type in one namespace, is a key range; a label index per type answers equality
@@ -43,6 +43,24 @@ pub(crate) const DEFAULT_HISTORY: usize = 100_000;
 pub(crate) const DEFAULT_HISTORY_BYTES: usize = 256 << 20;
 /// Events a watcher may fall behind by before it is closed (the client re-watches).
 const WATCHER_BUFFER: usize = 50_000;
+/// The largest object stored: etcd's default `--max-request-bytes` (1.5 MiB), past which etcd
+/// refuses the write and kube-apiserver passes its error on (see [`too_large`]). Counted as
+/// the object's compact JSON, which is how custom resources are stored; a built-in kind's
+/// protobuf is smaller, so the embedded server is, if anything, stricter.
+pub(crate) const MAX_OBJECT_BYTES: usize = 3 << 19;
+
+/// What a client sees when etcd refuses a write as too large: kube-apiserver does not
+/// translate etcd's `rpctypes.ErrRequestTooLarge`, so `responsewriters.ErrorToAPIStatus` makes
+/// it a 500 Status without a reason, carrying etcd's message (kubectl prints "Error from
+/// server: etcdserver: request is too large").
+pub(crate) fn too_large() -> ApiError {
+    ApiError::new(500, "", "etcdserver: request is too large")
+}
+
+fn check_size(bytes: usize) -> Result<(), ApiError> {
+    if bytes > MAX_OBJECT_BYTES { Err(too_large()) } else { Ok(()) }
+}
+
 /// A client's watch.
 struct Watcher {
     filter: Filter,
@@ -453,12 +471,15 @@ impl Store {
     }
 
     /// Creates `object` at `key`; `exists` builds the error when something is already there.
+    /// An object larger than [`MAX_OBJECT_BYTES`] is refused as etcd refuses it.
     pub(crate) fn create(
         &self,
         key: Key,
         mut object: Value,
         exists: impl FnOnce() -> ApiError,
     ) -> Result<Arc<Value>, ApiError> {
+        let size = json_size(&object);
+        check_size(size)?;
         let mut inner = self.lock();
         if inner.objects.contains_key(&key) {
             return Err(exists());
@@ -467,7 +488,7 @@ impl Store {
         let rv = inner.rv;
         set_rv(&mut object, rv);
         let object = Arc::new(object);
-        let (bytes, _) = inner.put(&key, object.clone());
+        let (bytes, _) = inner.put_sized(&key, object.clone(), size);
         inner.publish(Event { event_type: EventType::Added, key, object: object.clone(), prev: None, rv }, bytes);
         Ok(object)
     }
@@ -498,6 +519,7 @@ impl Store {
         let Some(current) = inner.objects.get(key).map(|s| s.object.clone()) else { return Err(missing()) };
         let Some(object) = f(&current)? else { return Ok(current) };
         let size = json_size(&object);
+        check_size(size)?;
         Ok(inner.replace(key, current, object, size))
     }
 
@@ -516,6 +538,7 @@ impl Store {
             let current = self.get(key).ok_or_else(&missing)?;
             let Some(object) = f(&current)? else { return Ok(current) };
             let size = json_size(&object);
+            check_size(size)?;
             let mut inner = self.lock();
             match inner.objects.get(key) {
                 Some(stored) if Arc::ptr_eq(&stored.object, &current) => {

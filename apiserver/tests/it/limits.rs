@@ -1,4 +1,5 @@
 //! What a client cannot make the server hold, through raw HTTP as a hostile client sends it:
+//! bodies past kube-apiserver's 3 MiB and objects past etcd's 1.5 MiB (upstream's answers), and
 //! a write's work kept off the runtime that serves everyone else.
 
 use std::net::SocketAddr;
@@ -8,6 +9,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wasmcm_apiserver::{Cluster, ClusterConfig};
 use wasmcm_test_support::PATIENCE;
+
+/// A plain-HTTP cluster (loopback, no authentication).
+async fn plain() -> Cluster {
+    Cluster::start(ClusterConfig { insecure_http: true, ..ClusterConfig::default() }).await.expect("cluster starts")
+}
 
 /// Sends one HTTP/1.1 request on a new connection and reads the whole answer: its status and
 /// JSON body.
@@ -34,6 +40,97 @@ async fn answer(s: &mut TcpStream) -> (u16, Value) {
 
 async fn json_request(addr: SocketAddr, method: &str, path: &str, content_type: &str, body: &Value) -> (u16, Value) {
     request(addr, method, path, content_type, &serde_json::to_vec(body).unwrap()).await
+}
+
+const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_past_3_mib_are_refused_before_they_are_read() {
+    let cluster = plain().await;
+    // A 52 MB body announced: answered at once, without waiting for (or buffering) the body.
+    let mut s = TcpStream::connect(cluster.addr).await.unwrap();
+    let head = format!(
+        "POST {CONFIG_MAPS} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Content-Length: 52000000\r\n\r\n{{\"kind\":"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let (code, status) = answer(&mut s).await;
+    assert_eq!(code, 413, "{status}");
+    assert_eq!(status["reason"], "RequestEntityTooLarge");
+    assert_eq!(status["message"], "Request entity too large: limit is 3145728");
+}
+
+/// A CRD of Blobs, whose spec and status hold anything.
+async fn blobs_crd(addr: SocketAddr) {
+    let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "blobs", "singular": "blob", "kind": "Blob", "listKind": "BlobList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": open, "status": open}}}}]}});
+    let (code, status) =
+        json_request(addr, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", &crd)
+            .await;
+    assert_eq!(code, 201, "{status}");
+}
+
+fn blob(name: &str, bytes: usize) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": name}, "spec": {"a": "x".repeat(bytes)}})
+}
+
+const BLOBS: &str = "/apis/example.com/v1/namespaces/default/blobs";
+
+/// Every write path refuses an object past 1.5 MiB as kube-apiserver passes on etcd's refusal
+/// (a 500 without a reason: "Error from server: etcdserver: request is too large"), stores
+/// nothing of it, and a dry run (which never reaches etcd) is answered as upstream answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_past_etcds_limit_are_refused_on_every_write() {
+    let cluster = plain().await;
+    let addr = cluster.addr;
+    blobs_crd(addr).await;
+    let too_large = |(code, status): (u16, Value), what: &str| {
+        let shown: String = status.to_string().chars().take(300).collect();
+        assert_eq!(code, 500, "{what}: {shown}");
+        assert_eq!(status["message"], "etcdserver: request is too large", "{what}");
+        assert!(status.get("reason").is_none(), "{what}: no reason, as upstream's: {shown}");
+    };
+    let json = "application/json";
+    let big = 1_600_000;
+    too_large(json_request(addr, "POST", BLOBS, json, &blob("big", big)).await, "create");
+    let (code, _) = json_request(addr, "POST", &format!("{BLOBS}?dryRun=All"), json, &blob("big", big)).await;
+    assert_eq!(code, 201, "a dry run is not stored, so etcd never sees it");
+    let (code, _) = json_request(addr, "POST", BLOBS, json, &blob("b", 900_000)).await;
+    assert_eq!(code, 201);
+    let path = format!("{BLOBS}/b");
+    too_large(json_request(addr, "PUT", &path, json, &blob("b", big)).await, "update");
+    // Patches that double what is stored: the 52 MB of the report grew this way.
+    let copy = json!([{"op": "copy", "from": "/spec/a", "path": "/spec/b"}]);
+    too_large(json_request(addr, "PATCH", &path, "application/json-patch+json", &copy).await, "JSON patch");
+    let merge = json!({"spec": {"b": "y".repeat(900_000)}});
+    too_large(json_request(addr, "PATCH", &path, "application/merge-patch+json", &merge).await, "merge patch");
+    let apply = format!("{path}?fieldManager=t&force=true");
+    too_large(json_request(addr, "PATCH", &apply, "application/apply-patch+yaml", &blob("b", big)).await, "apply");
+    let apply_new = format!("{BLOBS}/new?fieldManager=t");
+    too_large(
+        json_request(addr, "PATCH", &apply_new, "application/apply-patch+yaml", &blob("new", big)).await,
+        "apply creating",
+    );
+    let mut with_status = blob("b", 1);
+    with_status["status"] = json!({"a": "s".repeat(big)});
+    too_large(json_request(addr, "PUT", &format!("{path}/status"), json, &with_status).await, "status");
+    let status_patch = json!({"status": {"a": "s".repeat(big)}});
+    too_large(
+        json_request(addr, "PATCH", &format!("{path}/status"), "application/merge-patch+json", &status_patch).await,
+        "status patch",
+    );
+    // Nothing of it was stored.
+    let (code, stored) = request(addr, "GET", &path, "", b"").await;
+    assert_eq!(code, 200);
+    assert_eq!(stored["spec"].as_object().map(|s| s.keys().cloned().collect::<Vec<_>>()), Some(vec!["a".to_string()]));
+    assert!(stored.get("status").is_none(), "{:?}", stored.get("status"));
+    assert_eq!(request(addr, "GET", &format!("{BLOBS}/big"), "", b"").await.0, 404);
+    assert_eq!(request(addr, "GET", &format!("{BLOBS}/new"), "", b"").await.0, 404);
 }
 
 /// Runs a cluster on a runtime of one thread of its own, as the host's runtime is when every
