@@ -1,7 +1,7 @@
 //! HTTP front of the embedded API server, per request: authentication, impersonation and
 //! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, request
 //! bodies (kube-apiserver's 3 MiB limit), content negotiation (JSON, YAML bodies, Table and
-//! PartialObjectMetadata views), list paging and watch streams. The
+//! PartialObjectMetadata views), list paging and watch streams (and their timeouts). The
 //! semantics of each verb live in `api`; this module only translates.
 //!
 //! A write is served on tokio's blocking pool, not on a runtime worker: its decoding,
@@ -845,6 +845,7 @@ fn delete_collection(
 
 fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     let filter = filter_from(state, rt, namespace, ctx)?;
+    let timeout = watch_timeout(state, ctx.query.get("timeoutSeconds").map(String::as_str))?;
     let send_initial = ctx.flag("sendInitialEvents");
     let bookmarks = ctx.flag("allowWatchBookmarks");
     let from = match ctx.query.get("resourceVersion").map(String::as_str) {
@@ -867,12 +868,6 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
         }
         Err(e) => return Err(e),
     };
-    let timeout = ctx
-        .query
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(Duration::from_secs(1800));
     let view = if ctx.wants("Table") {
         View::Table(ctx.include_object().to_string())
     } else if ctx.wants("PartialObjectMetadata") {
@@ -905,7 +900,7 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
         if send_initial && tx.send(frame(bookmark(watch.rv, true))).await.is_err() {
             return;
         }
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = tokio::time::Instant::now() + timeout.min(MAX_WATCH_TIMEOUT);
         let mut ticker = tokio::time::interval(Duration::from_secs(5));
         ticker.tick().await;
         let mut drops = state_for_drops.faults.watch_drop_signal();
@@ -938,6 +933,40 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
     let mut r = Response::new(StreamBody::new(stream).boxed());
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(r)
+}
+
+/// kube-apiserver's `--min-request-timeout` default: a watch without a timeout of its own ends
+/// after between this and twice this, so that clients' re-watches spread out.
+const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// The longest a watch runs: a client's `timeoutSeconds` beyond it is clamped (upstream's
+/// `time.Duration(seconds) * time.Second` wraps around past 292 years; a deadline that far
+/// overflowed `Instant` here and panicked the watch's task).
+const MAX_WATCH_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How long a watch runs, as upstream's `GetTimeoutForWatch`: the client's `timeoutSeconds`
+/// (an int64, refused as its query decoding refuses one that is not; a negative one ends the
+/// watch at once), or if it gives none or 0, a random time between [`MIN_REQUEST_TIMEOUT`]
+/// and twice it.
+fn watch_timeout(state: &State, given: Option<&str>) -> Result<Duration, ApiError> {
+    let seconds = match given.map(str::parse::<i64>) {
+        None => 0,
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
+            let why = match e.kind() {
+                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+                _ => "invalid syntax",
+            };
+            return Err(ApiError::bad_request(format!("strconv.ParseInt: parsing {:?}: {why}", given.unwrap_or(""))));
+        }
+    };
+    if seconds != 0 {
+        return Ok(Duration::from_secs(seconds.max(0).unsigned_abs()).min(MAX_WATCH_TIMEOUT));
+    }
+    let mut b = [0u8; 8];
+    state.fill(&mut b);
+    let fraction = (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64;
+    Ok(MIN_REQUEST_TIMEOUT.mul_f64(1.0 + fraction))
 }
 
 enum View {

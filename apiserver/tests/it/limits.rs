@@ -1,11 +1,11 @@
 //! What a client cannot make the server hold, through raw HTTP as a hostile client sends it:
-//! bodies past kube-apiserver's 3 MiB and objects past etcd's 1.5 MiB (upstream's answers), and
-//! a write's work kept off the runtime that serves everyone else.
+//! bodies past kube-apiserver's 3 MiB and objects past etcd's 1.5 MiB (upstream's answers), watch
+//! timeouts of any size, and a write's work kept off the runtime that serves everyone else.
 
 use std::net::SocketAddr;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use wasmcm_apiserver::{Cluster, ClusterConfig};
 use wasmcm_test_support::PATIENCE;
@@ -40,6 +40,10 @@ async fn answer(s: &mut TcpStream) -> (u16, Value) {
 
 async fn json_request(addr: SocketAddr, method: &str, path: &str, content_type: &str, body: &Value) -> (u16, Value) {
     request(addr, method, path, content_type, &serde_json::to_vec(body).unwrap()).await
+}
+
+fn config_map(name: &str, bytes: usize) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "x".repeat(bytes)}})
 }
 
 const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
@@ -131,6 +135,70 @@ async fn objects_past_etcds_limit_are_refused_on_every_write() {
     assert!(stored.get("status").is_none(), "{:?}", stored.get("status"));
     assert_eq!(request(addr, "GET", &format!("{BLOBS}/big"), "", b"").await.0, 404);
     assert_eq!(request(addr, "GET", &format!("{BLOBS}/new"), "", b"").await.0, 404);
+}
+
+/// The watches' field selector: ConfigMap `seen` (not the namespace's own root CA's).
+const SEEN: &str = "&fieldSelector=metadata.name%3Dseen";
+
+/// Opens a watch of ConfigMaps on a new connection, and reads its answer's head.
+async fn open_watch(addr: SocketAddr, query: &str) -> (u16, BufReader<TcpStream>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {CONFIG_MAPS}?watch=true{query} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).await.unwrap();
+    let code = line.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    loop {
+        line.clear();
+        r.read_line(&mut line).await.unwrap();
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+    }
+    (code, r)
+}
+
+/// The next watch event's type and object name, or None once the stream has ended.
+async fn next_event(r: &mut BufReader<TcpStream>) -> Option<(String, String)> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = tokio::time::timeout(PATIENCE, r.read_line(&mut line)).await.expect("a line").ok()?;
+        if n == 0 {
+            return None;
+        }
+        // Chunk sizes and blank lines between the events' JSON lines.
+        if let Ok(event @ Value::Object(_)) = serde_json::from_str::<Value>(line.trim()) {
+            let name = event.pointer("/object/metadata/name").and_then(Value::as_str).unwrap_or("");
+            return Some((event["type"].as_str().unwrap_or("").to_string(), name.to_string()));
+        }
+        if line.trim() == "0" {
+            return None;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_timeouts_of_any_size_are_clamped_not_fatal() {
+    let cluster = plain().await;
+    let addr = cluster.addr;
+    // Not an int64: refused as upstream's query decoding refuses it.
+    let (code, status) =
+        request(addr, "GET", &format!("{CONFIG_MAPS}?watch=true&timeoutSeconds={}", u64::MAX), "", b"").await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(status["message"], "strconv.ParseInt: parsing \"18446744073709551615\": value out of range");
+    // The largest int64, and 0 (no timeout of the client's: the server's default), both watch.
+    let (huge, mut huge_events) = open_watch(addr, &format!("{SEEN}&timeoutSeconds={}", i64::MAX)).await;
+    let (zero, mut zero_events) = open_watch(addr, &format!("{SEEN}&timeoutSeconds=0")).await;
+    assert_eq!((huge, zero), (200, 200));
+    let (code, _) = json_request(addr, "POST", CONFIG_MAPS, "application/json", &config_map("seen", 1)).await;
+    assert_eq!(code, 201);
+    let added = Some(("ADDED".to_string(), "seen".to_string()));
+    assert_eq!(next_event(&mut huge_events).await, added, "the watch with the huge timeout runs");
+    assert_eq!(next_event(&mut zero_events).await, added, "the watch with timeoutSeconds=0 runs");
+    // A negative timeout ends the watch at once, as upstream's.
+    let (code, mut ended) = open_watch(addr, "&fieldSelector=metadata.name%3Dnone&timeoutSeconds=-1").await;
+    assert_eq!((code, next_event(&mut ended).await), (200, None));
 }
 
 /// Runs a cluster on a runtime of one thread of its own, as the host's runtime is when every
