@@ -8,15 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::change::StoredChange;
 use crate::store::{Changes, Subscription};
 use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
-use crate::{audit, auth, disruption, faults, files, gc, kubelet, resources, server, store, tls};
+use crate::{audit, auth, disruption, faults, files, gc, kubelet, listener, resources, store, tls};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {
@@ -33,6 +31,8 @@ pub(crate) struct State {
     pub audit: Option<audit::Audit>,
     /// `shardSelector` is served (`ClusterConfig::sharded_list_watch`).
     pub sharded_list_watch: bool,
+    /// What a connection may hold the server for (`ClusterConfig::connections`).
+    pub limits: listener::ConnectionLimits,
 }
 
 /// Where the server gets the time and the randomness of what it makes up (timestamps, uids,
@@ -55,6 +55,7 @@ impl State {
             sources,
             audit: None,
             sharded_list_watch: true,
+            limits: listener::ConnectionLimits::default(),
         }
     }
 
@@ -127,6 +128,8 @@ pub struct ClusterConfig {
     /// Serve KEP-5866's `shardSelector` on lists and watches (Kubernetes 1.36's alpha
     /// `ShardedListAndWatch` gate); off, the parameter is ignored, as by servers without it.
     pub sharded_list_watch: bool,
+    /// The listener's connection cap and timeouts.
+    pub connections: listener::ConnectionLimits,
 }
 
 impl Default for ClusterConfig {
@@ -141,6 +144,7 @@ impl Default for ClusterConfig {
             faults: FaultConfig::default(),
             audit_lease: None,
             sharded_list_watch: true,
+            connections: listener::ConnectionLimits::default(),
         }
     }
 }
@@ -189,6 +193,7 @@ impl Cluster {
             server_address: addr.to_string(),
             audit: config.audit_lease.clone().map(audit::Audit::new),
             sharded_list_watch: config.sharded_list_watch,
+            limits: config.connections,
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
                 Sources::System,
@@ -198,7 +203,7 @@ impl Cluster {
         crate::bootstrap::bootstrap(&state)?;
 
         let mut tasks = JoinSet::new();
-        tasks.spawn(accept_loop(state.clone(), listener, acceptor));
+        tasks.spawn(listener::serve(state.clone(), listener, acceptor));
         tasks.spawn(kubelet::run(state.clone(), config.kubelet.clone()));
         tasks.spawn(gc::run(state.clone()));
         tasks.spawn(disruption::run(state.clone()));
@@ -326,41 +331,5 @@ async fn periodic_faults(state: Arc<State>) {
             state.faults.compacted();
             state.store.compact();
         }
-    }
-}
-
-async fn accept_loop(state: Arc<State>, listener: TcpListener, acceptor: Option<tokio_rustls::TlsAcceptor>) {
-    let mut connections = JoinSet::new();
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("accepting a connection: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let state = state.clone();
-        let acceptor = acceptor.clone();
-        connections.spawn(async move {
-            let service = hyper::service::service_fn(move |req| server::handle(state.clone(), req));
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let result = match acceptor {
-                Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(tls) => builder.serve_connection(TokioIo::new(tls), service).await,
-                    Err(e) => {
-                        tracing::debug!(%peer, "TLS handshake failed: {e}");
-                        return;
-                    }
-                },
-                None => builder.serve_connection(TokioIo::new(stream), service).await,
-            };
-            if let Err(e) = result {
-                tracing::debug!(%peer, "connection ended: {e}");
-            }
-        });
-        // Reap finished connections so the set does not grow without bound.
-        while connections.try_join_next().is_some() {}
     }
 }

@@ -29,6 +29,7 @@ mod files;
 mod gc;
 mod json;
 mod kubelet;
+mod listener;
 mod managed;
 mod offline;
 mod openapi;
@@ -52,6 +53,7 @@ pub use change::{EventType, StoredChange};
 pub use cluster::{Cluster, ClusterConfig};
 pub use faults::{FaultConfig, FaultCounts};
 pub use kubelet::KubeletConfig;
+pub use listener::ConnectionLimits;
 pub use offline::Offline;
 pub use wasmcm_core::ApiError;
 

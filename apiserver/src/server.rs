@@ -2,7 +2,8 @@
 //! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, request
 //! bodies (kube-apiserver's 3 MiB limit), content negotiation (JSON, YAML bodies, Table and
 //! PartialObjectMetadata views), list paging and watch streams (and their timeouts). The
-//! semantics of each verb live in `api`; this module only translates.
+//! semantics of each verb live in `api`; this module only translates. Connections, TLS and
+//! their limits are `listener`'s.
 //!
 //! A write is served on tokio's blocking pool, not on a runtime worker: its decoding,
 //! defaulting, validation and patching cost CPU in proportion to its body and object (up to
@@ -292,7 +293,7 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Routed, Api
     }
     let namespace = namespace.unwrap_or("").to_string();
     let (name, sub) = (name.map(String::from), sub.map(String::from));
-    let body = read_body(&parts.headers, body).await?;
+    let body = read_body(&parts.headers, body, state.limits.body).await?;
     Ok(Routed::Resource(Box::new(Resource { ctx, rt, namespace, name, sub }), body))
 }
 
@@ -505,17 +506,28 @@ fn not_found_path() -> ApiError {
 
 /// The request body, refused with upstream's 413 past [`MAX_BODY`]: by its announced length
 /// before reading any of it, else as soon as more arrives (a 52 MB body is never buffered).
-async fn read_body(headers: &hyper::HeaderMap, body: Incoming) -> Result<Bytes, ApiError> {
+/// One that has not all arrived within `within` is answered as kube-apiserver's timeout
+/// filter answers a request past `--request-timeout`.
+async fn read_body(headers: &hyper::HeaderMap, body: Incoming, within: Duration) -> Result<Bytes, ApiError> {
     let too_large =
         || ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {MAX_BODY}"));
     let announced = headers.get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if announced.is_some_and(|n| n > MAX_BODY as u64) {
         return Err(too_large());
     }
-    match Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    match tokio::time::timeout(within, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(e)) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+        Err(_) => {
+            let mut e = ApiError::new(
+                504,
+                "Timeout",
+                "Timeout: request did not complete within requested timeout - context deadline exceeded",
+            );
+            e.details = Some(Box::default());
+            Err(e)
+        }
     }
 }
 

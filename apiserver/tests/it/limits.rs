@@ -1,18 +1,22 @@
 //! What a client cannot make the server hold, through raw HTTP as a hostile client sends it:
-//! bodies past kube-apiserver's 3 MiB and objects past etcd's 1.5 MiB (upstream's answers), watch
+//! bodies past kube-apiserver's 3 MiB and objects past etcd's 1.5 MiB (upstream's answers), the
+//! listener's timeouts and connection cap (while watches keep their connections), watch
 //! timeouts of any size, and a write's work kept off the runtime that serves everyone else.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use wasmcm_apiserver::{Cluster, ClusterConfig};
+use wasmcm_apiserver::{Cluster, ClusterConfig, ConnectionLimits};
 use wasmcm_test_support::PATIENCE;
 
-/// A plain-HTTP cluster (loopback, no authentication).
-async fn plain() -> Cluster {
-    Cluster::start(ClusterConfig { insecure_http: true, ..ClusterConfig::default() }).await.expect("cluster starts")
+/// A plain-HTTP cluster (loopback, no authentication) with these connection limits.
+async fn plain(connections: ConnectionLimits) -> Cluster {
+    Cluster::start(ClusterConfig { insecure_http: true, connections, ..ClusterConfig::default() })
+        .await
+        .expect("cluster starts")
 }
 
 /// Sends one HTTP/1.1 request on a new connection and reads the whole answer: its status and
@@ -50,7 +54,7 @@ const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_past_3_mib_are_refused_before_they_are_read() {
-    let cluster = plain().await;
+    let cluster = plain(ConnectionLimits::default()).await;
     // A 52 MB body announced: answered at once, without waiting for (or buffering) the body.
     let mut s = TcpStream::connect(cluster.addr).await.unwrap();
     let head = format!(
@@ -90,7 +94,7 @@ const BLOBS: &str = "/apis/example.com/v1/namespaces/default/blobs";
 /// nothing of it, and a dry run (which never reaches etcd) is answered as upstream answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_past_etcds_limit_are_refused_on_every_write() {
-    let cluster = plain().await;
+    let cluster = plain(ConnectionLimits::default()).await;
     let addr = cluster.addr;
     blobs_crd(addr).await;
     let too_large = |(code, status): (u16, Value), what: &str| {
@@ -180,7 +184,7 @@ async fn next_event(r: &mut BufReader<TcpStream>) -> Option<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_timeouts_of_any_size_are_clamped_not_fatal() {
-    let cluster = plain().await;
+    let cluster = plain(ConnectionLimits::default()).await;
     let addr = cluster.addr;
     // Not an int64: refused as upstream's query decoding refuses it.
     let (code, status) =
@@ -199,6 +203,91 @@ async fn watch_timeouts_of_any_size_are_clamped_not_fatal() {
     // A negative timeout ends the watch at once, as upstream's.
     let (code, mut ended) = open_watch(addr, "&fieldSelector=metadata.name%3Dnone&timeoutSeconds=-1").await;
     assert_eq!((code, next_event(&mut ended).await), (200, None));
+}
+
+/// Reads from `s` until the server closes it; fails the test if it never does.
+async fn closed_by_server(mut s: TcpStream, what: &str) {
+    let mut buf = vec![0u8; 4096];
+    let closed = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "{what}: the server kept the connection open");
+}
+
+fn short_limits(max: usize) -> ConnectionLimits {
+    ConnectionLimits {
+        max,
+        tls_handshake: Duration::from_secs(1),
+        first_request: Duration::from_secs(1),
+        idle: Duration::from_secs(1),
+        ..ConnectionLimits::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_completes_tls_is_dropped() {
+    let cluster = Cluster::start(ClusterConfig { connections: short_limits(16), ..ClusterConfig::default() })
+        .await
+        .expect("cluster starts");
+    let s = TcpStream::connect(cluster.addr).await.unwrap();
+    closed_by_server(s, "TCP open, no TLS handshake").await;
+    let mut s = TcpStream::connect(cluster.addr).await.unwrap();
+    // The first bytes of a ClientHello, and then nothing.
+    s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).await.unwrap();
+    closed_by_server(s, "half a ClientHello").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_never_send_a_request_are_dropped() {
+    let cluster = plain(short_limits(16)).await;
+    let addr = cluster.addr;
+    closed_by_server(TcpStream::connect(addr).await.unwrap(), "nothing sent").await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /api HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    closed_by_server(s, "headers never finished").await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    // HTTP/2's preface and an empty SETTINGS frame, and then no request.
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
+    closed_by_server(s, "HTTP/2 without a request").await;
+    // A keep-alive connection is closed once idle after its answer.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    closed_by_server(s, "idle after a request").await;
+}
+
+/// At the cap, a new client waits until a connection closes; a watch holds its connection for
+/// as long as it runs, however long past the idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_capped_and_watches_keep_theirs() {
+    let cluster = plain(short_limits(3)).await;
+    let addr = cluster.addr;
+    let late = "&fieldSelector=metadata.name%3Dlate";
+    let (_, mut first) = open_watch(addr, late).await;
+    let (_, second) = open_watch(addr, late).await;
+    let (_, third) = open_watch(addr, late).await;
+    let waiting = tokio::spawn(request(addr, "GET", "/version", "", b""));
+    // Past the idle timeout: the watches are requests in progress, not idle connections.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!waiting.is_finished(), "a fourth connection is not served while three watches hold the cap");
+    let (code, _) = {
+        // Through a watch's own connection is no way to write; close one to make room.
+        drop(second);
+        tokio::time::timeout(PATIENCE, waiting).await.expect("served once a connection closed").unwrap()
+    };
+    assert_eq!(code, 200);
+    let (code, _) = json_request(addr, "POST", CONFIG_MAPS, "application/json", &config_map("late", 1)).await;
+    assert_eq!(code, 201);
+    assert_eq!(next_event(&mut first).await, Some(("ADDED".into(), "late".into())), "the first watch still runs");
+    drop(third);
 }
 
 /// Runs a cluster on a runtime of one thread of its own, as the host's runtime is when every
@@ -283,4 +372,3 @@ async fn a_writes_work_does_not_hold_the_runtime() {
     // write's answer travels; no more if the work holds the server's only thread.
     assert!(answered_meanwhile >= 10, "only {answered_meanwhile} reads were answered while the write was served");
 }
-
