@@ -28,3 +28,4 @@ mod sandbox;
 mod scaffold;
 mod shards;
 mod simulate_cli;
+mod stall;
