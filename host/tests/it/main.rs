@@ -8,6 +8,7 @@ mod common;
 
 mod admin;
 mod chaos;
+mod cluster_files;
 mod custom_resource;
 mod deploy;
 mod deployment;
@@ -31,5 +32,6 @@ mod scaffold_python;
 mod scaffold_typescript;
 mod shards;
 mod simulate_cli;
+mod stall;
 mod tenancy;
 mod typescript;
