@@ -1,11 +1,13 @@
 //! wasmcm, the host: loads controller plugins (WebAssembly components), feeds them a
 //! read-only view of the cluster, and performs the writes they ask for.
 //!
+//! - `client`: the API clients (fenced writes), in-cluster credentials, discovery, rate limits.
 //! - `engine`: compiling and calling components in a sandbox; the built-in plugins.
 //! - `lifecycle`: which plugin versions run, from where, and how one replaces another.
-//! - `runtime`: informers, work queues, expectations, leader election, the host.
-//! - `writes`: checking an outcome's intents and performing them.
-//! - `ops`: metrics, health and the admin endpoint.
+//! - `runtime`: informers, work queues, controllers, leader election, shards, the host.
+//! - `writes`: checking an outcome's intents, performing them, and the expectations they raise.
+//! - `metrics`: the Prometheus metrics every layer records into.
+//! - `ops`: serving metrics, health and the admin endpoint.
 //! - [`simulate`]: one reconcile offline, on the API server's own write path.
 //! - [`record`]: one live reconcile's reads, request and outcome, which `simulate` replays.
 //! - `outcome`: an outcome as JSON, and where two differ.
@@ -18,8 +20,10 @@
 // Items not re-exported here are `pub(crate)`, and this keeps it so.
 #![warn(unreachable_pub)]
 
+mod client;
 mod engine;
 mod lifecycle;
+mod metrics;
 mod ops;
 mod outcome;
 pub mod rbac;
@@ -30,6 +34,8 @@ pub mod simulate;
 mod terminal;
 mod writes;
 
+pub use client::credentials::{in_cluster_config, service_account_dir};
+pub use client::discovery::Discovery;
 pub use engine::{
     CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
 };
@@ -37,11 +43,9 @@ pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
 pub use lifecycle::reload::{RELOAD_SETTLE, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};
+pub use metrics::Metrics;
 pub use ops::admin::{Admin, admin_request, admin_token, check_token_destination, needs_token, serve_admin};
-pub use ops::metrics::Metrics;
 pub use runtime::controller::{ControllerConfig, PluginController};
-pub use runtime::credentials::{in_cluster_config, service_account_dir};
-pub use runtime::discovery::Discovery;
 pub use runtime::group::Agreement;
 pub use runtime::host::{Host, HostConfig};
 pub use runtime::informers::{Change, Informers, PluginCache, SyncStatus};

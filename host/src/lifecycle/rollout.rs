@@ -17,7 +17,7 @@ use wasmcm_guest::Outcome;
 use crate::engine::CallError;
 use crate::lifecycle::loader::Version;
 use crate::lifecycle::manifest::RolloutStrategy;
-use crate::ops::metrics::{Metrics, PluginLabels, ShadowLabels};
+use crate::metrics::{Metrics, PluginLabels, ShadowLabels};
 use crate::outcome::outcome_diff;
 
 pub struct Rollout {

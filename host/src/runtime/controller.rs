@@ -25,16 +25,16 @@ use wasmcm_guest::{Instant, Kind, Request, Selector};
 use crate::engine::CallError;
 use crate::lifecycle::loader::Version;
 use crate::lifecycle::rollout::{Offered, Reverted, Rollout};
-use crate::ops::metrics::{
+use crate::metrics::{
     BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, ShardPluginLabels, TrapLabels,
     VersionLabels,
 };
 use crate::record::{Recording, RecordingCache};
-use crate::runtime::expectations::Expectations;
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache, ScopedCache};
 use crate::runtime::leader::Fence;
 use crate::runtime::queue::{RateLimit, WorkQueue};
 use crate::runtime::shards::ShardGate;
+use crate::writes::expectations::Expectations;
 use crate::writes::scope::{HostIdentity, Scope, Tenancy};
 use crate::writes::writer::{self, Refusal, WriteApi};
 
@@ -591,7 +591,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         if !self.expectations.satisfied(key) {
             // The informers have not seen this key's last writes yet; their events bring it
             // back. Expired expectations bring it back at the latest.
-            self.queue.add_after(key.to_string(), crate::runtime::expectations::TIMEOUT);
+            self.queue.add_after(key.to_string(), crate::writes::expectations::TIMEOUT);
             return;
         }
         // Taken once: this reconcile runs on this version to the end, whatever is promoted

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
 
+use crate::client::clients::Clients;
+use crate::client::discovery::Discovery;
 use crate::lifecycle::loader::Version;
-use crate::ops::metrics::{Metrics, PluginLabels};
-use crate::runtime::clients::Clients;
+use crate::metrics::{Metrics, PluginLabels};
 use crate::runtime::controller::{ControllerConfig, PluginController};
-use crate::runtime::discovery::Discovery;
 use crate::runtime::group::{self, Agreement};
 use crate::runtime::informers::{Informers, ShardScope, server_filters_shards};
 use crate::runtime::leader::{Elector, Fence, LeaderConfig};
@@ -54,7 +54,7 @@ pub struct Host {
 
 impl Host {
     /// Starts the host on the cluster `kube` describes (each of its clients is made from it:
-    /// `runtime::clients`). Returns once every plugin's caches have synced or failed to.
+    /// `client::clients`). Returns once every plugin's caches have synced or failed to.
     pub async fn start(
         kube: kube::Config,
         plugins: Vec<Version>,

@@ -55,7 +55,7 @@ use tokio::time::Instant;
 use wasmcm_core::{ShardField, ShardSelector};
 use wasmcm_guest::{Cache, Kind, Selector};
 
-use crate::runtime::discovery::{Discovery, Resource};
+use crate::client::discovery::{Discovery, Resource};
 
 /// One cached object.
 #[derive(Debug)]

@@ -6,7 +6,7 @@
 //!
 //! Unlike client-go, it fences: the [`Fence`] says until when this process may write, the start
 //! of its last successful renewal plus the renew deadline, and the write clients check it
-//! immediately before each request is sent (`runtime::clients`). No lease call can outlast it:
+//! immediately before each request is sent (`client::clients`). No lease call can outlast it:
 //! each attempt is bounded by half the renew deadline (as KCM's leader-election client's
 //! timeout) and by the fence, and the lease client never retries on its own. A standby takes
 //! over no sooner than a lease duration after it last saw a renewal, which the renewal's start
@@ -314,7 +314,7 @@ pub(crate) fn now_micro() -> MicroTime {
 }
 
 impl Elector {
-    /// `client` is for the Lease alone: no retries of its own (`runtime::clients`).
+    /// `client` is for the Lease alone: no retries of its own (`client::clients`).
     pub(crate) fn new(client: kube::Client, config: LeaderConfig, fence: Fence) -> Self {
         Elector {
             api: Api::namespaced(client, &config.namespace),

@@ -38,7 +38,7 @@
 //!   shard is dropped (the process goes on with its other shards).
 //!
 //! Writes are fenced per shard: every write a key's reconcile causes is judged by the key's
-//! shard (`runtime::clients`). A replica that leaves hands its shards back, and the last member
+//! shard (`client::clients`). A replica that leaves hands its shards back, and the last member
 //! of its shape releases the anchor too, so a group of another shape waiting beside it starts at
 //! once.
 //!
@@ -55,7 +55,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use wasmcm_core::group::{self, Shape};
 
-use crate::ops::metrics::{Metrics, ShardLabels};
+use crate::metrics::{Metrics, ShardLabels};
 use crate::runtime::group::{Agreement, Standing};
 use crate::runtime::leader::{
     Fence, LeaderConfig, Observed, claim, group_labels, new_lease, now_micro, released, set_shape, shape_of,
@@ -356,7 +356,7 @@ pub(crate) struct Shards {
 }
 
 impl Shards {
-    /// `client` is for Leases alone (no retries of its own: `runtime::clients`).
+    /// `client` is for Leases alone (no retries of its own: `client::clients`).
     pub(crate) fn new(
         client: kube::Client,
         config: ShardConfig,
@@ -439,7 +439,7 @@ impl Shards {
     }
 
     fn handover(&self, how: &str) {
-        self.metrics.shard_handovers.get_or_create(&crate::ops::metrics::HandoverLabels { kind: how.into() }).inc();
+        self.metrics.shard_handovers.get_or_create(&crate::metrics::HandoverLabels { kind: how.into() }).inc();
     }
 
     /// The longest this replica trusts a Lease of the group to stand unrenewed: the duration it

@@ -21,8 +21,8 @@ use wasmcm_core::str_at;
 use wasmcm_core::validation::{NameFormat, dns1123_label};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
-use crate::runtime::expectations::Expectations;
 use crate::runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL};
+use crate::writes::expectations::Expectations;
 use crate::writes::scope::Tenancy;
 
 pub(crate) use wasmcm_core::ApiError;
