@@ -36,12 +36,13 @@ mod writes;
 
 pub use client::credentials::{in_cluster_config, service_account_dir};
 pub use client::discovery::Discovery;
+pub use client::fence::Fence;
 pub use engine::{
     CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
 };
 pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
-pub use lifecycle::reload::{RELOAD_SETTLE, Reloader};
+pub use lifecycle::reload::{HotSwap, RELOAD_SETTLE, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};
 pub use metrics::Metrics;
 pub use ops::admin::{Admin, admin_request, admin_token, check_token_destination, needs_token, serve_admin};
@@ -49,7 +50,7 @@ pub use runtime::controller::{ControllerConfig, PluginController};
 pub use runtime::group::Agreement;
 pub use runtime::host::{Host, HostConfig};
 pub use runtime::informers::{Change, Informers, PluginCache, SyncStatus};
-pub use runtime::leader::{Fence, LeaderConfig, default_identity};
+pub use runtime::leader::{LeaderConfig, default_identity};
 pub use runtime::queue::RateLimit;
 pub use runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL, ShardConfig, assign_shards, describe_shards};
 pub use terminal::{terminal_safe, terminal_safe_json, terminal_safe_lines};

@@ -22,8 +22,10 @@ use tokio::sync::oneshot;
 
 use wasmcm_guest::{Instant, Kind, Request, Selector};
 
+use crate::client::fence::Fence;
 use crate::engine::CallError;
 use crate::lifecycle::loader::Version;
+use crate::lifecycle::reload::HotSwap;
 use crate::lifecycle::rollout::{Offered, Reverted, Rollout};
 use crate::metrics::{
     BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, ShardPluginLabels, TrapLabels,
@@ -31,7 +33,6 @@ use crate::metrics::{
 };
 use crate::record::{Recording, RecordingCache};
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache, ScopedCache};
-use crate::runtime::leader::Fence;
 use crate::runtime::queue::{RateLimit, WorkQueue};
 use crate::runtime::shards::ShardGate;
 use crate::writes::expectations::Expectations;
@@ -832,6 +833,16 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             tracing::debug!(plugin = %self.rollout.name(), key, "conflict, retrying");
         }
         self.queue.add_rate_limited(key);
+    }
+}
+
+impl<A: WriteApi + Send + Sync + 'static> HotSwap for PluginController<A> {
+    fn rollout(&self) -> &Rollout {
+        PluginController::rollout(self)
+    }
+
+    async fn offer(self: Arc<Self>, version: Version) -> Result<Offered, String> {
+        PluginController::offer(&self, version).await
     }
 }
 

@@ -17,12 +17,13 @@ use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
 
 use crate::client::clients::Clients;
 use crate::client::discovery::Discovery;
+use crate::client::fence::Fence;
 use crate::lifecycle::loader::Version;
 use crate::metrics::{Metrics, PluginLabels};
 use crate::runtime::controller::{ControllerConfig, PluginController};
 use crate::runtime::group::{self, Agreement};
 use crate::runtime::informers::{Informers, ShardScope, server_filters_shards};
-use crate::runtime::leader::{Elector, Fence, LeaderConfig};
+use crate::runtime::leader::{Elector, LeaderConfig};
 use crate::runtime::shards::{ShardConfig, ShardGate, Shards};
 use crate::writes::kube::{ClientRate, KubeApi};
 use crate::writes::writer::WriteApi;
@@ -80,7 +81,8 @@ impl Host {
         let mut sharding = None;
         let mut selector = None;
         if let Some(sc) = &config.shards {
-            let (shards, gate, acquired) = Shards::new(clients.lease(&sc.lease)?, sc.clone(), metrics.clone());
+            let (shards, gate, acquired) =
+                Shards::new(clients.lease(sc.lease.attempt_timeout())?, sc.clone(), metrics.clone());
             fence = shards.fence();
             if server_filters_shards(&read, &sc.lease.namespace).await {
                 tracing::info!(
@@ -138,7 +140,7 @@ impl Host {
         let mut standing = watch::channel(Agreement::Unknown).1;
         let (leading, always, elector) = match config.leader.clone() {
             Some(lc) => {
-                let e = Elector::new(clients.lease(&lc)?, lc, fence.clone());
+                let e = Elector::new(clients.lease(lc.attempt_timeout())?, lc, fence.clone());
                 standing = e.standing();
                 (e.leading(), None, Some(e.run(stop_rx.clone())))
             }

@@ -55,10 +55,11 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use wasmcm_core::group::{self, Shape};
 
+use crate::client::fence::Fence;
 use crate::metrics::{Metrics, ShardLabels};
 use crate::runtime::group::{Agreement, Standing};
 use crate::runtime::leader::{
-    Fence, LeaderConfig, Observed, claim, group_labels, new_lease, now_micro, released, set_shape, shape_of,
+    LeaderConfig, Observed, claim, group_labels, new_lease, now_micro, released, set_shape, shape_of,
 };
 
 /// The label every Lease of a shard group carries (`wasmcm_core::group`'s), valued with the

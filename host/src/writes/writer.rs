@@ -17,11 +17,11 @@
 use std::future::Future;
 
 use serde_json::{Value, json};
+use wasmcm_core::group::{GROUP_LABEL as SHARD_GROUP_LABEL, ROLE_LABEL as SHARD_ROLE_LABEL};
 use wasmcm_core::str_at;
 use wasmcm_core::validation::{NameFormat, dns1123_label};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
-use crate::runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL};
 use crate::writes::expectations::Expectations;
 use crate::writes::scope::Tenancy;
 
