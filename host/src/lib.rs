@@ -48,7 +48,7 @@ pub use metrics::Metrics;
 pub use ops::admin::{Admin, admin_request, admin_token, check_token_destination, needs_token, serve_admin};
 pub use runtime::controller::{ControllerConfig, PluginController};
 pub use runtime::group::Agreement;
-pub use runtime::host::{Host, HostConfig};
+pub use runtime::host::{Host, HostConfig, Mode};
 pub use runtime::informers::{Change, Informers, PluginCache, SyncStatus};
 pub use runtime::leader::{LeaderConfig, default_identity};
 pub use runtime::queue::RateLimit;

@@ -119,7 +119,7 @@ pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     use wasmcm::ClientRate;
     use wasmcm::ControllerConfig;
     use wasmcm::LeaderConfig;
-    use wasmcm::{Host, HostConfig};
+    use wasmcm::{Host, HostConfig, Mode};
     use wasmcm_apiserver::{Cluster, ClusterConfig};
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
@@ -177,9 +177,11 @@ pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
             ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
         };
         check_lease_timing(&lease)?;
-        let sharded = args.shards > 0;
-        let leader = (args.leader_elect && !sharded).then(|| lease.clone());
-        let shards = sharded.then_some(wasmcm::ShardConfig { count: args.shards, lease });
+        let mode = match (args.shards, args.leader_elect) {
+            (0, false) => Mode::Single,
+            (0, true) => Mode::Leader(lease),
+            (count, _) => Mode::Shards(wasmcm::ShardConfig { count, lease }),
+        };
         let host_config = HostConfig {
             controller: ControllerConfig {
                 workers: args.workers,
@@ -193,8 +195,7 @@ pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                 ..ControllerConfig::default()
             },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
-            leader,
-            shards,
+            mode,
         };
         let metrics = std::sync::Arc::new(wasmcm::Metrics::default());
         let (ready, ready_rx) = tokio::sync::watch::channel(false);
