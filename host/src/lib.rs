@@ -22,6 +22,7 @@
 
 mod client;
 mod engine;
+mod key;
 mod lifecycle;
 mod metrics;
 mod ops;

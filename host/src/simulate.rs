@@ -17,6 +17,7 @@ use wasmcm_core::{ApiError, Kind};
 use wasmcm_guest::{Cache, Event, EventType, Instant, MemoryCache, ObjectRef, Request};
 
 use crate::engine::{CallError, Plugin};
+use crate::key::Key;
 use crate::outcome::outcome_json;
 use crate::record::{Recording, request_json};
 use crate::writes::writer::{self, WriteApi};
@@ -97,14 +98,13 @@ pub fn simulate(
 
     let key = match (key, &recorded) {
         (Some(k), _) => k.to_string(),
-        (None, Some(r)) => wasmcm_core::key(&r.namespace, &r.name),
+        (None, Some(r)) => Key::new(&r.namespace, &r.name).to_string(),
         (None, None) => return Err(input(format!("--key is required: {state_name} is not a recording"))),
     };
-    let (namespace, name) = match key.split_once('/') {
-        Some((ns, name)) if !name.is_empty() && !name.contains('/') => (ns, name),
-        _ if !key.is_empty() && !key.contains('/') => ("", key.as_str()),
-        _ => return Err(input(format!("invalid key {key:?}: expected <namespace>/<name>"))),
+    let Some(Key { namespace, name }) = Key::parse(&key) else {
+        return Err(input(format!("invalid key {key:?}: expected <namespace>/<name>")));
     };
+    let (namespace, name) = (namespace.as_str(), name.as_str());
     let info = plugin.info();
     if api.get(&info.primary, namespace, name).is_none() {
         return Err(input(format!("key {key}: no {} {key} in {state_name}, which holds {summary}", info.primary)));

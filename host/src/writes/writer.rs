@@ -22,6 +22,7 @@ use wasmcm_core::str_at;
 use wasmcm_core::validation::{NameFormat, dns1123_label};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
 
+use crate::key::Key;
 use crate::writes::expectations::Expectations;
 use crate::writes::scope::Tenancy;
 
@@ -131,7 +132,7 @@ pub async fn write_outcome(
     let expectations = context.expectations;
     let mut report = Report::default();
     let primary = ObjectRef { kind: plugin.primary.clone(), namespace: namespace.into(), name: name.into() };
-    let key = wasmcm_core::key(namespace, name);
+    let key = Key::new(namespace, name);
     for batch in &outcome.batches {
         let mut failure: Option<String> = None;
         let mut ops = Vec::new();
@@ -362,7 +363,7 @@ fn settle(
     op: &Op,
     result: Sent,
     expectations: Option<&Expectations>,
-    key: &str,
+    key: &Key,
 ) -> Result<(), String> {
     match op {
         Op::Event(e) => {
