@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use wasmcm::terminal_safe_lines;
 
-use cli::{cluster, new, plugins, run, shards, simulate};
+#[cfg(feature = "embedded-cluster")]
+use cli::cluster;
+use cli::{new, plugins, run, shards, simulate};
 
 /// wasmcm — a WebAssembly controller manager for Kubernetes.
 #[derive(Parser)]
@@ -36,7 +38,15 @@ enum Command {
     /// Run one reconcile of one key against a snapshot and print the writes and the result.
     Simulate(simulate::SimulateArgs),
     /// Start the embedded Kubernetes API server with simulated nodes, and keep it running.
+    #[cfg(feature = "embedded-cluster")]
     Cluster(cluster::ClusterArgs),
+    /// Not in this build, which has no embedded cluster: says so.
+    #[cfg(not(feature = "embedded-cluster"))]
+    #[command(hide = true)]
+    Cluster {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Inspect plugin files, or list and steer the plugins of a running host.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
@@ -82,7 +92,13 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        #[cfg(feature = "embedded-cluster")]
         Command::Cluster(args) => cluster::cluster(args),
+        #[cfg(not(feature = "embedded-cluster"))]
+        Command::Cluster { .. } => anyhow::bail!(
+            "this wasmcm was built without an embedded cluster (cargo feature embedded-cluster): run the host on a \
+             cluster with `wasmcm run --kubeconfig <file>`, or in a pod"
+        ),
         Command::Shards(args) => shards::shards(args),
         Command::New(args) => new::new(args),
         Command::Run(args) => run::run(&cli.engine.engine(true)?, args),

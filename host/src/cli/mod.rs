@@ -7,6 +7,7 @@
 //! library's public surface only, and holds argument handling and printing, no logic of the
 //! host's own.
 
+#[cfg(feature = "embedded-cluster")]
 pub(crate) mod cluster;
 pub(crate) mod new;
 pub(crate) mod plugins;
@@ -172,6 +173,7 @@ pub(crate) async fn cluster_config(
     Ok(None)
 }
 
+#[cfg(feature = "embedded-cluster")]
 /// The kubectl a `try:` line names, so it can be pasted as it is: the pinned one `make run`
 /// installs (scripts/install-kubectl.sh, as the tests use) in the checkout this binary was built
 /// from, or in $WASMCM_TOOLS_DIR as the script does; else the PATH's.

@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use clap::Args;
-use wasmcm::Engine;
+use tokio::sync::watch;
+use wasmcm::{ClientRate, ControllerConfig, Engine, Host, HostConfig, LeaderConfig, Mode};
 
-use super::{cluster_config, default_admin_token_file, kubectl_for_try};
+use super::{cluster_config, default_admin_token_file};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
@@ -116,160 +119,205 @@ fn check_lease_timing(lease: &wasmcm::LeaderConfig) -> anyhow::Result<()> {
 }
 
 pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
-    use wasmcm::ClientRate;
-    use wasmcm::ControllerConfig;
-    use wasmcm::LeaderConfig;
-    use wasmcm::{Host, HostConfig, Mode};
-    use wasmcm_apiserver::{Cluster, ClusterConfig};
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let (cluster, config) = match cluster_config(args.kubeconfig.as_ref(), args.context.clone()).await? {
-            Some(config) => (None, config),
-            None => {
-                let cluster = Cluster::start(ClusterConfig::default()).await?;
-                let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
-                let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
-                println!("embedded cluster at {}", cluster.url);
-                let k = kubectl_for_try();
-                println!(
-                    "try: export KUBECONFIG={} && {k} create deployment web --image=nginx:1 --replicas=3 && {k} rollout \
-                     status deployment/web && {k} get pods",
-                    cluster.kubeconfig.display()
-                );
-                (Some(cluster), config)
+    runtime.block_on(run_host(engine, args))
+}
+
+async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (config, cluster) = connect(&args).await?;
+    let client = kube::Client::try_from(config.clone())?;
+    let namespace = host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
+    tracing::info!("the host's namespace: {namespace}");
+    if cluster.is_some() {
+        // The embedded cluster starts with the system namespaces only; the host's is made
+        // so that what is said of it (plugin ConfigMaps, the grant) means something there.
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+        let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
+        if let Err(e) = namespaces.create(&kube::api::PostParams::default(), &object).await
+            && !matches!(&e, kube::Error::Api(s) if s.code == 409)
+        {
+            tracing::warn!("creating the host's namespace {namespace} on the embedded cluster: {e}");
+        }
+    }
+    let trust = wasmcm::Trust {
+        namespace: namespace.clone(),
+        configmap_namespaces: args.plugin_configmap_namespaces.clone(),
+        require_pins: args.require_pins,
+    };
+    let (versions, failures) = wasmcm::load_all(engine, &args.plugins, &trust, Some(&client)).await;
+    for f in &failures {
+        tracing::error!("not loaded: {f}");
+    }
+    if args.strict && !failures.is_empty() {
+        anyhow::bail!("--strict: {} failed to load:\n  {}", failures.len(), failures.join("\n  "));
+    }
+    if versions.is_empty() {
+        anyhow::bail!("no plugin to run: every one is disabled or failed to load");
+    }
+    let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
+    let host_config = host_config(&args, namespace)?;
+    let metrics = Arc::new(wasmcm::Metrics::default());
+    let shown = serve_admin(&args, metrics.clone()).await?;
+    let host = Host::start(config, versions, host_config, metrics).await?;
+    shown.plugins.send_replace(host.controllers().to_vec());
+    let mut group = host.standing();
+    let standing = shown.standing;
+    tokio::spawn(async move {
+        loop {
+            standing.send_replace(group.borrow_and_update().clone());
+            if group.changed().await.is_err() {
+                return;
             }
-        };
-        let client = kube::Client::try_from(config.clone())?;
-        let namespace = host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
-        tracing::info!("the host's namespace: {namespace}");
-        if cluster.is_some() {
-            // The embedded cluster starts with the system namespaces only; the host's is made
-            // so that what is said of it (plugin ConfigMaps, the grant) means something there.
-            let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
-            let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
-            if let Err(e) = namespaces.create(&kube::api::PostParams::default(), &object).await
-                && !matches!(&e, kube::Error::Api(s) if s.code == 409)
-            {
-                tracing::warn!("creating the host's namespace {namespace} on the embedded cluster: {e}");
-            }
         }
-        let trust = wasmcm::Trust {
-            namespace: namespace.clone(),
-            configmap_namespaces: args.plugin_configmap_namespaces.clone(),
-            require_pins: args.require_pins,
-        };
-        let (versions, failures) = wasmcm::load_all(engine, &args.plugins, &trust, Some(&client)).await;
-        for f in &failures {
-            tracing::error!("not loaded: {f}");
+    });
+    let reloader = wasmcm::Reloader {
+        engine: engine.clone(),
+        client: Some(client),
+        trust,
+        paths: args.plugins.clone(),
+        controllers: host.controllers().to_vec(),
+    }
+    .spawn()?;
+    shown.ready.send_replace(true);
+    println!("wasmcm running: {} (Ctrl-C to stop)", names.join(", "));
+    let mut leading = host.leading();
+    let lost = async {
+        let _ = leading.wait_for(|l| *l).await;
+        let _ = leading.wait_for(|l| !*l).await;
+    };
+    // Like kube-controller-manager, a host that loses its lease exits at once: its fence
+    // already refuses every write, so reconciles in flight have nothing left to finish, and
+    // its restart rejoins as a standby with fresh state.
+    tokio::select! {
+        r = stop_signal() => r?,
+        _ = lost => {
+            tracing::error!("leadership lost; exiting");
+            std::process::exit(1);
         }
-        if args.strict && !failures.is_empty() {
-            anyhow::bail!("--strict: {} failed to load:\n  {}", failures.len(), failures.join("\n  "));
-        }
-        if versions.is_empty() {
-            anyhow::bail!("no plugin to run: every one is disabled or failed to load");
-        }
-        let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
-        let identity = wasmcm::default_identity();
-        let lease = LeaderConfig {
-            lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
-            renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
-            retry_period: Duration::from_secs(args.leader_elect_retry_period),
-            ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
-        };
-        check_lease_timing(&lease)?;
-        let mode = match (args.shards, args.leader_elect) {
-            (0, false) => Mode::Single,
-            (0, true) => Mode::Leader(lease),
-            (count, _) => Mode::Shards(wasmcm::ShardConfig { count, lease }),
-        };
-        let host_config = HostConfig {
-            controller: ControllerConfig {
-                workers: args.workers,
-                resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
-                strict: args.strict,
-                // Protected whether or not this host elects or shards: another replica may.
-                host: wasmcm::HostIdentity {
-                    namespace: Some(namespace),
-                    lease: Some((args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())),
-                },
-                ..ControllerConfig::default()
+    };
+    reloader.abort();
+    // Stop taking work, let reconciles in flight finish, release the lease; a reconcile
+    // stuck past the grace period is abandoned (its key is retried by the next leader).
+    let grace = Duration::from_secs(args.shutdown_grace_period);
+    if tokio::time::timeout(grace, host.shutdown()).await.is_err() {
+        tracing::warn!("reconciles still running after the {grace:?} grace period; exiting without waiting");
+    }
+    if let Some(c) = cluster {
+        c.shutdown().await;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The cluster of `--kubeconfig` or of in-cluster credentials, else a new embedded one (kept
+/// running until the host stops).
+async fn connect(args: &RunArgs) -> anyhow::Result<(kube::Config, Option<Embedded>)> {
+    match cluster_config(args.kubeconfig.as_ref(), args.context.clone()).await? {
+        Some(config) => Ok((config, None)),
+        None => embedded().await,
+    }
+}
+
+#[cfg(feature = "embedded-cluster")]
+type Embedded = wasmcm_apiserver::Cluster;
+
+/// A new embedded cluster, and the `try:` line that shows it off.
+#[cfg(feature = "embedded-cluster")]
+async fn embedded() -> anyhow::Result<(kube::Config, Option<Embedded>)> {
+    let cluster = wasmcm_apiserver::Cluster::start(wasmcm_apiserver::ClusterConfig::default()).await?;
+    let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
+    println!("embedded cluster at {}", cluster.url);
+    let k = super::kubectl_for_try();
+    println!(
+        "try: export KUBECONFIG={} && {k} create deployment web --image=nginx:1 --replicas=3 && {k} rollout status \
+         deployment/web && {k} get pods",
+        cluster.kubeconfig.display()
+    );
+    Ok((config, Some(cluster)))
+}
+
+/// No embedded cluster in this build: there is never one to stop.
+#[cfg(not(feature = "embedded-cluster"))]
+enum Embedded {}
+
+#[cfg(not(feature = "embedded-cluster"))]
+impl Embedded {
+    async fn shutdown(self) {
+        match self {}
+    }
+}
+
+#[cfg(not(feature = "embedded-cluster"))]
+async fn embedded() -> anyhow::Result<(kube::Config, Option<Embedded>)> {
+    anyhow::bail!(
+        "no cluster to run on: give --kubeconfig, or run in a pod (in-cluster credentials, \
+         KUBERNETES_SERVICE_HOST); this wasmcm was built without an embedded cluster (cargo feature \
+         embedded-cluster)"
+    )
+}
+
+/// The host's configuration from the flags: its controllers', its client rate, and how it
+/// shares the work (`--shards`, else `--leader-elect`).
+fn host_config(args: &RunArgs, namespace: String) -> anyhow::Result<HostConfig> {
+    let identity = wasmcm::default_identity();
+    let lease = LeaderConfig {
+        lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
+        renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
+        retry_period: Duration::from_secs(args.leader_elect_retry_period),
+        ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
+    };
+    check_lease_timing(&lease)?;
+    let mode = match (args.shards, args.leader_elect) {
+        (0, false) => Mode::Single,
+        (0, true) => Mode::Leader(lease),
+        (count, _) => Mode::Shards(wasmcm::ShardConfig { count, lease }),
+    };
+    Ok(HostConfig {
+        controller: ControllerConfig {
+            workers: args.workers,
+            resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
+            strict: args.strict,
+            // Protected whether or not this host elects or shards: another replica may.
+            host: wasmcm::HostIdentity {
+                namespace: Some(namespace),
+                lease: Some((args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())),
             },
-            client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
-            mode,
-        };
-        let metrics = std::sync::Arc::new(wasmcm::Metrics::default());
-        let (ready, ready_rx) = tokio::sync::watch::channel(false);
-        let (plugins, plugins_rx) = tokio::sync::watch::channel(Vec::new());
-        let token = match args.admin_token_file.clone().or_else(default_admin_token_file) {
-            Some(file) => match wasmcm::admin_token(&file, true) {
-                Ok(t) => Some(t.into()),
-                Err(e) => {
-                    tracing::warn!("the plugin admin API (/plugins: list, promote, abandon, record) is off: {e:#}");
-                    None
-                }
-            },
-            None => None,
-        };
-        let (standing, standing_rx) = tokio::sync::watch::channel(wasmcm::Agreement::Unknown);
-        let admin = wasmcm::Admin {
-            metrics: metrics.clone(),
-            ready: ready_rx,
-            plugins: plugins_rx,
-            token,
-            standing: standing_rx,
-        };
-        let bound = wasmcm::serve_admin(args.metrics_bind_address, admin)
-            .await
-            .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
-        println!("metrics: http://{bound}/metrics");
-        let host = Host::start(config, versions, host_config, metrics).await?;
-        plugins.send_replace(host.controllers().to_vec());
-        let mut group = host.standing();
-        tokio::spawn(async move {
-            loop {
-                standing.send_replace(group.borrow_and_update().clone());
-                if group.changed().await.is_err() {
-                    return;
-                }
-            }
-        });
-        let reloader = wasmcm::Reloader {
-            engine: engine.clone(),
-            client: Some(client),
-            trust,
-            paths: args.plugins.clone(),
-            controllers: host.controllers().to_vec(),
-        }
-        .spawn()?;
-        ready.send_replace(true);
-        println!("wasmcm running: {} (Ctrl-C to stop)", names.join(", "));
-        let mut leading = host.leading();
-        let lost = async {
-            let _ = leading.wait_for(|l| *l).await;
-            let _ = leading.wait_for(|l| !*l).await;
-        };
-        // Like kube-controller-manager, a host that loses its lease exits at once: its fence
-        // already refuses every write, so reconciles in flight have nothing left to finish, and
-        // its restart rejoins as a standby with fresh state.
-        tokio::select! {
-            r = stop_signal() => r?,
-            _ = lost => {
-                tracing::error!("leadership lost; exiting");
-                std::process::exit(1);
-            }
-        };
-        reloader.abort();
-        // Stop taking work, let reconciles in flight finish, release the lease; a reconcile
-        // stuck past the grace period is abandoned (its key is retried by the next leader).
-        let grace = Duration::from_secs(args.shutdown_grace_period);
-        if tokio::time::timeout(grace, host.shutdown()).await.is_err() {
-            tracing::warn!("reconciles still running after the {grace:?} grace period; exiting without waiting");
-        }
-        if let Some(c) = cluster {
-            c.shutdown().await;
-        }
-        Ok(ExitCode::SUCCESS)
+            ..ControllerConfig::default()
+        },
+        client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
+        mode,
     })
+}
+
+/// What the metrics and admin endpoint shows of the host, filled in as it starts.
+struct Shown {
+    ready: watch::Sender<bool>,
+    plugins: watch::Sender<Vec<Arc<wasmcm::PluginController<wasmcm::KubeApi>>>>,
+    standing: watch::Sender<wasmcm::Agreement>,
+}
+
+/// Serves `/metrics`, `/healthz`, `/readyz` and the plugin admin API (when its token is
+/// usable) on `--metrics-bind-address`.
+async fn serve_admin(args: &RunArgs, metrics: Arc<wasmcm::Metrics>) -> anyhow::Result<Shown> {
+    let (ready, ready_rx) = watch::channel(false);
+    let (plugins, plugins_rx) = watch::channel(Vec::new());
+    let token = match args.admin_token_file.clone().or_else(default_admin_token_file) {
+        Some(file) => match wasmcm::admin_token(&file, true) {
+            Ok(t) => Some(t.into()),
+            Err(e) => {
+                tracing::warn!("the plugin admin API (/plugins: list, promote, abandon, record) is off: {e:#}");
+                None
+            }
+        },
+        None => None,
+    };
+    let (standing, standing_rx) = watch::channel(wasmcm::Agreement::Unknown);
+    let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins: plugins_rx, token, standing: standing_rx };
+    let bound = wasmcm::serve_admin(args.metrics_bind_address, admin)
+        .await
+        .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
+    println!("metrics: http://{bound}/metrics");
+    Ok(Shown { ready, plugins, standing })
 }
 
 /// Ctrl-C, or SIGTERM (what the kubelet sends a pod's container to stop it).
