@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use wasmcm_guest::{Instant, Kind, Request, Selector};
+use wasmcm_guest::{Instant, Kind, Outcome, Request, Selector};
 
 use crate::client::fence::Fence;
 use crate::engine::CallError;
@@ -709,48 +709,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             self.reverted(key, &reverted);
         }
         match result {
-            Ok(outcome) => {
-                let uid = self.primary().get(&key.namespace, &key.name).map(|o| o.uid.clone());
-                let labels = |ns: &str| self.namespace_labels(ns);
-                let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
-                let context = writer::Context {
-                    expectations: Some(&self.expectations),
-                    primary_uid: uid.as_deref(),
-                    tenancy: Some(tenancy),
-                };
-                let writes = writer::write_outcome(&*self.api, info, &key.namespace, &key.name, &outcome, context);
-                let report = Fence::for_key(&key.namespace, writes).await;
-                for r in &report.refused {
-                    self.refused(key, r);
-                }
-                tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
-                let l = VersionLabels { plugin: info.name.clone(), version: info.version.clone() };
-                if !report.actions.is_empty() {
-                    self.metrics.intents_executed.get_or_create(&l).inc_by(report.actions.len() as u64);
-                }
-                if !report.refused.is_empty() {
-                    self.metrics.intents_refused.get_or_create(&l).inc_by(report.refused.len() as u64);
-                }
-                match &report.failure {
-                    Some(failure) => {
-                        if let Ok(mut f) = self.failures.lock() {
-                            f.insert(key.clone(), failure.clone());
-                        }
-                        self.retry(key, failure, report.conflicted());
-                        "write_failed"
-                    }
-                    None => {
-                        if let Ok(mut f) = self.failures.lock() {
-                            f.remove(key);
-                        }
-                        self.queue.forget(key);
-                        if let Some(ms) = outcome.requeue_after_ms {
-                            self.queue.add_after(key.clone(), std::time::Duration::from_millis(ms));
-                        }
-                        "success"
-                    }
-                }
-            }
+            Ok(outcome) => self.write(key, live, &outcome).await,
             Err(e @ CallError::Plugin { retryable: false, .. }) => {
                 tracing::error!(plugin = %info.name, key = %key, "{e}; not retrying until the object changes");
                 self.queue.forget(key);
@@ -765,6 +724,53 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 tracing::warn!(plugin = %info.name, key = %key, "{e}");
                 self.retry(key, &e.to_string(), false);
                 "trap"
+            }
+        }
+    }
+
+    /// Hands `outcome` to the writer, its writes fenced by the key's shard, and settles the key:
+    /// retried with backoff unless the outcome was written in full, else forgotten (and queued
+    /// again when the plugin asked); returns the outcome's metric label.
+    async fn write(&self, key: &Key, live: &Version, outcome: &Outcome) -> &'static str {
+        let info = live.plugin.info();
+        let uid = self.primary().get(&key.namespace, &key.name).map(|o| o.uid.clone());
+        let labels = |ns: &str| self.namespace_labels(ns);
+        let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
+        let context = writer::Context {
+            expectations: Some(&self.expectations),
+            primary_uid: uid.as_deref(),
+            tenancy: Some(tenancy),
+        };
+        let writes = writer::write_outcome(&*self.api, info, &key.namespace, &key.name, outcome, context);
+        let report = Fence::for_key(&key.namespace, writes).await;
+        for r in &report.refused {
+            self.refused(key, r);
+        }
+        tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
+        let l = VersionLabels { plugin: info.name.clone(), version: info.version.clone() };
+        if !report.actions.is_empty() {
+            self.metrics.intents_executed.get_or_create(&l).inc_by(report.actions.len() as u64);
+        }
+        if !report.refused.is_empty() {
+            self.metrics.intents_refused.get_or_create(&l).inc_by(report.refused.len() as u64);
+        }
+        match &report.failure {
+            Some(failure) => {
+                if let Ok(mut f) = self.failures.lock() {
+                    f.insert(key.clone(), failure.clone());
+                }
+                self.retry(key, failure, report.conflicted());
+                "write_failed"
+            }
+            None => {
+                if let Ok(mut f) = self.failures.lock() {
+                    f.remove(key);
+                }
+                self.queue.forget(key);
+                if let Some(ms) = outcome.requeue_after_ms {
+                    self.queue.add_after(key.clone(), std::time::Duration::from_millis(ms));
+                }
+                "success"
             }
         }
     }
