@@ -3,7 +3,9 @@
 //! is parsed once, where a key comes in (the admin endpoint's `record`, `simulate --key`); the
 //! work queue, the controller, the expectations and the recordings carry it typed.
 //!
-//! It owns the key and its spelling, nothing else.
+//! It owns the key and its spelling, nothing else. Logs take it as text (`key =
+//! key.to_string()`), as they took the string keys: a `Display` field (`%key`) would print
+//! unquoted in the text format.
 
 use std::fmt;
 

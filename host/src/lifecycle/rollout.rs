@@ -329,7 +329,7 @@ impl Rollout {
         match difference {
             Some(diff) => {
                 sh.mismatches += 1;
-                tracing::warn!(plugin = %self.name, key = %key, "shadow {} disagrees: {diff}", describe(candidate));
+                tracing::warn!(plugin = %self.name, key = key.to_string(), "shadow {} disagrees: {diff}", describe(candidate));
                 if abandon_on_mismatch {
                     let why = format!("abandoned in shadow: disagreed on {key}: {diff}");
                     s.bad.insert(candidate.plugin.digest().to_string(), (why, candidate.plugin.info().version.clone()));

@@ -395,7 +395,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     fn refused(&self, key: &Key, refusal: &Refusal) {
         let plugin = self.rollout.name();
         if self.due(format!("log\0{}", refusal.reason)) {
-            tracing::warn!(plugin, key = %key, intent = %refusal.intent, "refused: {} (reported at most once a minute)", refusal.reason);
+            tracing::warn!(plugin, key = key.to_string(), intent = %refusal.intent, "refused: {} (reported at most once a minute)", refusal.reason);
         }
         if self.due(format!("event\0{key}\0{}", refusal.reason)) {
             self.event(key, "WriteRefused", format!("plugin {plugin}: {} refused: {}", refusal.intent, refusal.reason));
@@ -600,9 +600,9 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         if let Err(why) = tenancy.admits(&key.namespace) {
             // Said once a minute per cause, so an operator sees why a namespace is left alone.
             if self.due(format!("scope\0{why}")) {
-                tracing::info!(plugin = %info.name, key = %key, "not reconciled: {why} (reported at most once a minute)");
+                tracing::info!(plugin = %info.name, key = key.to_string(), "not reconciled: {why} (reported at most once a minute)");
             } else {
-                tracing::debug!(plugin = %info.name, key = %key, "not reconciled: {why}");
+                tracing::debug!(plugin = %info.name, key = key.to_string(), "not reconciled: {why}");
             }
             self.queue.forget(key);
             let l = OutcomeLabels {
@@ -626,7 +626,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             "reconcile",
             plugin = %info.name,
             version = %info.version,
-            key = %key,
+            key = key.to_string(),
             duration_ms = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );
@@ -681,14 +681,14 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let (result, candidate) = match result {
             Ok(r) => r,
             Err(e) => {
-                tracing::error!(plugin = %info.name, key = %key, "reconcile task failed: {e}");
+                tracing::error!(plugin = %info.name, key = key.to_string(), "reconcile task failed: {e}");
                 self.retry(key, "the reconcile task failed", false);
                 return "error";
             }
         };
         if let Some((reads, request)) = recorder {
             let recording = Recording::new(&live.plugin, request, &reads, &result);
-            tracing::info!(plugin = %info.name, key = %key, "recorded: {}", recording.summary());
+            tracing::info!(plugin = %info.name, key = key.to_string(), "recorded: {}", recording.summary());
             for w in waiting {
                 let _ = w.send(recording.clone());
             }
@@ -711,17 +711,17 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         match result {
             Ok(outcome) => self.write(key, live, &outcome).await,
             Err(e @ CallError::Plugin { retryable: false, .. }) => {
-                tracing::error!(plugin = %info.name, key = %key, "{e}; not retrying until the object changes");
+                tracing::error!(plugin = %info.name, key = key.to_string(), "{e}; not retrying until the object changes");
                 self.queue.forget(key);
                 "error"
             }
             Err(e @ CallError::Plugin { .. }) => {
-                tracing::warn!(plugin = %info.name, key = %key, "{e}");
+                tracing::warn!(plugin = %info.name, key = key.to_string(), "{e}");
                 self.retry(key, &e.to_string(), false);
                 "error"
             }
             Err(e) => {
-                tracing::warn!(plugin = %info.name, key = %key, "{e}");
+                tracing::warn!(plugin = %info.name, key = key.to_string(), "{e}");
                 self.retry(key, &e.to_string(), false);
                 "trap"
             }
@@ -820,7 +820,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             let live = self.rollout.live();
             let info = live.plugin.info();
             let failures = self.config.report_after;
-            tracing::error!(plugin = %info.name, key = %key, "failed {failures} times, still retrying with backoff: {why}");
+            tracing::error!(plugin = %info.name, key = key.to_string(), "failed {failures} times, still retrying with backoff: {why}");
             let message = format!(
                 "plugin {} {} failed {failures} times; retrying with backoff until it succeeds: {why}",
                 info.name, info.version
@@ -828,7 +828,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             self.event(key, "ReconcileFailed", message);
         }
         if conflict {
-            tracing::debug!(plugin = %self.rollout.name(), key = %key, "conflict, retrying");
+            tracing::debug!(plugin = %self.rollout.name(), key = key.to_string(), "conflict, retrying");
         }
         self.queue.add_rate_limited(key.clone());
     }

@@ -103,7 +103,7 @@ impl Expectations {
         let expired = p.since.elapsed() > self.timeout;
         if expired && !fulfilled {
             tracing::warn!(
-                key = %key,
+                key = key.to_string(),
                 creates = p.creates,
                 deletes = p.deletes.len(),
                 "expectations expired unobserved; reconciling anyway"
