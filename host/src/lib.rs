@@ -35,7 +35,7 @@ pub mod simulate;
 mod terminal;
 mod writes;
 
-pub use client::credentials::{in_cluster_config, service_account_dir};
+pub use client::credentials::{host_namespace, in_cluster_config, service_account_dir};
 pub use client::discovery::Discovery;
 pub use client::fence::Fence;
 pub use engine::{

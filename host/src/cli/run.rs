@@ -2,7 +2,7 @@
 //! or else a new embedded cluster; its plugins loaded, its admin endpoint served, its plugins
 //! reloaded on change, until a stop signal or a lost lease.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -126,7 +126,8 @@ pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
 async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     let (config, cluster) = connect(&args).await?;
     let client = kube::Client::try_from(config.clone())?;
-    let namespace = host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
+    let namespace =
+        wasmcm::host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
     tracing::info!("the host's namespace: {namespace}");
     if cluster.is_some() {
         // The embedded cluster starts with the system namespaces only; the host's is made
@@ -328,94 +329,6 @@ async fn stop_signal() -> std::io::Result<()> {
         _ = term.recv() => {
             tracing::info!("SIGTERM: shutting down");
             Ok(())
-        }
-    }
-}
-
-/// The namespace of a host run outside a pod whose kubeconfig context names none (and of one
-/// on its embedded cluster): the namespace deploy/manifests runs it in.
-const DEFAULT_HOST_NAMESPACE: &str = "wasmcm";
-
-/// The namespace this host runs in and protects: the pod's in a pod (`flag` must agree);
-/// outside one `flag`, else the namespace the kubeconfig context names, else
-/// [`DEFAULT_HOST_NAMESPACE`]. A host always has one, so that no plugin acts in it unasked.
-/// A context naming `default` counts as naming none: that is where users' workloads live (and
-/// what kubeconfigs often spell out), which a host must not withhold from its plugins by
-/// accident; `--namespace default` says so on purpose.
-fn host_namespace(flag: Option<&str>, kubeconfig: Option<&Path>, context: Option<&str>) -> anyhow::Result<String> {
-    if let Some(pod) = pod_namespace() {
-        if let Some(flag) = flag.filter(|f| *f != pod) {
-            anyhow::bail!("--namespace {flag:?}: this host runs in a pod of namespace {pod:?}, which is its namespace");
-        }
-        return Ok(pod);
-    }
-    let namespace = match (flag, kubeconfig) {
-        (Some(flag), _) => flag.to_string(),
-        (None, Some(path)) => {
-            let kc =
-                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
-            context_namespace(&kc, context)
-                .filter(|ns| ns != "default")
-                .unwrap_or_else(|| DEFAULT_HOST_NAMESPACE.into())
-        }
-        (None, None) => DEFAULT_HOST_NAMESPACE.into(),
-    };
-    if let Some(why) = wasmcm_core::validation::dns1123_label(&namespace).first() {
-        anyhow::bail!("--namespace {namespace:?} is not a namespace name: {why}");
-    }
-    Ok(namespace)
-}
-
-/// The namespace the kubeconfig's context `context` (else its current context) names, if any.
-fn context_namespace(kc: &kube::config::Kubeconfig, context: Option<&str>) -> Option<String> {
-    let name = context.map(String::from).or_else(|| kc.current_context.clone())?;
-    let named = kc.contexts.iter().find(|c| c.name == name)?;
-    named.context.as_ref()?.namespace.clone().filter(|ns| !ns.is_empty())
-}
-
-/// The namespace of the pod this host runs in, if it runs in one.
-fn pod_namespace() -> Option<String> {
-    std::env::var("POD_NAMESPACE")
-        .ok()
-        .or_else(|| std::fs::read_to_string(wasmcm::service_account_dir().join("namespace")).ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outside_a_pod_the_host_namespace_is_the_flag_else_the_contexts_else_wasmcm() {
-        let kubeconfig = |current: &str| -> kube::config::Kubeconfig {
-            serde_json::from_value(serde_json::json!({
-                "current-context": current,
-                "contexts": [
-                    {"name": "plain", "context": {"cluster": "c", "user": "u"}},
-                    {"name": "team", "context": {"cluster": "c", "user": "u", "namespace": "team-a"}},
-                    {"name": "default", "context": {"cluster": "c", "user": "u", "namespace": "default"}},
-                ],
-            }))
-            .unwrap()
-        };
-        assert_eq!(context_namespace(&kubeconfig("team"), None).as_deref(), Some("team-a"));
-        assert_eq!(context_namespace(&kubeconfig("plain"), None), None);
-        assert_eq!(context_namespace(&kubeconfig("plain"), Some("team")).as_deref(), Some("team-a"));
-        assert_eq!(context_namespace(&kubeconfig("missing"), None), None);
-
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kubeconfig");
-        std::fs::write(&path, serde_json::to_string(&kubeconfig("team")).unwrap()).unwrap();
-        // These run outside a pod (no POD_NAMESPACE, no service-account namespace file).
-        if pod_namespace().is_none() {
-            assert_eq!(host_namespace(None, Some(&path), None).unwrap(), "team-a");
-            assert_eq!(host_namespace(None, Some(&path), Some("plain")).unwrap(), DEFAULT_HOST_NAMESPACE);
-            assert_eq!(host_namespace(None, Some(&path), Some("default")).unwrap(), DEFAULT_HOST_NAMESPACE);
-            assert_eq!(host_namespace(Some("default"), Some(&path), None).unwrap(), "default");
-            assert_eq!(host_namespace(Some("mine"), Some(&path), None).unwrap(), "mine");
-            assert_eq!(host_namespace(None, None, None).unwrap(), "wasmcm");
-            let e = host_namespace(Some("Not_A_Namespace"), None, None).unwrap_err().to_string();
-            assert!(e.starts_with("--namespace \"Not_A_Namespace\" is not a namespace name"), "{e}");
         }
     }
 }
