@@ -1,21 +1,25 @@
 //! wasmcm, the host: loads controller plugins (WebAssembly components), feeds them a
 //! read-only view of the cluster, and performs the writes they ask for.
 //!
-//! - `client`: the API clients (fenced writes), in-cluster credentials, discovery, rate limits.
-//! - `engine`: compiling and calling components in a sandbox; the built-in plugins.
-//! - `lifecycle`: which plugin versions run, from where, and how one replaces another.
-//! - `runtime`: informers, work queues, controllers, leader election, shards, the host.
-//! - `writes`: checking an outcome's intents, performing them, and the expectations they raise.
-//! - `metrics`: the Prometheus metrics every layer records into.
-//! - `ops`: serving metrics, health and the admin endpoint.
-//! - [`simulate`]: one reconcile offline, on the API server's own write path.
-//! - [`record`]: one live reconcile's reads, request and outcome, which `simulate` replays.
-//! - `outcome`: an outcome as JSON, and where two differ.
-//! - [`scaffold`]: `wasmcm new`, a standalone plugin crate to start from.
-//! - `terminal`: what a plugin or the cluster said, made safe to print.
+//! Its modules stack: each imports only those below it.
 //!
-//! The modules are private; what the binary, the tests and the benchmarks use is re-exported
-//! here.
+//! - `ops`: serving metrics, health and the admin endpoint.
+//! - `runtime`: informers, work queues, one controller per plugin, leader election, shards, the
+//!   host.
+//! - [`simulate`]: one reconcile offline, on the API server's own write path; [`rbac`]: the RBAC
+//!   a plugin needs; [`scaffold`]: `wasmcm new`, a standalone plugin crate to start from.
+//! - [`record`]: one live reconcile's reads, request and outcome, which `simulate` replays.
+//! - `lifecycle`: which plugin versions run, from where, and how one replaces another.
+//! - `writes`: checking an outcome's intents, performing them, and the expectations they raise.
+//! - `engine`: compiling and calling components in a sandbox; the built-in plugins.
+//! - `client`: the API clients and the fence on their writes, in-cluster credentials,
+//!   discovery, rate limits.
+//! - `metrics`, `key`, `outcome`, `terminal`: the metrics every layer records into, the key a
+//!   controller reconciles, an outcome as JSON (and where two differ), what a plugin or the
+//!   cluster said made safe to print.
+//!
+//! The binary (`main.rs` and `cli/`, a module per command) sits on top. The modules are
+//! private; what the binary, the tests and the benchmarks use is re-exported here.
 
 // Items not re-exported here are `pub(crate)`, and this keeps it so.
 #![warn(unreachable_pub)]
