@@ -34,6 +34,14 @@ enum Command {
     /// (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT, and the ServiceAccount's token, ca.crt and
     /// namespace files in $WASMCM_SERVICEACCOUNT_DIR, default
     /// /var/run/secrets/kubernetes.io/serviceaccount), or else a new embedded cluster.
+    #[cfg_attr(
+        not(feature = "embedded-cluster"),
+        command(
+            about = "Run the controller host with the built-in plugins (the default command): against the cluster of \
+                     --kubeconfig, or in-cluster credentials when running in a pod (this build has no embedded cluster)",
+            long_about = None
+        )
+    )]
     Run(run::RunArgs),
     /// Run one reconcile of one key against a snapshot and print the writes and the result.
     Simulate(simulate::SimulateArgs),
