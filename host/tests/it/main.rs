@@ -8,6 +8,7 @@ mod common;
 
 mod admin;
 mod chaos;
+mod cluster_files;
 mod custom_resource;
 mod deploy;
 mod deployment;
@@ -28,4 +29,5 @@ mod sandbox;
 mod scaffold;
 mod shards;
 mod simulate_cli;
+mod stall;
 mod tenancy;
