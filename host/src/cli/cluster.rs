@@ -69,11 +69,14 @@ pub(crate) fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
+        // Listened for before the kubeconfig is shown: a Ctrl-C right after it (a script
+        // that waits for that line, then stops) must still remove the cluster's files.
+        let stop = super::StopSignal::listen()?;
         let cluster = Cluster::start(config).await?;
         println!("wasmcm cluster serving at {}", cluster.url);
         println!("kubeconfig: {}", cluster.kubeconfig.display());
         println!("try: export KUBECONFIG={} && {} get nodes", cluster.kubeconfig.display(), kubectl_for_try());
-        tokio::signal::ctrl_c().await?;
+        stop.received().await;
         cluster.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })

@@ -1,7 +1,8 @@
 //! The commands of the `wasmcm` binary, a module each (`run`, `simulate`, `cluster`, `plugins`,
 //! `shards`, `new`), each command's arguments beside the function that runs it, and what several
 //! share: the engine's flags, calls to a running host's admin endpoint and where its token lives,
-//! the cluster a command talks to, a plugin by name or file, the kubectl a `try:` line names.
+//! the cluster a command talks to, a plugin by name or file, the kubectl a `try:` line names, the
+//! signals that stop a long-running command.
 //!
 //! It belongs to the binary (`main.rs` declares it; the library does not): it uses the
 //! library's public surface only, and holds argument handling and printing, no logic of the
@@ -189,5 +190,26 @@ pub(crate) fn kubectl_for_try() -> String {
         }
         Some(k) => format!("'{}'", k.display().to_string().replace('\'', r"'\''")),
         None => "kubectl".into(),
+    }
+}
+
+/// Ctrl-C, or SIGTERM (what the kubelet sends a pod's container to stop it), caught from the
+/// moment it is made; before that, either kills the process as the default disposition does.
+pub(crate) struct StopSignal {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    pub(crate) fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignal { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
+    }
+
+    pub(crate) async fn received(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => tracing::info!("SIGTERM: shutting down"),
+        }
     }
 }

@@ -194,7 +194,7 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     // already refuses every write, so reconciles in flight have nothing left to finish, and
     // its restart rejoins as a standby with fresh state.
     tokio::select! {
-        r = stop_signal() => r?,
+        r = super::StopSignal::listen()?.received() => r,
         _ = lost => {
             tracing::error!("leadership lost; exiting");
             std::process::exit(1);
@@ -323,16 +323,4 @@ async fn serve_admin(args: &RunArgs, metrics: Arc<wasmcm::Metrics>) -> anyhow::R
         .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
     println!("metrics: http://{bound}/metrics");
     Ok(Shown { ready, plugins, standing })
-}
-
-/// Ctrl-C, or SIGTERM (what the kubelet sends a pod's container to stop it).
-async fn stop_signal() -> std::io::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r,
-        _ = term.recv() => {
-            tracing::info!("SIGTERM: shutting down");
-            Ok(())
-        }
-    }
 }
