@@ -3,8 +3,8 @@
 //! snapshot, `plugins inspect` (no WASI imports), `wasmcm run` with its plugin.yaml on the
 //! embedded cluster, its CRD and example applied with the real kubectl and reconciled Ready, a
 //! key recorded and replayed identically, then a change rebuilt: the replay shows the
-//! difference, and the bad input of a Python plugin (an exception, a clock, a module imported
-//! during a call) fails the reconcile with a message saying what happened and what to use.
+//! difference, and the bad input of a Python plugin (an exception, a clock, a file, a module
+//! imported during a call) fails the reconcile with a message saying what happened and what to use.
 //!
 //! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold/`.
 
@@ -188,7 +188,7 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     let snapshot = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
     let example = snapshot.find("- apiVersion: example.com/v1alpha1").expect("the example in the snapshot");
     let mut state = snapshot.clone();
-    for key in ["raises", "clock", "datetime", "random"] {
+    for key in ["raises", "clock", "datetime", "random", "files"] {
         state.push_str(&snapshot[example..].replace("name: example", &format!("name: {key}")));
     }
     std::fs::write(dir.join("bad.yaml"), state).unwrap();
@@ -206,6 +206,7 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
             vec!["failed: time.time(): the sandbox offers no clock", "use request.now", "(retrying cannot help)"],
         ),
         ("random", vec!["random.random(): the sandbox offers no randomness"]),
+        ("files", vec!["open(): the sandbox offers no files", "read the cluster through the cache"]),
         (
             "datetime",
             vec![
@@ -243,6 +244,8 @@ def misbehave(name: str) -> None:
         time.time()
     if name == "random":
         random.random()
+    if name == "files":
+        open("/etc/hostname").read()
     if name == "datetime":
         import datetime  # not imported when the component was built
 
