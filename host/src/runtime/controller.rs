@@ -655,6 +655,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         request: Request,
     ) -> &'static str {
         let info = live.plugin.info();
+        // `request.now`, give or take the microseconds since: a requeue counts from it.
+        let begun = std::time::Instant::now();
         // Objects outside the live version's scope do not exist for either version.
         let (version, host, namespaces) = (live.clone(), self.host.clone(), self.namespaces.get().cloned());
         let admits = move |ns: &str| {
@@ -750,7 +752,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                         }
                         self.queue.forget(&key.to_string());
                         if let Some(ms) = outcome.requeue_after_ms {
-                            self.queue.add_after(key.to_string(), std::time::Duration::from_millis(ms));
+                            let after = std::time::Duration::from_millis(ms).saturating_sub(begun.elapsed());
+                            self.queue.add_after(key.to_string(), after);
                         }
                         "success"
                     }
