@@ -679,6 +679,16 @@ fn omitted(v: &mut V, field: &str, detail: &str) {
     v.add(super::INVALID, field, format!("Invalid value: {detail}"));
 }
 
+/// The status of the condition of type `kind`, if the Job has one.
+fn condition_status<'a>(job: &'a Value, kind: &str) -> Option<&'a str> {
+    job.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))?
+        .get("status")?
+        .as_str()
+}
+
 fn condition_true(job: &Value, kind: &str) -> bool {
     job.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|conditions| {
         conditions.iter().any(|c| {
@@ -793,7 +803,11 @@ fn job_status(v: &mut V, new: &Value, old: &Value) {
         v.invalid("status.completionTime", &show(status.get("completionTime")), "completionTime cannot be mutated");
     }
     let suspended = new.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
-    if start_changed && old_status.get("startTime").is_some_and(|t| !t.is_null()) && !suspended {
+    // A resumed Job's startTime restarts with its JobSuspended True -> False transition
+    // (kubernetes#134769, in 1.34.2 and 1.35).
+    let resuming =
+        condition_status(old, "Suspended") == Some("True") && condition_status(new, "Suspended") == Some("False");
+    if start_changed && old_status.get("startTime").is_some_and(|t| !t.is_null()) && !suspended && !resuming {
         v.required("status.startTime", "startTime cannot be removed for unsuspended job");
     }
     if is(old, "SuccessCriteriaMet") && !criteria_met {
@@ -1144,6 +1158,17 @@ mod tests {
             [
                 "status.conditions: Invalid value: cannot set Failed=True condition without the FailureTarget=true condition"
             ]
+        );
+        // Upstream's fix of kubernetes#134521 (v1.34.2, 1.35): a resumed Job's startTime
+        // restarts with its JobSuspended True -> False transition, and only then.
+        let suspended = |s: &str, start: &str| {
+            status(json!({"startTime": start, "conditions": [{"type": "Suspended", "status": s}]}))
+        };
+        let (before, after) = ("2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z");
+        assert_eq!(check(&suspended("False", after), &suspended("True", before)), Vec::<String>::new());
+        assert_eq!(
+            check(&suspended("False", after), &suspended("False", before)),
+            ["status.startTime: Required value: startTime cannot be removed for unsuspended job"]
         );
     }
 
