@@ -13,6 +13,7 @@ const GUESTS: &[&str] = &[
     "wasmcm-replicaset",
     "wasmcm-deployment-plugin",
     "wasmcm-rollback",
+    "wasmcm-job-plugin",
     "wasmcm-hostile",
     "wasmcm-stamp",
     "wasmcm-legacy",
