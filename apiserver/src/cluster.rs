@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use wasmcm_core::clock::Clock;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+use wasmcm_core::clock::Clock;
 
 use crate::change::StoredChange;
 use crate::store::{Changes, Subscription};

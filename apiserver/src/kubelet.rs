@@ -346,8 +346,11 @@ impl Kubelet {
             if finite {
                 t.runs = first_runs(state, &started, now);
             }
-            let wake =
-                [t.due, t.next_restart.map(|(at, _)| at)].into_iter().flatten().chain(t.runs.iter().filter_map(Run::wake)).min();
+            let wake = [t.due, t.next_restart.map(|(at, _)| at)]
+                .into_iter()
+                .flatten()
+                .chain(t.runs.iter().filter_map(Run::wake))
+                .min();
             self.learn(key, started);
             return wake;
         }
@@ -410,7 +413,12 @@ impl Kubelet {
             for _ in 0..4 {
                 match &run.state {
                     RunState::Running { started, ends: Some(ends), exit } if now >= *ends => {
-                        let exit = Exit { code: *exit, started: started.clone(), finished: now_str.clone(), id: run.id.clone() };
+                        let exit = Exit {
+                            code: *exit,
+                            started: started.clone(),
+                            finished: now_str.clone(),
+                            id: run.id.clone(),
+                        };
                         run.exited(&pod, exit, now, |d| state.real(d));
                     }
                     RunState::BackOff { until, .. } if now >= *until => {

@@ -255,8 +255,12 @@ const OWNED: [&str; 5] = ["PodReadyToStartContainers", "Initialized", "Ready", "
 /// (Succeeded or Failed once every container is done), and the conditions, each keeping its
 /// lastTransitionTime while its status stays. `ready`: the pod's ready-after has passed.
 pub(crate) fn pod_status(pod: &Value, runs: &[Run], ready: bool, now_str: &str) -> Value {
-    let pod_ref =
-        format!("{}_{}({})", str_at(pod, "/metadata/name"), str_at(pod, "/metadata/namespace"), str_at(pod, "/metadata/uid"));
+    let pod_ref = format!(
+        "{}_{}({})",
+        str_at(pod, "/metadata/name"),
+        str_at(pod, "/metadata/namespace"),
+        str_at(pod, "/metadata/uid")
+    );
     let done = !runs.is_empty() && runs.iter().all(|r| matches!(r.state, RunState::Done(_)));
     let succeeded = done && runs.iter().all(|r| matches!(&r.state, RunState::Done(e) if e.code == 0));
     let phase = match (done, succeeded) {
@@ -336,8 +340,11 @@ mod tests {
         assert_eq!(plan(&p, "side", "x", 0).0.exit, 3, "the bare entry for the others");
         assert_eq!(plan(&p, "side", "x", 0).0.run, Some(Duration::from_millis(500)));
 
-        let mut indexed = pod("Never", json!({"wasmcm.dev/exit-code": "0", "wasmcm.dev/exit-code.1": "42",
-                                              "batch.kubernetes.io/job-index-failure-count": "1"}));
+        let mut indexed = pod(
+            "Never",
+            json!({"wasmcm.dev/exit-code": "0", "wasmcm.dev/exit-code.1": "42",
+                                              "batch.kubernetes.io/job-index-failure-count": "1"}),
+        );
         indexed["metadata"]["labels"] = json!({"batch.kubernetes.io/job-completion-index": "1"});
         assert_eq!(plan(&indexed, "main", "x", earlier_runs(&indexed)).0.exit, 42);
         indexed["metadata"]["labels"] = json!({"batch.kubernetes.io/job-completion-index": "2"});
@@ -387,7 +394,8 @@ mod tests {
         p["status"] = json!({"phase": "Running", "conditions": [
             {"type": "Ready", "status": "True", "lastTransitionTime": "T0"},
             {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "lastTransitionTime": "T0"}]});
-        let s = pod_status(&p, &[run("main", RunState::Done(exit(0))), run("side", RunState::Done(exit(0)))], true, "T3");
+        let s =
+            pod_status(&p, &[run("main", RunState::Done(exit(0))), run("side", RunState::Done(exit(0)))], true, "T3");
         assert_eq!(s["phase"], "Succeeded");
         let cond = |s: &Value, t: &str| s["conditions"].as_array().unwrap().iter().find(|c| c["type"] == t).cloned();
         assert_eq!(cond(&s, "Ready").unwrap()["reason"], "PodCompleted");
@@ -397,7 +405,8 @@ mod tests {
         assert_eq!(cond(&s, "DisruptionTarget").unwrap()["lastTransitionTime"], "T0", "kept");
         assert_eq!(s["containerStatuses"][0]["state"]["terminated"]["reason"], "Completed");
 
-        let s = pod_status(&p, &[run("main", RunState::Done(exit(2))), run("side", RunState::Done(exit(0)))], true, "T3");
+        let s =
+            pod_status(&p, &[run("main", RunState::Done(exit(2))), run("side", RunState::Done(exit(0)))], true, "T3");
         assert_eq!(s["phase"], "Failed");
         assert_eq!(cond(&s, "ContainersReady").unwrap()["reason"], "PodFailed");
         assert_eq!(s["containerStatuses"][0]["state"]["terminated"]["exitCode"], 2);

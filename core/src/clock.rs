@@ -57,9 +57,8 @@ impl Clock {
             };
             match key {
                 "rate" => {
-                    rate = Some(
-                        value.parse::<f64>().map_err(|_| format!("{CLOCK_ENV}: rate={value:?} is not a number"))?,
-                    )
+                    rate =
+                        Some(value.parse::<f64>().map_err(|_| format!("{CLOCK_ENV}: rate={value:?} is not a number"))?)
                 }
                 "epoch" => epoch = Some(time(value)?),
                 "start" => start = Some(time(value)?),

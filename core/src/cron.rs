@@ -140,8 +140,7 @@ fn parse_descriptor(descriptor: &str, zone: TimeZone) -> Result<Schedule, String
         "@hourly" => spec(m, all(&HOURS), all(&DOM), all(&MONTHS), all(&DOW)),
         _ => match descriptor.strip_prefix("@every ") {
             Some(d) => {
-                let nanos =
-                    parse_go_duration(d).map_err(|e| format!("failed to parse duration {descriptor}: {e}"))?;
+                let nanos = parse_go_duration(d).map_err(|e| format!("failed to parse duration {descriptor}: {e}"))?;
                 // cron.Every: at least a second, rounded down to whole seconds.
                 let seconds = (nanos / 1_000_000_000).max(1) as i64;
                 Ok(Schedule::Every { seconds })
@@ -337,8 +336,9 @@ impl Schedule {
     pub fn next(&self, t: Timestamp) -> Timestamp {
         match self {
             // ConstantDelaySchedule: t rounded down to the second, plus the delay.
-            Schedule::Every { seconds } => Timestamp::from_second(t.as_second().saturating_add(*seconds))
-                .unwrap_or(Timestamp::MAX),
+            Schedule::Every { seconds } => {
+                Timestamp::from_second(t.as_second().saturating_add(*seconds)).unwrap_or(Timestamp::MAX)
+            }
             Schedule::Spec(s) => s.next(t),
         }
     }
