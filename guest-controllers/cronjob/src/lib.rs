@@ -7,13 +7,14 @@
 //! stepped by `wasmcm_core::cron` (robfig/cron v3's rules), which the API server's validation
 //! shares; time zones come from jiff's database, bundled into the component.
 
+pub mod api;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod sync;
 pub mod utils;
 
-use k8s_openapi::api::batch::v1::{CronJob, Job};
-use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Kind, Outcome, PluginInfo, Request};
+use api::{CronJob, Job};
+use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Outcome, PluginInfo, Request, Resource};
 
 pub struct CronJobController;
 
@@ -22,13 +23,13 @@ impl Controller for CronJobController {
         PluginInfo {
             name: "cronjob".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            primary: Kind::of::<CronJob>(),
+            primary: CronJob::kind(),
             // Every change of a Job it controls wakes it: a Job finishing frees a Forbid
             // schedule, moves lastSuccessfulTime and may pass a history limit.
-            owns: vec![Kind::of::<Job>()],
+            owns: vec![Job::kind()],
             watches: vec![],
             // CronJob for its status; the Jobs it creates and deletes.
-            writes: vec![Kind::of::<CronJob>(), Kind::of::<Job>()],
+            writes: vec![CronJob::kind(), Job::kind()],
             contract: CONTRACT_VERSION.into(),
         }
     }

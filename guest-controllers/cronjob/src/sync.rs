@@ -19,7 +19,7 @@
 //! - A schedule change is synced at once (upstream's update handler waits for the new
 //!   schedule's next time): a reconcile does not see what changed.
 
-use k8s_openapi::api::batch::v1::{CronJob, Job};
+use crate::api::{CronJob, Job};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 
 use std::cmp::Ordering;
 
-use k8s_openapi::api::batch::v1::{CronJob, Job};
+use crate::api::{CronJob, Job};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};

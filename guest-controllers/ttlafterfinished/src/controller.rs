@@ -5,9 +5,38 @@
 //! with a uid precondition; a plugin reads the cache once and deletes with the uid as
 //! precondition (a TTL lengthened in the instant between is not seen).
 
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::JobStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use wasmcm_guest::{Cache, CacheExt, DeleteTarget, Error, Intent, Kind, Level, ObjectRef, Outcome, Request, log};
+use serde::Deserialize;
+use wasmcm_guest::{
+    Cache, CacheExt, DeleteTarget, Error, Intent, Kind, Level, ObjectRef, Outcome, Request, Resource, log,
+};
+
+/// What the controller reads of a batch/v1 Job. Decoding no more than this (not k8s-openapi's
+/// whole Job, whose pod-template decoder is most of a component) keeps the plugin small.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Job {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: Option<JobSpec>,
+    #[serde(default)]
+    pub status: Option<JobStatus>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSpec {
+    #[serde(default)]
+    pub ttl_seconds_after_finished: Option<i32>,
+}
+
+impl Resource for Job {
+    fn kind() -> Kind {
+        Kind::new("batch/v1", "Job")
+    }
+}
 
 /// `needsCleanup`: finished, with a TTL.
 pub fn needs_cleanup(job: &Job) -> bool {
@@ -80,7 +109,7 @@ pub fn process_job(request: &Request, cache: &dyn Cache) -> Result<Outcome, Erro
         return Ok(outcome);
     }
     outcome.push_batch(vec![Intent::Delete(DeleteTarget {
-        target: ObjectRef { kind: Kind::of::<Job>(), namespace: request.namespace.clone(), name: request.name.clone() },
+        target: ObjectRef { kind: Job::kind(), namespace: request.namespace.clone(), name: request.name.clone() },
         uid: job.metadata.uid.clone(),
         // TODO(contract 0.4.0): propagation Foreground, as upstream's processJob.
     })]);

@@ -8,8 +8,8 @@
 
 pub mod controller;
 
-use k8s_openapi::api::batch::v1::Job;
-use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Kind, Outcome, PluginInfo, Request};
+use controller::Job;
+use wasmcm_guest::{CONTRACT_VERSION, Cache, Controller, Error, Outcome, PluginInfo, Request, Resource};
 
 pub struct TtlAfterFinishedController;
 
@@ -20,11 +20,11 @@ impl Controller for TtlAfterFinishedController {
             version: env!("CARGO_PKG_VERSION").into(),
             // Woken by every change of a Job (upstream: adds and updates); the TTL's expiry by
             // the requeue.
-            primary: Kind::of::<Job>(),
+            primary: Job::kind(),
             owns: vec![],
             watches: vec![],
             // Deletes only.
-            writes: vec![Kind::of::<Job>()],
+            writes: vec![Job::kind()],
             contract: CONTRACT_VERSION.into(),
         }
     }

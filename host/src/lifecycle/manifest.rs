@@ -84,6 +84,14 @@ items:
   spec:
     source: {builtin: rollback}
     scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
+- metadata: {name: cronjob}
+  spec:
+    source: {builtin: cronjob}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
+- metadata: {name: ttlafterfinished}
+  spec:
+    source: {builtin: ttlafterfinished}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
 "#;
 
 /// One plugin as the manifest describes it, validated.

@@ -3,10 +3,10 @@
 //! TestControllerV2CleanupFinishedJobs, TestControllerV2GetJobsToBeReconciled and the
 //! AlreadyExists tests; then what the plugin's batches and requeue look like.
 
-use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use wasmcm_cronjob::CronJobController;
+use wasmcm_cronjob::api::{CronJob, Job};
 use wasmcm_cronjob::fixtures::*;
 use wasmcm_cronjob::sync::{Writes, jobs_to_be_reconciled, sync_cron_job};
 use wasmcm_cronjob::utils::{self, NEXT_SCHEDULE_DELTA};

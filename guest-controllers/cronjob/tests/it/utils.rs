@@ -1,10 +1,10 @@
 //! Upstream's `utils_test.go`, restated as data: TestGetJobFromTemplate2, TestNextScheduleTime,
 //! TestByJobStartTime, TestMostRecentScheduleTime, TestNextScheduleTimeDuration.
 
-use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use wasmcm_core::cron::parse_standard;
+use wasmcm_cronjob::api::{CronJob, Job};
 use wasmcm_cronjob::fixtures::*;
 use wasmcm_cronjob::utils::{
     Missed, NEXT_SCHEDULE_DELTA, SCHEDULED_TIMESTAMP_ANNOTATION, by_job_start_time, job_from_template,

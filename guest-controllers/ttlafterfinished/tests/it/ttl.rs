@@ -2,12 +2,11 @@
 //! the reconcile writes: nothing for a Job that is not finished, has no TTL or is going; a
 //! requeue at the expiry; a delete of exactly that Job once it has expired.
 
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use wasmcm_guest::{Controller, Instant, Intent, MemoryCache, Request};
 use wasmcm_ttlafterfinished::TtlAfterFinishedController;
-use wasmcm_ttlafterfinished::controller::time_left;
+use wasmcm_ttlafterfinished::controller::{Job, time_left};
 
 const NOW: &str = "2026-06-01T12:00:00Z";
 
