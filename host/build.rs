@@ -17,6 +17,7 @@ const GUESTS: &[&str] = &[
     "wasmcm-ttlafterfinished",
     "wasmcm-hostile",
     "wasmcm-stamp",
+    "wasmcm-legacy",
 ];
 const TARGET: &str = "wasm32-unknown-unknown";
 

@@ -31,7 +31,7 @@ mod terminal;
 mod writes;
 
 pub use engine::{
-    CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
+    CONTRACTS, CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
 };
 pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};

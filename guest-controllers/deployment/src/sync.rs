@@ -550,6 +550,7 @@ impl<'a> Sync<'a> {
                     name: rs.metadata.name.clone().unwrap_or_default(),
                 },
                 uid: rs.metadata.uid.clone(),
+                propagation: None,
             });
         }
         self.deletes.extend(deletes);

@@ -1,6 +1,8 @@
 //! The plugin engine: compiles components (through the precompiled cache), links them against
 //! the host's `cache` and `log` imports and nothing else, and runs each call in a fresh
-//! instance under a deadline and a memory cap.
+//! instance under a deadline and a memory cap. It speaks the contract of `wit/reconciler.wit`
+//! and, through [`compat`], the frozen 0.3.0 one, so plugins built against either load; any
+//! other version is refused naming the versions.
 //!
 //! It owns no cluster state and performs no writes: the cache view comes from the caller and
 //! the outcome goes back to it unexecuted (see `writes`). [`builtin`] holds the components
@@ -8,9 +10,10 @@
 
 mod budget;
 pub mod builtin;
+mod compat;
 mod precompiled;
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +37,15 @@ mod bindings {
 
 use bindings::exports::wasmcm::reconciler::controller as wit;
 use bindings::wasmcm::reconciler::{cache as wit_cache, log as wit_log, types as wit_types};
+
+/// The contracts this host implements, newest first: each plugin is called in the one it was
+/// built for.
+pub const CONTRACTS: [&str; 2] = [CONTRACT_VERSION, compat::CONTRACT_VERSION];
+
+/// "0.4.0 and 0.3.0", for messages.
+fn contracts_text() -> String {
+    CONTRACTS.join(" and ")
+}
 
 /// How often the engine's epoch advances; deadlines are whole ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -95,11 +107,15 @@ pub enum LoadError {
     Link { source_name: String, reason: String },
     #[error("{source_name}: describe() failed: {error}")]
     Describe { source_name: String, error: Box<CallError> },
-    #[error("{source_name}: plugin {name} was built for contract {contract}; this host implements {CONTRACT_VERSION}")]
+    #[error(
+        "{source_name}: plugin {name} was built for contract {contract}; this host implements contracts {}",
+        contracts_text()
+    )]
     Contract { source_name: String, name: String, contract: String },
     #[error(
-        "{source_name}: built for contract {contract}; this host implements {CONTRACT_VERSION}: rebuild the plugin \
-         against the wasmcm-guest crate of contract {CONTRACT_VERSION}"
+        "{source_name}: built for contract {contract}; this host implements contracts {}: rebuild the plugin \
+         against the wasmcm-guest crate of contract {CONTRACT_VERSION}",
+        contracts_text()
     )]
     ContractInterface { source_name: String, contract: String },
     #[error("{source_name}: invalid plugin metadata: {reason}")]
@@ -255,8 +271,7 @@ impl Drop for CallState {
 }
 
 impl CallState {
-    fn check_readable(&mut self, kind: &wit_types::Kind) -> wasmtime::Result<Kind> {
-        let kind = Kind::new(&kind.api_version, &kind.kind);
+    fn check_readable(&mut self, kind: Kind) -> wasmtime::Result<Kind> {
         if self.readable.contains(&kind) {
             return Ok(kind);
         }
@@ -333,14 +348,65 @@ const MAX_CALL_READ_BYTES: usize = 128 << 20;
 const MAX_SELECTOR_REQUIREMENTS: usize = 64;
 const MAX_SELECTOR_VALUES: usize = 256;
 
+impl CallState {
+    /// `cache.get`, in either contract.
+    fn read_get(&mut self, kind: Kind, namespace: &str, name: &str) -> wasmtime::Result<Option<String>> {
+        self.copy_dropped();
+        let kind = self.check_readable(kind)?;
+        let object = self.cache.get(&kind, namespace, name);
+        Ok(self.hand_out("get", object.into_iter().collect())?.pop())
+    }
+
+    /// `cache.list`, in either contract.
+    fn read_list(&mut self, kind: Kind, namespace: &str, selector: Selector) -> wasmtime::Result<Vec<String>> {
+        self.copy_dropped();
+        let kind = self.check_readable(kind)?;
+        self.check_selector(&selector)?;
+        let objects = self.cache.list(&kind, namespace, &selector);
+        self.hand_out(&format!("list of {kind}"), objects)
+    }
+
+    /// `cache.list-controlled`, in either contract.
+    fn read_list_controlled(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        owner_uid: &str,
+        orphans: bool,
+    ) -> wasmtime::Result<Vec<String>> {
+        self.copy_dropped();
+        let kind = self.check_readable(kind)?;
+        let objects = self.cache.list_controlled(&kind, namespace, owner_uid, orphans);
+        self.hand_out(&format!("list-controlled of {kind}"), objects)
+    }
+}
+
+/// The contract's operator as the host's.
+fn operator(op: wit_types::Operator) -> Operator {
+    match op {
+        wit_types::Operator::In => Operator::In,
+        wit_types::Operator::NotIn => Operator::NotIn,
+        wit_types::Operator::Exists => Operator::Exists,
+        wit_types::Operator::DoesNotExist => Operator::DoesNotExist,
+    }
+}
+
+fn selector_from_wit(selector: wit_types::Selector) -> Selector {
+    Selector {
+        match_labels: selector.match_labels,
+        match_expressions: selector
+            .match_expressions
+            .into_iter()
+            .map(|r| Requirement { key: r.key, operator: operator(r.operator), values: r.values })
+            .collect(),
+    }
+}
+
 impl wit_types::Host for CallState {}
 
 impl wit_cache::Host for CallState {
     fn get(&mut self, kind: wit_types::Kind, namespace: String, name: String) -> wasmtime::Result<Option<String>> {
-        self.copy_dropped();
-        let kind = self.check_readable(&kind)?;
-        let object = self.cache.get(&kind, &namespace, &name);
-        Ok(self.hand_out("get", object.into_iter().collect())?.pop())
+        self.read_get(kind_from_wit(kind), &namespace, &name)
     }
 
     fn list(
@@ -349,28 +415,7 @@ impl wit_cache::Host for CallState {
         namespace: String,
         selector: wit_types::Selector,
     ) -> wasmtime::Result<Vec<String>> {
-        self.copy_dropped();
-        let kind = self.check_readable(&kind)?;
-        let selector = Selector {
-            match_labels: selector.match_labels,
-            match_expressions: selector
-                .match_expressions
-                .into_iter()
-                .map(|r| Requirement {
-                    key: r.key,
-                    operator: match r.operator {
-                        wit_types::Operator::In => Operator::In,
-                        wit_types::Operator::NotIn => Operator::NotIn,
-                        wit_types::Operator::Exists => Operator::Exists,
-                        wit_types::Operator::DoesNotExist => Operator::DoesNotExist,
-                    },
-                    values: r.values,
-                })
-                .collect(),
-        };
-        self.check_selector(&selector)?;
-        let objects = self.cache.list(&kind, &namespace, &selector);
-        self.hand_out(&format!("list of {kind}"), objects)
+        self.read_list(kind_from_wit(kind), &namespace, selector_from_wit(selector))
     }
 
     fn list_controlled(
@@ -380,10 +425,7 @@ impl wit_cache::Host for CallState {
         owner_uid: String,
         orphans: bool,
     ) -> wasmtime::Result<Vec<String>> {
-        self.copy_dropped();
-        let kind = self.check_readable(&kind)?;
-        let objects = self.cache.list_controlled(&kind, &namespace, &owner_uid, orphans);
-        self.hand_out(&format!("list-controlled of {kind}"), objects)
+        self.read_list_controlled(kind_from_wit(kind), &namespace, &owner_uid, orphans)
     }
 }
 
@@ -427,10 +469,26 @@ fn clip(mut message: String) -> String {
 
 impl wit_log::Host for CallState {
     fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
+        let level = match level {
+            wit_log::Level::Trace => wasmcm_guest::Level::Trace,
+            wit_log::Level::Debug => wasmcm_guest::Level::Debug,
+            wit_log::Level::Info => wasmcm_guest::Level::Info,
+            wit_log::Level::Warn => wasmcm_guest::Level::Warn,
+            wit_log::Level::Error => wasmcm_guest::Level::Error,
+        };
+        self.write_log(level, message);
+        Ok(())
+    }
+}
+
+impl CallState {
+    /// `log.log`, in either contract.
+    fn write_log(&mut self, level: wasmcm_guest::Level, message: String) {
+        use wasmcm_guest::Level;
         let message = clip(message);
         let (plugin, key) = (&*self.plugin, &self.key);
         // A panic message is kept whatever came before it: it is what the trap reports.
-        let panicked = level == wit_log::Level::Error && message.starts_with("panicked");
+        let panicked = level == Level::Error && message.starts_with("panicked");
         let (lines, bytes, dropping) = self.logged;
         let over = lines >= MAX_LOG_LINES_PER_CALL || bytes + message.len() > MAX_LOG_BYTES_PER_CALL;
         if over && !panicked {
@@ -443,20 +501,19 @@ impl wit_log::Host for CallState {
                 );
             }
             self.logged.2 = true;
-            return Ok(());
+            return;
         }
         self.logged = (lines + 1, bytes + message.len(), dropping);
         match level {
-            wit_log::Level::Trace => tracing::trace!(plugin, key, "{message}"),
-            wit_log::Level::Debug => tracing::debug!(plugin, key, "{message}"),
-            wit_log::Level::Info => tracing::info!(plugin, key, "{message}"),
-            wit_log::Level::Warn => tracing::warn!(plugin, key, "{message}"),
-            wit_log::Level::Error => tracing::error!(plugin, key, "{message}"),
+            Level::Trace => tracing::trace!(plugin, key, "{message}"),
+            Level::Debug => tracing::debug!(plugin, key, "{message}"),
+            Level::Info => tracing::info!(plugin, key, "{message}"),
+            Level::Warn => tracing::warn!(plugin, key, "{message}"),
+            Level::Error => tracing::error!(plugin, key, "{message}"),
         }
         if panicked {
             self.panic = Some(message);
         }
-        Ok(())
     }
 }
 
@@ -497,6 +554,7 @@ impl Engine {
 
         let mut linker = Linker::new(&engine);
         bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        compat::add_to_linker(&mut linker)?;
 
         let weak = engine.weak();
         std::thread::Builder::new().name("wasmcm-epoch".into()).spawn(move || {
@@ -555,18 +613,29 @@ impl Engine {
 
         let ty = component.component_type();
         let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string());
-        if let Some(contract) = imports.iter().cloned().chain(exports).find_map(|name| other_contract(&name)) {
+        let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        if let Some(contract) = imports.iter().chain(&exports).find_map(|name| other_contract(name)) {
             return Err(LoadError::ContractInterface { source_name: source_name.into(), contract });
         }
         if let Some(name) = imports.iter().find(|name| !is_allowed_import(name)) {
             return Err(LoadError::ForbiddenImport { source_name: source_name.into(), import: name.clone() });
         }
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .and_then(bindings::PluginPre::new)
-            .map_err(|e| LoadError::Link { source_name: source_name.into(), reason: format!("{e:#}") })?;
+        // The contract of its exported controller (else of its imports): one for the whole
+        // component, which is called in it.
+        let named: BTreeSet<&'static str> = imports.iter().chain(&exports).filter_map(|n| contract_of(n)).collect();
+        if named.len() > 1 {
+            let named: Vec<&str> = named.into_iter().collect();
+            let reason = format!("it mixes the interfaces of contracts {}", named.join(" and "));
+            return Err(LoadError::Metadata { source_name: source_name.into(), reason });
+        }
+        let contract = named.into_iter().next().unwrap_or(CONTRACT_VERSION);
+        let link = |e: wasmtime::Error| LoadError::Link { source_name: source_name.into(), reason: format!("{e:#}") };
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(link)?;
+        let pre = if contract == compat::CONTRACT_VERSION {
+            Pre::V3(compat::PluginPre::new(instance_pre).map_err(link)?)
+        } else {
+            Pre::V4(bindings::PluginPre::new(instance_pre).map_err(link)?)
+        };
 
         let limits = Limits { memory_bytes: limits.memory_bytes.min(self.max_memory_bytes), ..limits };
         let mut plugin = Plugin {
@@ -581,12 +650,13 @@ impl Engine {
             budget: self.budget.clone(),
         };
         let info = plugin
-            .call(Arc::new(MemoryCache::new()), "describe()", |p, store| {
-                p.wasmcm_reconciler_controller().call_describe(store)
+            .call(Arc::new(MemoryCache::new()), "describe()", |instance, store| match instance {
+                Instance::V4(p) => p.wasmcm_reconciler_controller().call_describe(store),
+                Instance::V3(p) => compat::describe(p, store),
             })
             .map_err(|e| LoadError::Describe { source_name: source_name.into(), error: Box::new(e) })?;
         let info = plugin_info_from_wit(info);
-        validate_info(source_name, &info)?;
+        validate_info(source_name, &info, contract)?;
         plugin.readable = readable(&info);
         plugin.info = info;
         Ok(plugin)
@@ -596,29 +666,45 @@ impl Engine {
 fn is_allowed_import(name: &str) -> bool {
     let Some((interface, version)) = name.split_once('@') else { return false };
     matches!(interface, "wasmcm:reconciler/cache" | "wasmcm:reconciler/log" | "wasmcm:reconciler/types")
-        && contract_compatible(version)
+        && contract_compatible(version).is_some()
 }
 
 /// The version of a `wasmcm:reconciler` interface this host does not implement, if `name` is one.
 fn other_contract(name: &str) -> Option<String> {
     let (interface, version) = name.split_once('@')?;
-    (interface.starts_with("wasmcm:reconciler/") && !contract_compatible(version)).then(|| version.to_string())
+    (interface.starts_with("wasmcm:reconciler/") && contract_compatible(version).is_none()).then(|| version.to_string())
 }
 
-/// Semver compatibility for a 0.x contract: same major and minor.
-fn contract_compatible(version: &str) -> bool {
-    let ours: Vec<&str> = CONTRACT_VERSION.split('.').collect();
+/// The contract (of [`CONTRACTS`]) of a `wasmcm:reconciler` interface `name`, if it is one.
+fn contract_of(name: &str) -> Option<&'static str> {
+    let (interface, version) = name.split_once('@')?;
+    interface.starts_with("wasmcm:reconciler/").then(|| contract_compatible(version)).flatten()
+}
+
+/// The contract of [`CONTRACTS`] `version` is semver-compatible with (for 0.x: same major and
+/// minor), if any.
+fn contract_compatible(version: &str) -> Option<&'static str> {
     let theirs: Vec<&str> = version.split('.').collect();
-    theirs.len() == 3 && theirs[..2] == ours[..2] && theirs[2].parse::<u32>().is_ok()
+    if theirs.len() != 3 || theirs[2].parse::<u32>().is_err() {
+        return None;
+    }
+    CONTRACTS.into_iter().find(|ours| ours.split('.').take(2).eq(theirs[..2].iter().copied()))
 }
 
-fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(), LoadError> {
-    if !contract_compatible(&info.contract) {
+fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo, exported: &str) -> Result<(), LoadError> {
+    let Some(declared) = contract_compatible(&info.contract) else {
         return Err(LoadError::Contract {
             source_name: source_name.into(),
             name: info.name.clone(),
             contract: info.contract.clone(),
         });
+    };
+    if declared != exported {
+        let reason = format!(
+            "describe() declares contract {}, but the component exports the interfaces of contract {exported}",
+            info.contract
+        );
+        return Err(LoadError::Metadata { source_name: source_name.into(), reason });
     }
     let bad = |reason: String| Err(LoadError::Metadata { source_name: source_name.into(), reason });
     if let Some(why) = wasmcm_core::validation::dns1123_label(&info.name).first() {
@@ -669,6 +755,18 @@ fn placeholder_info(source_name: &str) -> wasmcm_guest::PluginInfo {
     }
 }
 
+/// A linked plugin, ready to instantiate, in the contract it was built for.
+enum Pre {
+    V4(bindings::PluginPre<CallState>),
+    V3(compat::PluginPre<CallState>),
+}
+
+/// One call's instance.
+enum Instance {
+    V4(bindings::Plugin),
+    V3(compat::Plugin),
+}
+
 /// How a plugin's code was obtained.
 #[derive(Clone, Copy, Debug)]
 pub struct Compiled {
@@ -683,7 +781,7 @@ pub struct Compiled {
 /// A loaded plugin, ready to be called from any thread.
 pub struct Plugin {
     engine: wasmtime::Engine,
-    pre: bindings::PluginPre<CallState>,
+    pre: Pre,
     info: wasmcm_guest::PluginInfo,
     readable: Arc<HashSet<Kind>>,
     digest: String,
@@ -754,8 +852,10 @@ impl Plugin {
             previous_failure: request.previous_failure.clone(),
             settings: request.settings.clone(),
         };
-        let result =
-            self.call(cache, &key, |p, store| p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request))?;
+        let result = self.call(cache, &key, |instance, store| match instance {
+            Instance::V4(p) => p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request),
+            Instance::V3(p) => compat::reconcile(p, store, &wit_request),
+        })?;
         match result {
             Ok(outcome) => {
                 check_outcome(&outcome).map_err(|detail| CallError::Trap {
@@ -780,7 +880,7 @@ impl Plugin {
         &self,
         cache: Arc<dyn Cache + Send + Sync>,
         key: &str,
-        f: impl FnOnce(&bindings::Plugin, &mut Store<CallState>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let state = CallState {
             cache,
@@ -806,7 +906,11 @@ impl Plugin {
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         store.epoch_deadline_trap();
 
-        let instance = self.pre.instantiate(&mut store).map_err(|e| {
+        let instance = match &self.pre {
+            Pre::V4(pre) => pre.instantiate(&mut store).map(Instance::V4),
+            Pre::V3(pre) => pre.instantiate(&mut store).map(Instance::V3),
+        };
+        let instance = instance.map_err(|e| {
             let state = store.data();
             if state.memory_exceeded.is_some() || state.budget_refused.is_some() {
                 self.trap(state, TrapReason::Memory, format!("{e:#}"))
@@ -934,6 +1038,9 @@ fn intent_text(i: &wit::Intent) -> usize {
         wit::Intent::Create(o) | wit::Intent::Update(o) | wit::Intent::UpdateStatus(o) => o.len(),
         wit::Intent::Delete(d) => object_ref(&d.target) + d.uid.as_ref().map_or(0, String::len),
         wit::Intent::Event(e) => object_ref(&e.regarding) + e.reason.len() + e.message.len(),
+        wit::Intent::Patch(p) => {
+            object_ref(&p.target) + p.body.len() + p.resource_version.as_ref().map_or(0, String::len)
+        }
     }
 }
 
@@ -943,9 +1050,26 @@ fn outcome_from_wit(o: wit::Outcome) -> wasmcm_guest::Outcome {
         wit::Intent::Create(o) => Intent::Create(o),
         wit::Intent::Update(o) => Intent::Update(o),
         wit::Intent::UpdateStatus(o) => Intent::UpdateStatus(o),
-        wit::Intent::Delete(d) => {
-            Intent::Delete(wasmcm_guest::DeleteTarget { target: ref_from_wit(d.target), uid: d.uid })
-        }
+        wit::Intent::Delete(d) => Intent::Delete(wasmcm_guest::DeleteTarget {
+            target: ref_from_wit(d.target),
+            uid: d.uid,
+            propagation: d.propagation.map(|p| match p {
+                wit::Propagation::Orphan => wasmcm_guest::Propagation::Orphan,
+                wit::Propagation::Background => wasmcm_guest::Propagation::Background,
+                wit::Propagation::Foreground => wasmcm_guest::Propagation::Foreground,
+            }),
+        }),
+        wit::Intent::Patch(p) => Intent::Patch(wasmcm_guest::Patch {
+            target: ref_from_wit(p.target),
+            patch_type: match p.patch_type {
+                wit::PatchType::Json => wasmcm_guest::PatchType::Json,
+                wit::PatchType::Merge => wasmcm_guest::PatchType::Merge,
+                wit::PatchType::Strategic => wasmcm_guest::PatchType::Strategic,
+            },
+            body: p.body,
+            resource_version: p.resource_version,
+            status: p.status,
+        }),
         wit::Intent::Event(e) => Intent::Event(wasmcm_guest::Event {
             regarding: ref_from_wit(e.regarding),
             event_type: match e.event_type {
@@ -968,10 +1092,16 @@ mod tests {
 
     #[test]
     fn only_contract_interfaces_may_be_imported() {
+        assert!(is_allowed_import("wasmcm:reconciler/cache@0.4.0"));
         assert!(is_allowed_import("wasmcm:reconciler/cache@0.3.0"));
         assert!(is_allowed_import("wasmcm:reconciler/log@0.3.7"));
+        assert!(is_allowed_import("wasmcm:reconciler/log@0.4.2"));
         assert!(!is_allowed_import("wasmcm:reconciler/cache@0.2.0"));
-        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.4.0"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.5.0"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@1.4.0"));
+        assert_eq!(contract_of("wasmcm:reconciler/controller@0.3.1"), Some("0.3.0"));
+        assert_eq!(contract_of("wasmcm:reconciler/controller@0.4.0"), Some("0.4.0"));
+        assert_eq!(contract_of("wasi:cli/environment@0.4.0"), None);
         assert!(!is_allowed_import("wasi:filesystem/types@0.2.0"));
         assert!(!is_allowed_import("wasmcm:reconciler/cache"));
     }

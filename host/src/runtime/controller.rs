@@ -659,6 +659,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         request: Request,
     ) -> &'static str {
         let info = live.plugin.info();
+        // `request.now`, give or take the microseconds since: a requeue counts from it.
+        let begun = std::time::Instant::now();
         // Objects outside the live version's scope do not exist for either version.
         let (version, host, namespaces) = (live.clone(), self.host.clone(), self.namespaces.get().cloned());
         let admits = move |ns: &str| {
@@ -754,8 +756,11 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                         }
                         self.queue.forget(&key.to_string());
                         if let Some(ms) = outcome.requeue_after_ms {
+                            // Cluster time (a test clock runs faster), counted from the request's
+                            // now: what the reconcile and its writes took is already spent.
                             let wait = self.config.clock.real(std::time::Duration::from_millis(ms));
-                            self.queue.add_after(key.to_string(), wait);
+                            let after = wait.saturating_sub(begun.elapsed());
+                            self.queue.add_after(key.to_string(), after);
                         }
                         "success"
                     }

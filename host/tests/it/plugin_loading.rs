@@ -146,7 +146,7 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
             vec![
                 future.display().to_string(),
                 "plugin future".into(),
-                format!("built for contract 9.0.0; this host implements {}", wasmcm_guest::CONTRACT_VERSION),
+                "built for contract 9.0.0; this host implements contracts 0.4.0 and 0.3.0".to_string(),
             ],
         ),
         ("unknown field", vec![unknown, "plugin colourful".into(), "unknown field `colour`".into()]),
