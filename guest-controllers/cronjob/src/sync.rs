@@ -26,8 +26,8 @@ use serde_json::Value;
 use wasmcm_core::cron::{load_location, parse_standard};
 use wasmcm_guest::ownership::controller_of;
 use wasmcm_guest::{
-    Cache, CacheExt, DeleteTarget, Error, Event, EventType, Intent, Kind, Level, Object, ObjectRef, Outcome, Request,
-    Selector, log,
+    Cache, CacheExt, DeleteTarget, Error, Event, EventType, Intent, Kind, Level, Object, ObjectRef, Outcome,
+    Propagation, Request, Selector, log,
 };
 
 use crate::utils::{self, SCHEDULED_TIMESTAMP_ANNOTATION};
@@ -88,7 +88,8 @@ fn outcome(
                     name: job.metadata.name.clone().unwrap_or_default(),
                 },
                 uid: job.metadata.uid.clone(),
-                // TODO(contract 0.4.0): propagation Background, as upstream's DeleteJob.
+                // With its pods, as upstream's DeleteJob (a Job's default is to orphan them).
+                propagation: Some(Propagation::Background),
             })
         })
         .collect();

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 use wasmcm_guest::{
-    Cache, CacheExt, DeleteTarget, Error, Intent, Kind, Level, ObjectRef, Outcome, Request, Resource, log,
+    Cache, CacheExt, DeleteTarget, Error, Intent, Kind, Level, ObjectRef, Outcome, Propagation, Request, Resource, log,
 };
 
 /// What the controller reads of a batch/v1 Job. Decoding no more than this (not k8s-openapi's
@@ -111,7 +111,8 @@ pub fn process_job(request: &Request, cache: &dyn Cache) -> Result<Outcome, Erro
     outcome.push_batch(vec![Intent::Delete(DeleteTarget {
         target: ObjectRef { kind: Job::kind(), namespace: request.namespace.clone(), name: request.name.clone() },
         uid: job.metadata.uid.clone(),
-        // TODO(contract 0.4.0): propagation Foreground, as upstream's processJob.
+        // Foreground, as upstream: the Job goes once its pods have.
+        propagation: Some(Propagation::Foreground),
     })]);
     Ok(outcome)
 }

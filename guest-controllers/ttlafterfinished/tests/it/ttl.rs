@@ -84,6 +84,8 @@ fn a_finished_job_goes_when_its_ttl_expires_and_not_before() {
         let o = reconcile(&finished, at);
         let [Intent::Delete(d)] = &o.batches[..].concat()[..] else { panic!("{o:?}") };
         assert_eq!((d.target.name.as_str(), d.uid.as_deref()), ("foobar", Some("foobar-uid")));
+        // Foreground, as upstream: the Job goes once its pods have (not orphaning them).
+        assert_eq!(d.propagation, Some(wasmcm_guest::Propagation::Foreground));
         assert_eq!(o.requeue_after_ms, None);
     }
     // A failed Job too.
