@@ -14,6 +14,8 @@ const GUESTS: &[&str] = &[
     "wasmcm-deployment-plugin",
     "wasmcm-rollback",
     "wasmcm-job-plugin",
+    "wasmcm-cronjob-plugin",
+    "wasmcm-ttlafterfinished",
     "wasmcm-hostile",
     "wasmcm-stamp",
     "wasmcm-legacy",

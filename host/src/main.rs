@@ -684,7 +684,9 @@ fn default_cache_dir() -> Option<PathBuf> {
 
 fn run_cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     use wasmcm_apiserver::{Cluster, ClusterConfig, FaultConfig, KubeletConfig};
+    let clock = wasmcm_core::clock::Clock::from_env().map_err(anyhow::Error::msg)?;
     let config = ClusterConfig {
+        clock,
         bind: std::net::SocketAddr::new(args.address, args.port),
         insecure_http: args.insecure_http,
         kubeconfig: args.kubeconfig,
@@ -869,12 +871,14 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     use wasmcm::LeaderConfig;
     use wasmcm::{Host, HostConfig};
     use wasmcm_apiserver::{Cluster, ClusterConfig};
+    // The cluster's clock (WASMCM_CLOCK: a test clock runs faster), the embedded cluster's too.
+    let clock = wasmcm_core::clock::Clock::from_env().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let (cluster, config) = match cluster_config(args.kubeconfig.as_ref(), args.context.clone()).await? {
             Some(config) => (None, config),
             None => {
-                let cluster = Cluster::start(ClusterConfig::default()).await?;
+                let cluster = Cluster::start(ClusterConfig { clock, ..ClusterConfig::default() }).await?;
                 let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
                 let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
                 println!("embedded cluster at {}", cluster.url);
@@ -938,6 +942,7 @@ fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
                     namespace: Some(namespace),
                     lease: Some((args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())),
                 },
+                clock,
                 ..ControllerConfig::default()
             },
             client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },

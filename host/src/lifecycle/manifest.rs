@@ -88,6 +88,14 @@ items:
   spec:
     source: {builtin: job}
     scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
+- metadata: {name: cronjob}
+  spec:
+    source: {builtin: cronjob}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
+- metadata: {name: ttlafterfinished}
+  spec:
+    source: {builtin: ttlafterfinished}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
 "#;
 
 /// One plugin as the manifest describes it, validated.
@@ -764,9 +772,17 @@ items:
         let names: Vec<_> = specs.iter().map(|s| (s.name.as_str(), s.enabled)).collect();
         assert_eq!(
             names,
-            [("replicaset", true), ("rollback", true), ("job", true), ("deployment", false), ("extra", true)]
+            [
+                ("replicaset", true),
+                ("rollback", true),
+                ("job", true),
+                ("cronjob", true),
+                ("ttlafterfinished", true),
+                ("deployment", false),
+                ("extra", true)
+            ]
         );
-        assert_eq!(specs[4].source, Source::File(dir.path().join("extra.wasm")));
+        assert_eq!(specs[6].source, Source::File(dir.path().join("extra.wasm")));
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].file.ends_with("c.yaml"), "{}", errors[0]);
     }

@@ -55,6 +55,9 @@ pub struct ControllerConfig {
     pub host: HostIdentity,
     /// Refuse a new version declaring wider rights instead of holding it for an operator.
     pub strict: bool,
+    /// The cluster's clock: plugins' `now`, and what their `requeue-after` counts in (a test
+    /// clock runs faster, so a requeue waits less real time).
+    pub clock: wasmcm_core::clock::Clock,
 }
 
 impl Default for ControllerConfig {
@@ -66,6 +69,7 @@ impl Default for ControllerConfig {
             resync: None,
             host: HostIdentity::default(),
             strict: false,
+            clock: wasmcm_core::clock::Clock::system(),
         }
     }
 }
@@ -621,7 +625,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let request = Request {
             namespace: namespace.into(),
             name: name.into(),
-            now: Instant::from_timestamp(jiff::Timestamp::now()),
+            now: Instant::from_timestamp(self.config.clock.now()),
             previous_failure,
             settings: live.spec.settings.clone(),
         };
@@ -752,7 +756,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                         }
                         self.queue.forget(&key.to_string());
                         if let Some(ms) = outcome.requeue_after_ms {
-                            let after = std::time::Duration::from_millis(ms).saturating_sub(begun.elapsed());
+                            // Cluster time (a test clock runs faster), counted from the request's
+                            // now: what the reconcile and its writes took is already spent.
+                            let wait = self.config.clock.real(std::time::Duration::from_millis(ms));
+                            let after = wait.saturating_sub(begun.elapsed());
                             self.queue.add_after(key.to_string(), after);
                         }
                         "success"
