@@ -18,6 +18,7 @@ mod hostile_host;
 mod image;
 mod in_cluster;
 mod informers;
+mod job;
 mod leader;
 mod least_privilege;
 mod lifecycle;
