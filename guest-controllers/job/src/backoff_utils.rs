@@ -83,10 +83,13 @@ pub fn finished_time(pod: &Pod) -> Timestamp {
         .unwrap_or(Timestamp::MIN)
 }
 
+/// The latest finish of the containers, init containers included (a sidecar, a restartable
+/// init container, finishes after the regular ones); none while any has not finished.
 fn finish_time_from_containers(pod: &Pod) -> Option<Timestamp> {
-    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    let status = pod.status.as_ref()?;
+    let regular = status.container_statuses.as_ref()?;
     let mut latest: Option<Timestamp> = None;
-    for c in statuses {
+    for c in regular.iter().chain(status.init_container_statuses.iter().flatten()) {
         let finished = c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref()?.0;
         if latest.is_none_or(|l| l < finished) {
             latest = Some(finished);

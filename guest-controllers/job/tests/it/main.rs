@@ -5,4 +5,7 @@
 #[allow(dead_code)]
 mod common;
 
+mod backoff;
+mod pod_failure_policy;
+mod success_policy;
 mod sync;
