@@ -11,6 +11,8 @@
 //! adds the new ones. Pods deleted before they finished are left out of the rebuilt history
 //! (upstream counted them as failures when it saw them), so the delay can only come out shorter.
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use wasmcm_guest::Instant;
@@ -83,19 +85,37 @@ pub fn finished_time(pod: &Pod) -> Timestamp {
         .unwrap_or(Timestamp::MIN)
 }
 
-/// The latest finish of the containers, init containers included (a sidecar, a restartable
-/// init container, finishes after the regular ones); none while any has not finished.
+/// `getFinishTimeFromContainers`: the latest finish of the containers and of the sidecars
+/// (restartable init containers, which finish after the regular ones); none while any of them
+/// has not finished. Init containers that ran to completion before the others are not looked at.
 fn finish_time_from_containers(pod: &Pod) -> Option<Timestamp> {
     let status = pod.status.as_ref()?;
-    let regular = status.container_statuses.as_ref()?;
+    let sidecars: BTreeSet<&str> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+        .map(|c| c.name.as_str())
+        .collect();
+    let regular = status.container_statuses.iter().flatten();
+    let init = status.init_container_statuses.iter().flatten().filter(|c| sidecars.contains(c.name.as_str()));
     let mut latest: Option<Timestamp> = None;
-    for c in regular.iter().chain(status.init_container_statuses.iter().flatten()) {
+    for c in regular.chain(init) {
+        // Go's zero time (an unset finishedAt) counts as not finished.
         let finished = c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref()?.0;
+        if finished == go_zero_time() {
+            return None;
+        }
         if latest.is_none_or(|l| l < finished) {
             latest = Some(finished);
         }
     }
     latest
+}
+
+/// Go's `time.Time{}`, 0001-01-01T00:00:00Z, which `IsZero` tells apart.
+fn go_zero_time() -> Timestamp {
+    Timestamp::new(-62_135_596_800, 0).unwrap_or(Timestamp::MIN)
 }
 
 fn finish_time_from_ready_false(pod: &Pod) -> Option<Timestamp> {

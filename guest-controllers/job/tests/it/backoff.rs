@@ -6,9 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use wasmcm_guest::Instant;
-use wasmcm_job::backoff_utils::{
-    BackoffRecord, finished_time, new_backoff_record, remaining_time_per_index,
-};
+use wasmcm_job::backoff_utils::{BackoffRecord, finished_time, new_backoff_record, remaining_time_per_index};
 
 /// 2009-11-10T23:00:00Z, upstream's defaultTestTime.
 fn t0() -> Timestamp {
@@ -35,12 +33,21 @@ fn finished(phase: &str, t: Timestamp) -> Pod {
 
 #[test]
 fn new_backoff_record_as_upstream() {
-    let record = |failures, last: Option<Timestamp>| BackoffRecord { failures_after_last_success: failures, last_failure_time: last };
+    let record = |failures, last: Option<Timestamp>| BackoffRecord {
+        failures_after_last_success: failures,
+        last_failure_time: last,
+    };
     // (name, stored record, new succeeded (ms from t0), new failed, want)
     let cases: Vec<(&str, BackoffRecord, Vec<i64>, Vec<i64>, BackoffRecord)> = vec![
         ("Empty backoff store and one new failure", record(0, None), vec![], vec![0], record(1, Some(t0()))),
         ("Empty backoff store and two new failures", record(0, None), vec![], vec![0, -1], record(2, Some(t0()))),
-        ("Empty backoff store, two failures followed by success", record(0, None), vec![0], vec![-2, -1], record(0, None)),
+        (
+            "Empty backoff store, two failures followed by success",
+            record(0, None),
+            vec![0],
+            vec![-2, -1],
+            record(0, None),
+        ),
         (
             "Empty backoff store, two failures, one success and two more failures",
             record(0, None),
@@ -48,8 +55,20 @@ fn new_backoff_record_as_upstream() {
             vec![0, -4, -3, -1],
             record(2, Some(t0())),
         ),
-        ("Backoff store having failure count 2 and one new failure", record(2, None), vec![], vec![0], record(3, Some(t0()))),
-        ("Empty backoff store with success and failure at same timestamp", record(0, None), vec![0], vec![0], record(0, None)),
+        (
+            "Backoff store having failure count 2 and one new failure",
+            record(2, None),
+            vec![],
+            vec![0],
+            record(3, Some(t0())),
+        ),
+        (
+            "Empty backoff store with success and failure at same timestamp",
+            record(0, None),
+            vec![0],
+            vec![0],
+            record(0, None),
+        ),
         ("Empty backoff store with no success/failure", record(0, None), vec![], vec![], record(0, None)),
         ("Empty backoff store with one success", record(0, None), vec![0], vec![], record(0, None)),
     ];
@@ -63,9 +82,15 @@ fn new_backoff_record_as_upstream() {
 
 #[test]
 fn finished_time_as_upstream() {
-    let terminated = |secs: i64| status("c", json!({"terminated": {"exitCode": 0, "finishedAt": at(secs * 1000).to_string()}}));
+    let terminated =
+        |secs: i64| status("c", json!({"terminated": {"exitCode": 0, "finishedAt": at(secs * 1000).to_string()}}));
     let running = status("c", json!({"running": {}}));
     let zero = status("c", json!({"terminated": {"exitCode": 0}}));
+    let terminated_at = |at: &str| status("c", json!({"terminated": {"exitCode": 0, "finishedAt": at}}));
+    let named = |name: &str, mut s: Value| {
+        s["name"] = json!(name);
+        s
+    };
     let t = t0().to_string();
     let cases: Vec<(&str, Value, Timestamp)> = vec![
         (
@@ -107,8 +132,21 @@ fn finished_time_as_upstream() {
             t0(),
         ),
         (
-            "Pod with init container and all containers terminated",
-            json!({"metadata": {}, "status": {"containerStatuses": [terminated(-1)], "initContainerStatuses": [terminated(0)]}}),
+            "Pod with sidecar container and all containers terminated",
+            json!({"metadata": {}, "spec": {"containers": [], "initContainers": [{"name": "sidecar", "restartPolicy": "Always"}]},
+                "status": {"containerStatuses": [terminated(-1)], "initContainerStatuses": [named("sidecar", terminated(0))]}}),
+            t0(),
+        ),
+        // Ours: an init container that is not a sidecar finished before the others started.
+        (
+            "Pod with init container (not a sidecar) and all containers terminated",
+            json!({"metadata": {}, "spec": {"containers": [], "initContainers": [{"name": "init"}]},
+                "status": {"containerStatuses": [terminated(-1)], "initContainerStatuses": [named("init", terminated(0))]}}),
+            at(-1000),
+        ),
+        (
+            "zero finishedAt is not finished",
+            json!({"metadata": {"creationTimestamp": t}, "status": {"containerStatuses": [terminated_at("0001-01-01T00:00:00Z")]}}),
             t0(),
         ),
     ];
@@ -121,7 +159,10 @@ fn finished_time_as_upstream() {
 fn remaining_backoff_time_as_upstream() {
     let now = |secs: i64| Instant::from_timestamp(at(secs * 1000));
     let (default, max) = (SignedDuration::from_secs(5), SignedDuration::from_secs(700));
-    let record = |failures, last: Option<Timestamp>| BackoffRecord { failures_after_last_success: failures, last_failure_time: last };
+    let record = |failures, last: Option<Timestamp>| BackoffRecord {
+        failures_after_last_success: failures,
+        last_failure_time: last,
+    };
     let cases = [
         ("no failures", record(0, None), now(0), 0),
         ("one failure; current time and failure time are same", record(1, Some(t0())), now(0), 5),
@@ -142,14 +183,24 @@ fn remaining_backoff_time_as_upstream() {
         if let Some(i) = ignored {
             annotations["batch.kubernetes.io/job-index-ignored-failure-count"] = json!(i);
         }
-        pod(json!({"metadata": {"annotations": annotations, "deletionTimestamp": t0().to_string()}, "status": {"phase": "Failed"}}))
+        pod(
+            json!({"metadata": {"annotations": annotations, "deletionTimestamp": t0().to_string()}, "status": {"phase": "Failed"}}),
+        )
     };
     let per_index = [
         ("no failures", None, 0),
         ("two prev failures; current time and failure time are same", Some(failed("2", None)), 20),
-        ("one prev failure counted and one ignored; current time and failure time are same", Some(failed("1", Some("1"))), 20),
+        (
+            "one prev failure counted and one ignored; current time and failure time are same",
+            Some(failed("1", Some("1"))),
+            20,
+        ),
     ];
     for (name, p, want) in per_index {
-        assert_eq!(remaining_time_per_index(now(0), default, max, p.as_ref()), SignedDuration::from_secs(want), "{name}");
+        assert_eq!(
+            remaining_time_per_index(now(0), default, max, p.as_ref()),
+            SignedDuration::from_secs(want),
+            "{name}"
+        );
     }
 }

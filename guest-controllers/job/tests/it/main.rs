@@ -6,6 +6,7 @@
 mod common;
 
 mod backoff;
+mod indexed;
 mod pod_failure_policy;
 mod success_policy;
 mod sync;

@@ -38,8 +38,11 @@ fn condition(type_: &str, status: &str) -> Value {
 fn match_pod_failure_policy_as_upstream() {
     let main = |code: i32| json!({"containerStatuses": [container("main-container", Some(code))]});
     let unnamed = |code: i32| json!({"containerStatuses": [container("", Some(code))]});
-    let fail_job_message =
-        |code: i32, index: usize| format!("Container main-container for pod default/mypod failed with exit code {code} matching FailJob rule at index {index}");
+    let fail_job_message = |code: i32, index: usize| {
+        format!(
+            "Container main-container for pod default/mypod failed with exit code {code} matching FailJob rule at index {index}"
+        )
+    };
     // (name, rules (None: no policy), pod status, message, counted, action)
     type Case = (&'static str, Option<Value>, Value, Option<String>, bool, Option<Action>);
     let cases: Vec<Case> = vec![
@@ -53,7 +56,10 @@ fn match_pod_failure_policy_as_upstream() {
         ),
         (
             "unknown action for rule matching by pod conditions - skip rule with unknown action",
-            Some(json!([on_condition("UnkonwnAction", "DisruptionTarget", "True"), on_condition("Ignore", "DisruptionTarget", "True")])),
+            Some(json!([
+                on_condition("UnkonwnAction", "DisruptionTarget", "True"),
+                on_condition("Ignore", "DisruptionTarget", "True")
+            ])),
             condition("DisruptionTarget", "True"),
             None,
             false,
@@ -68,7 +74,14 @@ fn match_pod_failure_policy_as_upstream() {
             Some(Action::FailJob),
         ),
         ("no policy rules", None, unnamed(2), None, true, None),
-        ("ignore rule matched for exit codes", Some(json!([exit_codes("Ignore", "In", &[1, 2, 3])])), unnamed(2), None, false, Some(Action::Ignore)),
+        (
+            "ignore rule matched for exit codes",
+            Some(json!([exit_codes("Ignore", "In", &[1, 2, 3])])),
+            unnamed(2),
+            None,
+            false,
+            Some(Action::Ignore),
+        ),
         (
             "FailJob rule matched for exit codes",
             Some(json!([exit_codes("FailJob", "In", &[1, 2, 3])])),
