@@ -234,6 +234,10 @@ impl World {
             let mut counting = Tally::default();
             o = self.step(&mut counting);
             tally.events.extend(counting.events);
+            tally.statuses.extend(counting.statuses);
+            if counting.failure.is_some() {
+                tally.failure = counting.failure;
+            }
         }
         Synced { tally, first, last: self.status() }
     }

@@ -7,6 +7,8 @@ mod common;
 
 mod backoff;
 mod indexed;
+mod job_controller;
 mod pod_failure_policy;
+mod policies;
 mod success_policy;
 mod sync;
