@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 use wasmcm::{Host, Version};
@@ -23,24 +23,32 @@ use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 use wasmcm_core::clock::Clock;
 
 /// How long any one expectation may take to come true.
-const TIMEOUT: Duration = Duration::from_secs(90);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(90);
 /// The test clock's rate.
 const RATE: f64 = 10.0;
 
-struct Env {
+/// The embedded cluster on a test clock, and a host running built-in plugins as deployed; the
+/// CronJob tests (`cronjob.rs`) run in it too.
+pub(crate) struct Env {
     kubeconfig: PathBuf,
     kubectl: PathBuf,
-    client: Client,
+    pub(crate) client: Client,
     host: Option<Host>,
     cluster: Option<Cluster>,
-    runtime: tokio::runtime::Runtime,
+    pub(crate) runtime: tokio::runtime::Runtime,
 }
 
 impl Env {
     fn start() -> Env {
+        Env::start_with(RATE, &["job"])
+    }
+
+    /// The cluster on a clock `rate` times as fast as the real one, and a host running the
+    /// built-in `plugins`.
+    pub(crate) fn start_with(rate: f64, plugins: &[&str]) -> Env {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
         let now = jiff::Timestamp::now();
-        let clock = Clock::test(now, now, RATE).expect("a test clock");
+        let clock = Clock::test(now, now, rate).expect("a test clock");
         let config = ClusterConfig {
             kubelet: KubeletConfig { start_delay: Duration::from_millis(100), ..KubeletConfig::default() },
             clock,
@@ -51,8 +59,10 @@ impl Env {
             let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
             let mut deployed = common::service_account(&cluster).await;
             deployed.config.controller.clock = clock;
-            let job = common::builtin("job").expect("the job plugin is built in");
-            let plugins = vec![common::as_deployed(Version::of(job))];
+            let plugins = plugins
+                .iter()
+                .map(|name| common::as_deployed(Version::of(common::builtin(name).expect("built in"))))
+                .collect();
             let host = Host::start(deployed.kube_config, plugins, deployed.config, Default::default())
                 .await
                 .expect("host starts");
@@ -68,7 +78,7 @@ impl Env {
         }
     }
 
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+    pub(crate) fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         use std::io::Write;
         let mut child = Command::new(&self.kubectl)
             .args(args)
@@ -86,35 +96,35 @@ impl Env {
         child.wait_with_output().expect("kubectl finishes")
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args, None);
         assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn apply(&self, object: &Value) {
+    pub(crate) fn apply(&self, object: &Value) {
         let out = self.run(&["apply", "-f", "-"], Some(&object.to_string()));
         assert!(out.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&out.stderr));
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
         let mut args = args.to_vec();
         args.extend(["-o", "json"]);
         serde_json::from_str(&self.ok(&args)).expect("kubectl -o json prints JSON")
     }
 
-    fn job(&self, name: &str) -> Value {
+    pub(crate) fn job(&self, name: &str) -> Value {
         self.json(&["get", "job", name])
     }
 
-    fn pods(&self, job: &str) -> Vec<Value> {
+    pub(crate) fn pods(&self, job: &str) -> Vec<Value> {
         let mut pods = items(self.json(&["get", "pods", "-l", &format!("batch.kubernetes.io/job-name={job}")]));
         pods.sort_by_key(|p| p["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string());
         pods
     }
 
     /// `kubectl wait --for=condition=<condition> job/<name>`, which must succeed.
-    fn wait_for(&self, name: &str, condition: &str) {
+    pub(crate) fn wait_for(&self, name: &str, condition: &str) {
         let out =
             self.run(&["wait", &format!("--for=condition={condition}"), &format!("job/{name}"), "--timeout=90s"], None);
         assert!(
@@ -126,7 +136,7 @@ impl Env {
         );
     }
 
-    fn eventually<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    pub(crate) fn eventually<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             if let Some(v) = f() {
@@ -138,7 +148,7 @@ impl Env {
     }
 
     /// (reason, message) of the job's events, oldest first.
-    fn events(&self, name: &str) -> Vec<(String, String)> {
+    pub(crate) fn events(&self, name: &str) -> Vec<(String, String)> {
         let mut events =
             items(self.json(&["get", "events", "--field-selector", &format!("involvedObject.name={name}")]));
         events.sort_by_key(|e| e["lastTimestamp"].as_str().unwrap_or("").to_string());
@@ -163,12 +173,12 @@ impl Drop for Env {
     }
 }
 
-fn items(list: Value) -> Vec<Value> {
+pub(crate) fn items(list: Value) -> Vec<Value> {
     list.get("items").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
 /// A Job `name` whose pods run `annotations`' steering, `spec` merged in.
-fn job(name: &str, annotations: Value, spec: Value) -> Value {
+pub(crate) fn job(name: &str, annotations: Value, spec: Value) -> Value {
     let mut j = json!({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
         "spec": {"template": {"metadata": {"annotations": annotations},
@@ -179,7 +189,7 @@ fn job(name: &str, annotations: Value, spec: Value) -> Value {
 }
 
 /// (type, status, reason) of each condition.
-fn conditions_of(job: &Value) -> Vec<(String, String, String)> {
+pub(crate) fn conditions_of(job: &Value) -> Vec<(String, String, String)> {
     job["status"]["conditions"]
         .as_array()
         .into_iter()
@@ -195,7 +205,7 @@ fn has_tracking_finalizer(pod: &Value) -> bool {
     pod["metadata"]["finalizers"].as_array().is_some_and(|f| f.iter().any(|f| f == "batch.kubernetes.io/job-tracking"))
 }
 
-fn time_of(v: &Value) -> jiff::Timestamp {
+pub(crate) fn time_of(v: &Value) -> jiff::Timestamp {
     v.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not a time: {v}"))
 }
 
@@ -369,13 +379,32 @@ fn kubectl_create_job_and_wait_and_kube_rs_await_its_completion() {
     e.wait_for("hello", "complete");
     let described = e.ok(&["describe", "job", "hello"]);
     assert!(described.contains("1 Succeeded"), "{described}");
-    // As kube-rs's own e2e test of Jobs: create one, await its completion.
+    // The kubelet is simulated: no logs, and kubectl says so plainly.
+    let logs = e.run(&["logs", "job/hello"], None);
+    let stderr = String::from_utf8_lossy(&logs.stderr);
+    assert!(
+        !logs.status.success() && stderr.contains("pods/log is not served by the wasmcm embedded cluster"),
+        "{stderr}"
+    );
+    // kube-rs's own e2e test of Jobs (e2e/job.rs): create one, await its completion, delete it
+    // with background propagation.
     e.runtime.block_on(async {
         let jobs: Api<Job> = Api::namespaced(e.client.clone(), "default");
-        let object: Job = serde_json::from_value(job("kube-rs", json!({}), json!({}))).unwrap();
+        let object: Job = serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "empty-job"},
+            "spec": {"template": {"metadata": {"name": "empty-job-pod"},
+                                  "spec": {"containers": [{"name": "empty", "image": "alpine:latest"}],
+                                           "restartPolicy": "Never"}}},
+        }))
+        .unwrap();
         jobs.create(&PostParams::default(), &object).await.expect("created");
-        let done = tokio::time::timeout(TIMEOUT, await_condition(jobs, "kube-rs", conditions::is_job_completed()));
+        let done =
+            tokio::time::timeout(TIMEOUT, await_condition(jobs.clone(), "empty-job", conditions::is_job_completed()));
         let job = done.await.expect("completes in time").expect("watched").expect("still there");
         assert_eq!(job.status.and_then(|s| s.succeeded), Some(1));
+        jobs.delete("empty-job", &DeleteParams::background()).await.expect("deleted");
     });
+    // The garbage collector takes its pod too.
+    e.eventually("empty-job's pod gone", || e.pods("empty-job").is_empty().then_some(()));
+    assert!(!e.run(&["get", "job", "empty-job"], None).status.success(), "empty-job is gone");
 }

@@ -8,6 +8,7 @@ mod common;
 
 mod admin;
 mod chaos;
+mod cronjob;
 mod custom_resource;
 mod deploy;
 mod deployment;
