@@ -22,7 +22,8 @@ cluster: toolchain
 	$(KUBECTL_FOR_RUN)
 	cargo run -p wasmcm -- cluster
 
-# Every test: formatting, lints, the SDK's docs, then the whole workspace (native logic, engine,
+# Every test: formatting, lints (the host's also without the embedded cluster, as a production
+# build may leave it out), the SDK's docs, then the whole workspace (native logic, engine,
 # sandbox, CLI, the embedded cluster through kube-rs and the real kubectl, the deploy manifests and
 # Helm chart through the real kubectl and helm, the image through umoci, skopeo and runc; the
 # scripts install those tools). The integration tests mostly wait on clusters, kubelets and
@@ -41,6 +42,7 @@ test: toolchain
 	scripts/install-image-tools.sh
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --locked -p wasmcm --no-default-features -- -D warnings
 	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-job -p wasmcm-job-plugin -p wasmcm-cronjob -p wasmcm-cronjob-plugin -p wasmcm-ttlafterfinished -p wasmcm-hostile -p wasmcm-stamp -p wasmcm-legacy -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc -p wasmcm-guest --no-deps --locked
 	cd $(EXAMPLE) && cargo fmt --check

@@ -364,7 +364,8 @@ pub(crate) fn update(
     dry_run: bool,
     owner: Ownership<'_>,
 ) -> Result<Arc<Value>, ApiError> {
-    write(state, t, dry_run, |current| prepare_update(t, new, current, owner))
+    // Prepared again from the request's object if the stored one changes meanwhile.
+    write(state, t, dry_run, |current| prepare_update(t, new.clone(), current, owner))
 }
 
 pub(crate) fn update_status(
@@ -374,20 +375,23 @@ pub(crate) fn update_status(
     dry_run: bool,
     owner: Ownership<'_>,
 ) -> Result<Arc<Value>, ApiError> {
-    write(state, t, dry_run, |current| prepare_status_update(t, new, current, owner))
+    write(state, t, dry_run, |current| prepare_status_update(t, new.clone(), current, owner))
 }
 
+/// A request's write of the object at `t`: `f` makes the new object of the stored one, outside
+/// the store's lock (it decodes, patches, defaults and validates), again if the stored object
+/// changed meanwhile (see `Store::guaranteed_update`).
 fn write(
     state: &State,
     t: &Target,
     dry_run: bool,
-    f: impl FnOnce(&Value) -> Result<Option<Value>, ApiError>,
+    mut f: impl FnMut(&Value) -> Result<Option<Value>, ApiError>,
 ) -> Result<Arc<Value>, ApiError> {
     if dry_run {
         let current = get(state, t)?;
         return Ok(f(&current)?.map(Arc::new).unwrap_or(current));
     }
-    let written = state.store.update(&t.key(), || t.not_found(), f)?;
+    let written = state.store.guaranteed_update(&t.key(), || t.not_found(), f)?;
     if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&written, state.store.get(&t.key()).is_some());
         super::control_plane::sync_crd_api_services(state);
@@ -551,7 +555,7 @@ pub(crate) fn update_scale(
     dry_run: bool,
     owner: Ownership<'_>,
 ) -> Result<Arc<Value>, ApiError> {
-    let result = write(state, t, dry_run, |current| apply_scale(t, scale, current, owner))?;
+    let result = write(state, t, dry_run, |current| apply_scale(t, scale.clone(), current, owner))?;
     Ok(Arc::new(scale_of_type(&t.rt, &result)))
 }
 

@@ -74,7 +74,7 @@ fn token_identity(
     admin_token: &str,
     token: &str,
 ) -> Result<(UserInfo, Option<Vec<String>>), &'static str> {
-    if token == admin_token {
+    if same_secret(token, admin_token) {
         return Ok((UserInfo::admin(), None));
     }
     let mut issued = state.tokens.lock();
@@ -92,6 +92,16 @@ fn token_identity(
     }
     let user = UserInfo::service_account(&found.namespace, &found.name, &found.uid);
     Ok((user, Some(found.audiences.clone())))
+}
+
+/// Whether a presented token is `secret`, in a time that does not depend on where they first
+/// differ (a `==` stops at the first differing byte, which lets a client guess the token
+/// byte by byte from how long refusals take). Only the length may show, and the admin
+/// token's is fixed (64 hex digits). ServiceAccount tokens are found by a hash lookup, whose
+/// time depends on the randomly keyed hash, not on how close a guess is.
+fn same_secret(presented: &str, secret: &str) -> bool {
+    use subtle::ConstantTimeEq as _;
+    bool::from(presented.as_bytes().ct_eq(secret.as_bytes()))
 }
 
 /// `POST /apis/authentication.k8s.io/v1/tokenreviews`: whether a token is one this server
@@ -390,5 +400,21 @@ fn access_review_attributes(request: &Value) -> Result<Attributes, ApiError> {
             name: s(r, "name"),
         }),
         (None, Some(n)) => Ok(Attributes { verb: s(n, "verb"), path: s(n, "path"), ..Default::default() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn tokens_compare_whole() {
+        let secret = "0123456789abcdef".repeat(4);
+        assert!(same_secret(&secret, &secret));
+        let mut last = secret.clone();
+        last.replace_range(63.., "0");
+        for wrong in ["", "0", &secret[..63], &format!("{secret}0"), &last, &"f".repeat(64)] {
+            assert!(!same_secret(wrong, &secret), "{wrong:?}");
+        }
     }
 }

@@ -157,5 +157,5 @@ pub(crate) fn update_approval(
         let current = state.store.get(&target.key()).ok_or_else(not_found)?;
         return Ok(prepare(&current)?.map(Arc::new).unwrap_or(current));
     }
-    state.store.update(&target.key(), not_found, prepare)
+    state.store.guaranteed_update(&target.key(), not_found, prepare)
 }

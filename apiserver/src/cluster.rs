@@ -1,6 +1,6 @@
 //! The running server: its state, its listener and its loops (kubelet, garbage collector,
 //! injected faults), started from a [`ClusterConfig`] and stopped by dropping or
-//! [`Cluster::shutdown`].
+//! [`Cluster::shutdown`], which also removes its credential files (`files`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use wasmcm_core::clock::Clock;
@@ -17,7 +15,7 @@ use wasmcm_core::clock::Clock;
 use crate::change::StoredChange;
 use crate::store::{Changes, Subscription};
 use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
-use crate::{audit, auth, disruption, faults, gc, kubelet, resources, server, store, tls};
+use crate::{audit, auth, disruption, faults, files, gc, kubelet, listener, resources, store, tls};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {
@@ -34,6 +32,8 @@ pub(crate) struct State {
     pub audit: Option<audit::Audit>,
     /// `shardSelector` is served (`ClusterConfig::sharded_list_watch`).
     pub sharded_list_watch: bool,
+    /// What a connection may hold the server for (`ClusterConfig::connections`).
+    pub limits: listener::ConnectionLimits,
 }
 
 /// Where the server gets the time and the randomness of what it makes up (timestamps, uids,
@@ -56,6 +56,7 @@ impl State {
             sources,
             audit: None,
             sharded_list_watch: true,
+            limits: listener::ConnectionLimits::default(),
         }
     }
 
@@ -120,7 +121,9 @@ pub struct ClusterConfig {
     pub bind: SocketAddr,
     /// Plain HTTP without authentication; refused unless `bind` is a loopback address.
     pub insecure_http: bool,
-    /// Where the kubeconfig is written [default: a fresh directory under the system temp dir].
+    /// Where the kubeconfig is written [default: a new private directory under the system
+    /// temp dir, removed with the cluster]. A file given here is replaced (with mode 0600),
+    /// and removed with the cluster if it still holds what was written.
     pub kubeconfig: Option<PathBuf>,
     pub kubelet: KubeletConfig,
     /// Changes kept for resuming watches.
@@ -138,6 +141,8 @@ pub struct ClusterConfig {
     /// The cluster's clock: what objects are stamped with and what the kubelet's simulated run
     /// times and back-offs run in. A test clock (`wasmcm_core::clock`) runs faster.
     pub clock: Clock,
+    /// The listener's connection cap and timeouts.
+    pub connections: listener::ConnectionLimits,
 }
 
 impl Default for ClusterConfig {
@@ -153,6 +158,7 @@ impl Default for ClusterConfig {
             audit_lease: None,
             sharded_list_watch: true,
             clock: Clock::system(),
+            connections: listener::ConnectionLimits::default(),
         }
     }
 }
@@ -166,6 +172,8 @@ pub struct Cluster {
     pub ca_pem: Option<String>,
     state: Arc<State>,
     tasks: JoinSet<()>,
+    /// The kubeconfig and the other credential files, removed when the cluster is dropped.
+    files: files::ClusterFiles,
 }
 
 impl Cluster {
@@ -187,19 +195,19 @@ impl Cluster {
             let acceptor = tokio_rustls::TlsAcceptor::from(creds.server_config.clone());
             (Some(creds.token), Some(creds.ca_pem), Some(acceptor), format!("https://{addr}"))
         };
-        let kubeconfig = match &config.kubeconfig {
-            Some(p) => p.clone(),
-            None => std::env::temp_dir()
-                .join(format!("wasmcm-cluster-{}-{}", std::process::id(), addr.port()))
-                .join("kubeconfig"),
-        };
-        tls::write_kubeconfig(&kubeconfig, &tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref().unwrap_or("")))?;
+        let files = files::ClusterFiles::create(
+            &std::env::temp_dir(),
+            config.kubeconfig.as_deref(),
+            &tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref().unwrap_or("")),
+        )?;
+        let kubeconfig = files.kubeconfig().to_path_buf();
 
         let state = Arc::new(State {
             token: token.clone(),
             server_address: addr.to_string(),
             audit: config.audit_lease.clone().map(audit::Audit::new),
             sharded_list_watch: config.sharded_list_watch,
+            limits: config.connections,
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
                 Sources::System(config.clock),
@@ -209,23 +217,23 @@ impl Cluster {
         crate::bootstrap::bootstrap(&state)?;
 
         let mut tasks = JoinSet::new();
-        tasks.spawn(accept_loop(state.clone(), listener, acceptor));
+        tasks.spawn(listener::serve(state.clone(), listener, acceptor));
         tasks.spawn(kubelet::run(state.clone(), config.kubelet.clone()));
         tasks.spawn(gc::run(state.clone()));
         tasks.spawn(disruption::run(state.clone()));
         tasks.spawn(periodic_faults(state.clone()));
-        Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks })
+        Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks, files })
     }
 
     /// Writes a kubeconfig like the admin one but presenting `token` (a ServiceAccount token
-    /// from TokenRequest, say) next to it, and returns its path. Each call writes a new file.
+    /// from TokenRequest, say) in the cluster's private directory, and returns its path. Each
+    /// call writes a new file; all go with the cluster.
     pub fn kubeconfig_for_token(&self, token: &str) -> anyhow::Result<PathBuf> {
         static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = self.kubeconfig.parent().map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-        let path = dir.join(format!("kubeconfig-token-{n}"));
-        tls::write_kubeconfig(&path, &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token))?;
-        Ok(path)
+        self.files
+            .dir()
+            .write_new(&format!("kubeconfig-token-{n}"), &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token))
     }
 
     /// A token for the ServiceAccount `namespace/name` (which must exist), valid for an hour:
@@ -305,13 +313,9 @@ impl Cluster {
         self.state.store.drop_watchers();
     }
 
+    /// Stops the server and its loops, and removes the cluster's files (as dropping it does).
     pub async fn shutdown(mut self) {
         self.tasks.shutdown().await;
-        if let Some(dir) = self.kubeconfig.parent()
-            && dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("wasmcm-cluster-"))
-        {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }
 
@@ -341,41 +345,5 @@ async fn periodic_faults(state: Arc<State>) {
             state.faults.compacted();
             state.store.compact();
         }
-    }
-}
-
-async fn accept_loop(state: Arc<State>, listener: TcpListener, acceptor: Option<tokio_rustls::TlsAcceptor>) {
-    let mut connections = JoinSet::new();
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("accepting a connection: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let state = state.clone();
-        let acceptor = acceptor.clone();
-        connections.spawn(async move {
-            let service = hyper::service::service_fn(move |req| server::handle(state.clone(), req));
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let result = match acceptor {
-                Some(acceptor) => match acceptor.accept(stream).await {
-                    Ok(tls) => builder.serve_connection(TokioIo::new(tls), service).await,
-                    Err(e) => {
-                        tracing::debug!(%peer, "TLS handshake failed: {e}");
-                        return;
-                    }
-                },
-                None => builder.serve_connection(TokioIo::new(stream), service).await,
-            };
-            if let Err(e) = result {
-                tracing::debug!(%peer, "connection ended: {e}");
-            }
-        });
-        // Reap finished connections so the set does not grow without bound.
-        while connections.try_join_next().is_some() {}
     }
 }

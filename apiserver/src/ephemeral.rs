@@ -59,18 +59,19 @@ fn prepare(target: &Target, sent: &Value, current: &Value) -> Result<Option<Valu
     Ok((pod != *current).then_some(pod))
 }
 
+/// `f` runs outside the store's lock (it may patch a large pod), as `api`'s writes do.
 fn write(
     state: &State,
     target: &Target,
     dry_run: bool,
-    f: impl FnOnce(&Value) -> Result<Option<Value>, ApiError>,
+    mut f: impl FnMut(&Value) -> Result<Option<Value>, ApiError>,
 ) -> Result<Arc<Value>, ApiError> {
     let not_found = || ApiError::not_found("", "pods", &target.name);
     if dry_run {
         let current = state.store.get(&target.key()).ok_or_else(not_found)?;
         return Ok(f(&current)?.map(Arc::new).unwrap_or(current));
     }
-    state.store.update(&target.key(), not_found, f)
+    state.store.guaranteed_update(&target.key(), not_found, f)
 }
 
 /// `PUT .../pods/{name}/ephemeralcontainers`.

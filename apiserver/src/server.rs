@@ -1,7 +1,14 @@
-//! HTTP(S) front of the embedded API server: connections, authentication, impersonation and
-//! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, content
-//! negotiation (JSON, YAML bodies, Table and PartialObjectMetadata views), list paging and
-//! watch streams. The semantics of each verb live in `api`; this module only translates.
+//! HTTP front of the embedded API server, per request: authentication, impersonation and
+//! authorization (decided by `auth` and `rbac`), routing of the Kubernetes REST paths, request
+//! bodies (kube-apiserver's 3 MiB limit), content negotiation (JSON, YAML bodies, Table and
+//! PartialObjectMetadata views), list paging and watch streams (and their timeouts). The
+//! semantics of each verb live in `api`; this module only translates. Connections, TLS and
+//! their limits are `listener`'s.
+//!
+//! A write is served on tokio's blocking pool, not on a runtime worker: its decoding,
+//! defaulting, validation and patching cost CPU in proportion to its body and object (up to
+//! seconds for megabytes), and a worker held that long holds every task queued behind it (in
+//! `wasmcm run`, the host's lease renewal). Reads, cheap or streamed, stay on the workers.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -32,7 +39,9 @@ use wasmcm_core::ApiError;
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
-/// kube-apiserver's limit on a request body.
+/// kube-apiserver's limit on a request body (`--max-request-body-bytes`' 3 MiB), which it
+/// answers 413 "Request entity too large: limit is 3145728". What is stored is held to etcd's
+/// smaller limit (`store::MAX_OBJECT_BYTES`).
 const MAX_BODY: usize = 3 << 20;
 
 fn full(bytes: impl Into<Bytes>) -> Body {
@@ -117,17 +126,56 @@ async fn authorized(
     if let Some(delay) = state.faults.latency() {
         tokio::time::sleep(delay).await;
     }
-    let mut response = match route(state, user, req).await {
+    let (resource, body) = match route(state, req).await {
+        Ok(Routed::Answered(r)) => return r,
+        Ok(Routed::Resource(resource, body)) => (resource, body),
+        Err(e) => return error_response(&e),
+    };
+    if resource.ctx.method == Method::GET {
+        return served(state, user, resource, body);
+    }
+    // A write's decoding, defaulting, validation and patching run on the blocking pool: with
+    // a large body (or object) they take milliseconds to seconds of CPU, which on a runtime
+    // worker would hold every other task of the runtime (in `wasmcm run`, the host's lease
+    // renewal) behind them.
+    let (state, user) = (state.clone(), user.clone());
+    tokio::task::spawn_blocking(move || served(&state, &user, resource, body)).await.unwrap_or_else(|e| {
+        tracing::error!("serving a write panicked: {e}");
+        error_response(&ApiError::internal("an error on the server prevented the request from being served"))
+    })
+}
+
+/// The answer to a request for a resource, with the warnings its write earned (they go with
+/// the answer, failed or not, as upstream's warning recorder sends them). Runs on one thread
+/// from start to end: the write's directive and warnings are that thread's (`custom::scoped`).
+fn served(state: &Arc<State>, user: &UserInfo, resource: Box<Resource>, body: Bytes) -> Response<Body> {
+    let mut response = match serve(state, user, *resource, &body) {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
-    // Warnings go with the answer, failed or not, as upstream's warning recorder sends them.
     for w in custom::take_warnings() {
         if let Ok(v) = HeaderValue::from_str(&format!("299 - {w:?}")) {
             response.headers_mut().append("warning", v);
         }
     }
     response
+}
+
+/// What routing made of a request: answered already (discovery, OpenAPI), or one for a
+/// resource, with its body read.
+enum Routed {
+    Answered(Response<Body>),
+    Resource(Box<Resource>, Bytes),
+}
+
+/// A request for a resource, its path resolved.
+struct Resource {
+    ctx: Ctx,
+    rt: ResourceType,
+    /// Empty for a cluster-scoped type or all namespaces.
+    namespace: String,
+    name: Option<String>,
+    sub: Option<String>,
 }
 
 struct Ctx {
@@ -175,7 +223,7 @@ impl Ctx {
     }
 }
 
-async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Routed, ApiError> {
     let (parts, body) = req.into_parts();
     let query: HashMap<String, String> =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
@@ -193,18 +241,21 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
     }
 
     let registry = &state.registry;
-    let get_only = |doc: Option<Value>| -> Result<Response<Body>, ApiError> {
+    let get_only = |doc: Option<Value>| -> Result<Routed, ApiError> {
         if ctx.method != Method::GET {
             return Err(ApiError::method_not_allowed());
         }
-        doc.map(|d| json_response(StatusCode::OK, &d)).ok_or_else(not_found_path)
+        doc.map(|d| Routed::Answered(json_response(StatusCode::OK, &d))).ok_or_else(not_found_path)
     };
     match segs.as_slice() {
         ["version"] => return get_only(Some(discovery::version())),
         ["api"] | ["apis"] if ctx.wants("APIGroupDiscoveryList") => {
-            let mut r = get_only(Some(discovery::aggregated(registry, segs[0] == "api")))?;
+            if ctx.method != Method::GET {
+                return Err(ApiError::method_not_allowed());
+            }
+            let mut r = json_response(StatusCode::OK, &discovery::aggregated(registry, segs[0] == "api"));
             r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(discovery::AGGREGATED));
-            return Ok(r);
+            return Ok(Routed::Answered(r));
         }
         ["api"] => return get_only(Some(discovery::api_versions(&state.server_address))),
         ["openapi", "v2"] => return get_only(Some(openapi::v2(registry, &crds(state)))),
@@ -241,7 +292,15 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         return Err(not_found_path());
     }
     let namespace = namespace.unwrap_or("").to_string();
-    let body = read_body(body).await?;
+    let (name, sub) = (name.map(String::from), sub.map(String::from));
+    let body = read_body(&parts.headers, body, state.limits.body).await?;
+    Ok(Routed::Resource(Box::new(Resource { ctx, rt, namespace, name, sub }), body))
+}
+
+/// Serves a request for a resource: the verbs of `api` and the subresources.
+fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -> Result<Response<Body>, ApiError> {
+    let Resource { ctx, rt, namespace, name, sub } = resource;
+    let (name, sub) = (name.as_deref(), sub.as_deref());
     let options_kind = match ctx.method {
         Method::POST => "CreateOptions",
         Method::PUT => "UpdateOptions",
@@ -253,13 +312,13 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         }
         _ => FieldValidation::default(),
     };
-    // No await follows: the writes below run on this thread, in the directive's scope.
+    // The writes below run on this thread, in the directive's scope.
     let body_write = |f: &mut dyn FnMut() -> Result<Arc<Value>, ApiError>| custom::scoped(directive, Arrival::Body, f);
     if rt.create_only {
         if name.is_some() || ctx.method != Method::POST {
             return Err(ApiError::method_not_allowed());
         }
-        let answer = auth::review(state, user, &rt.resource, parse_object(&ctx, &body)?)?;
+        let answer = auth::review(state, user, &rt.resource, parse_object(&ctx, body)?)?;
         return Ok(json_response(StatusCode::CREATED, &answer));
     }
 
@@ -274,7 +333,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 if rt.namespaced && namespace.is_empty() {
                     return Err(ApiError::not_found("", "namespaces", ""));
                 }
-                let mut object = parse_object(&ctx, &body)?;
+                let mut object = parse_object(&ctx, body)?;
                 if rt.id() == certificates::CSR_ID {
                     certificates::stamp_requestor(&mut object, user);
                 }
@@ -286,7 +345,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                 })?;
                 Ok(object_response(StatusCode::CREATED, &rt, &created, &ctx))
             }
-            Method::DELETE => delete_collection(state, &rt, &namespace, &ctx, &body),
+            Method::DELETE => delete_collection(state, &rt, &namespace, &ctx, body),
             _ => Err(ApiError::method_not_allowed()),
         };
     };
@@ -297,14 +356,14 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         if ctx.method != Method::POST {
             return Err(ApiError::method_not_allowed());
         }
-        let answer = auth::token_request(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
+        let answer = auth::token_request(state, &namespace, name, parse_object(&ctx, body)?, ctx.dry_run())?;
         return Ok(json_response(StatusCode::CREATED, &answer));
     }
     if sub == Some("eviction") && discovery::has_eviction(&rt) {
         if ctx.method != Method::POST {
             return Err(ApiError::method_not_allowed());
         }
-        let (code, answer) = disruption::evict(state, &namespace, name, parse_object(&ctx, &body)?, ctx.dry_run())?;
+        let (code, answer) = disruption::evict(state, &namespace, name, parse_object(&ctx, body)?, ctx.dry_run())?;
         let mut r = json_response(code, &answer);
         if let Some(seconds) = answer.pointer("/details/retryAfterSeconds").and_then(Value::as_u64) {
             r.headers_mut().insert("retry-after", HeaderValue::from(seconds));
@@ -315,7 +374,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
         let written = match ctx.method {
             Method::GET => api::get(state, &target)?,
-            Method::PUT => ephemeral::update(state, &target, parse_object(&ctx, &body)?, ctx.dry_run())?,
+            Method::PUT => ephemeral::update(state, &target, parse_object(&ctx, body)?, ctx.dry_run())?,
             Method::PATCH => {
                 let media = ctx.content_type.split(';').next().unwrap_or("").trim();
                 let ty = PatchType::from_content_type(media).ok_or_else(|| {
@@ -323,7 +382,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                         "the body of the request was in an unknown format (got {media:?})"
                     ))
                 })?;
-                ephemeral::patch(state, &target, ty, &body, ctx.dry_run())?
+                ephemeral::patch(state, &target, ty, body, ctx.dry_run())?
             }
             _ => return Err(ApiError::method_not_allowed()),
         };
@@ -352,7 +411,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
         let written = match ctx.method {
             Method::GET => api::get(state, &target)?,
-            Method::PUT => certificates::update_approval(state, &target, parse_object(&ctx, &body)?, ctx.dry_run())?,
+            Method::PUT => certificates::update_approval(state, &target, parse_object(&ctx, body)?, ctx.dry_run())?,
             _ => return Err(ApiError::method_not_allowed()),
         };
         return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
@@ -378,7 +437,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
         (Method::GET, Part::Scale) => Arc::new(api::scale_of_type(&rt, &*api::get(state, &target)?)),
         (Method::GET, _) => api::get(state, &target)?,
         (Method::PUT, part) => {
-            let mut object = Some(parse_object(&ctx, &body)?);
+            let mut object = Some(parse_object(&ctx, body)?);
             body_write(&mut || {
                 let object = object.take().unwrap_or_default();
                 match part {
@@ -403,13 +462,13 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
                     return Err(ApiError::bad_request("force may not be specified for non-apply patch"));
                 }
                 custom::scoped(directive, Arrival::Patch, || {
-                    api::patch(state, &target, part, ty, &body, dry_run, owner)
+                    api::patch(state, &target, part, ty, body, dry_run, owner)
                 })?
             } else {
                 if !ctx.query.contains_key("fieldManager") {
                     return Err(ApiError::bad_request("fieldManager is required for apply requests"));
                 }
-                let config = apply_config(&body)?;
+                let config = apply_config(body)?;
                 let (written, created) = custom::scoped(directive, Arrival::Body, || {
                     api::apply(state, &target, part, config, dry_run, &writer, force)
                 })?;
@@ -420,7 +479,7 @@ async fn route(state: &Arc<State>, user: &UserInfo, req: Request<Incoming>) -> R
             }
         }
         (Method::DELETE, Part::Main) => {
-            let opts = delete_options(&ctx, &body)?;
+            let opts = delete_options(&ctx, body)?;
             warning = api::delete_warning(&rt, &opts);
             match api::delete(state, &target, &opts)? {
                 Deleted::Gone(o) if !api::returns_deleted_object(&rt) => {
@@ -464,13 +523,30 @@ fn not_found_path() -> ApiError {
     ApiError::new(404, "NotFound", "the server could not find the requested resource")
 }
 
-async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
-    match Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::new(413, "RequestEntityTooLarge", "the request body is too large"))
+/// The request body, refused with upstream's 413 past [`MAX_BODY`]: by its announced length
+/// before reading any of it, else as soon as more arrives (a 52 MB body is never buffered).
+/// One that has not all arrived within `within` is answered as kube-apiserver's timeout
+/// filter answers a request past `--request-timeout`.
+async fn read_body(headers: &hyper::HeaderMap, body: Incoming, within: Duration) -> Result<Bytes, ApiError> {
+    let too_large =
+        || ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {MAX_BODY}"));
+    let announced = headers.get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(within, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(e)) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+        Err(_) => {
+            let mut e = ApiError::new(
+                504,
+                "Timeout",
+                "Timeout: request did not complete within requested timeout - context deadline exceeded",
+            );
+            e.details = Some(Box::default());
+            Err(e)
         }
-        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
 }
 
@@ -800,6 +876,7 @@ fn delete_collection(
 
 fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     let filter = filter_from(state, rt, namespace, ctx)?;
+    let timeout = watch_timeout(state, ctx.query.get("timeoutSeconds").map(String::as_str))?;
     let send_initial = ctx.flag("sendInitialEvents");
     let bookmarks = ctx.flag("allowWatchBookmarks");
     let from = match ctx.query.get("resourceVersion").map(String::as_str) {
@@ -822,12 +899,6 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
         }
         Err(e) => return Err(e),
     };
-    let timeout = ctx
-        .query
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(Duration::from_secs(1800));
     let view = if ctx.wants("Table") {
         View::Table(ctx.include_object().to_string())
     } else if ctx.wants("PartialObjectMetadata") {
@@ -860,7 +931,7 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
         if send_initial && tx.send(frame(bookmark(watch.rv, true))).await.is_err() {
             return;
         }
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = tokio::time::Instant::now() + timeout.min(MAX_WATCH_TIMEOUT);
         let mut ticker = tokio::time::interval(Duration::from_secs(5));
         ticker.tick().await;
         let mut drops = state_for_drops.faults.watch_drop_signal();
@@ -893,6 +964,40 @@ fn watch(state: &Arc<State>, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> R
     let mut r = Response::new(StreamBody::new(stream).boxed());
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(r)
+}
+
+/// kube-apiserver's `--min-request-timeout` default: a watch without a timeout of its own ends
+/// after between this and twice this, so that clients' re-watches spread out.
+const MIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// The longest a watch runs: a client's `timeoutSeconds` beyond it is clamped (upstream's
+/// `time.Duration(seconds) * time.Second` wraps around past 292 years; a deadline that far
+/// overflowed `Instant` here and panicked the watch's task).
+const MAX_WATCH_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How long a watch runs, as upstream's `GetTimeoutForWatch`: the client's `timeoutSeconds`
+/// (an int64, refused as its query decoding refuses one that is not; a negative one ends the
+/// watch at once), or if it gives none or 0, a random time between [`MIN_REQUEST_TIMEOUT`]
+/// and twice it.
+fn watch_timeout(state: &State, given: Option<&str>) -> Result<Duration, ApiError> {
+    let seconds = match given.map(str::parse::<i64>) {
+        None => 0,
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
+            let why = match e.kind() {
+                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+                _ => "invalid syntax",
+            };
+            return Err(ApiError::bad_request(format!("strconv.ParseInt: parsing {:?}: {why}", given.unwrap_or(""))));
+        }
+    };
+    if seconds != 0 {
+        return Ok(Duration::from_secs(seconds.max(0).unsigned_abs()).min(MAX_WATCH_TIMEOUT));
+    }
+    let mut b = [0u8; 8];
+    state.fill(&mut b);
+    let fraction = (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64;
+    Ok(MIN_REQUEST_TIMEOUT.mul_f64(1.0 + fraction))
 }
 
 enum View {

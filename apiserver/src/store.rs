@@ -4,7 +4,10 @@
 //! Every change is committed under one lock, numbered, appended to the history and handed to
 //! each matching watcher in the same critical section: a watcher sees every change after its
 //! starting point exactly once and in order. It knows nothing of HTTP, defaulting or
-//! validation; callers pass closures that decide the new object from the current one.
+//! validation; callers pass closures that decide the new object from the current one: a
+//! request's run outside the lock and are retried if the object changed meanwhile
+//! ([`Store::guaranteed_update`], as upstream's `GuaranteedUpdate`), so that no request's work
+//! holds up every other. An object past etcd's 1.5 MiB is refused as etcd refuses it.
 //!
 //! Nothing here costs in proportion to everything stored: objects are kept in key order, so a
 //! type, or a type in one namespace, is a key range; a label index per type answers equality
@@ -40,6 +43,23 @@ pub(crate) const DEFAULT_HISTORY: usize = 100_000;
 pub(crate) const DEFAULT_HISTORY_BYTES: usize = 256 << 20;
 /// Events a watcher may fall behind by before it is closed (the client re-watches).
 const WATCHER_BUFFER: usize = 50_000;
+/// The largest object stored: etcd's default `--max-request-bytes` (1.5 MiB), past which etcd
+/// refuses the write and kube-apiserver passes its error on (see [`too_large`]). Counted as
+/// the object's compact JSON, which is how custom resources are stored; a built-in kind's
+/// protobuf is smaller, so the embedded server is, if anything, stricter.
+pub(crate) const MAX_OBJECT_BYTES: usize = 3 << 19;
+
+/// What a client sees when etcd refuses a write as too large: kube-apiserver does not
+/// translate etcd's `rpctypes.ErrRequestTooLarge`, so `responsewriters.ErrorToAPIStatus` makes
+/// it a 500 Status without a reason, carrying etcd's message (kubectl prints "Error from
+/// server: etcdserver: request is too large").
+pub(crate) fn too_large() -> ApiError {
+    ApiError::new(500, "", "etcdserver: request is too large")
+}
+
+fn check_size(bytes: usize) -> Result<(), ApiError> {
+    if bytes > MAX_OBJECT_BYTES { Err(too_large()) } else { Ok(()) }
+}
 
 /// A client's watch.
 struct Watcher {
@@ -177,12 +197,37 @@ impl Inner {
     /// Puts `object` at `key`, keeping the indexes; returns its size and what was there.
     fn put(&mut self, key: &Key, object: Arc<Value>) -> (usize, Option<Stored>) {
         let bytes = json_size(&object);
+        self.put_sized(key, object, bytes)
+    }
+
+    /// [`Inner::put`] of an object whose size is known already.
+    fn put_sized(&mut self, key: &Key, object: Arc<Value>, bytes: usize) -> (usize, Option<Stored>) {
         let old = self.objects.insert(key.clone(), Stored { object: object.clone(), bytes });
         if old.is_none() {
             *self.types.entry(key.id.clone()).or_default() += 1;
         }
         self.reindex(key, old.as_ref().map(|o| &*o.object), Some(&object));
         (bytes, old)
+    }
+
+    /// Writes `object` (of `size` bytes) over `current` at `key` as the next resourceVersion,
+    /// and publishes the change. An object left with a deletionTimestamp, no finalizers and
+    /// no grace period still running is removed instead.
+    fn replace(&mut self, key: &Key, current: Arc<Value>, mut object: Value, size: usize) -> Arc<Value> {
+        self.rv += 1;
+        let rv = self.rv;
+        set_rv(&mut object, rv);
+        let object = Arc::new(object);
+        let (event_type, bytes) = if deletion_complete(&object) {
+            let old = self.take(key);
+            (EventType::Deleted, old.map_or(0, |o| o.bytes) + size)
+        } else {
+            let (bytes, old) = self.put_sized(key, object.clone(), size);
+            (EventType::Modified, old.map_or(0, |o| o.bytes) + bytes)
+        };
+        let event = Event { event_type, key: key.clone(), object: object.clone(), prev: Some(current), rv };
+        self.publish(event, bytes);
+        object
     }
 
     fn take(&mut self, key: &Key) -> Option<Stored> {
@@ -426,12 +471,15 @@ impl Store {
     }
 
     /// Creates `object` at `key`; `exists` builds the error when something is already there.
+    /// An object larger than [`MAX_OBJECT_BYTES`] is refused as etcd refuses it.
     pub(crate) fn create(
         &self,
         key: Key,
         mut object: Value,
         exists: impl FnOnce() -> ApiError,
     ) -> Result<Arc<Value>, ApiError> {
+        let size = json_size(&object);
+        check_size(size)?;
         let mut inner = self.lock();
         if inner.objects.contains_key(&key) {
             return Err(exists());
@@ -440,7 +488,7 @@ impl Store {
         let rv = inner.rv;
         set_rv(&mut object, rv);
         let object = Arc::new(object);
-        let (bytes, _) = inner.put(&key, object.clone());
+        let (bytes, _) = inner.put_sized(&key, object.clone(), size);
         inner.publish(Event { event_type: EventType::Added, key, object: object.clone(), prev: None, rv }, bytes);
         Ok(object)
     }
@@ -458,6 +506,9 @@ impl Store {
     /// `Ok(None)` means no change (nothing is written, no resourceVersion is spent). An object
     /// left with a deletionTimestamp, no finalizers and no grace period still running is
     /// removed, as the API server does when the last finalizer goes.
+    ///
+    /// `f` runs under the store's lock: for the server's own loops, whose changes are small.
+    /// A request's write goes through [`Store::guaranteed_update`].
     pub(crate) fn update(
         &self,
         key: &Key,
@@ -466,21 +517,37 @@ impl Store {
     ) -> Result<Arc<Value>, ApiError> {
         let mut inner = self.lock();
         let Some(current) = inner.objects.get(key).map(|s| s.object.clone()) else { return Err(missing()) };
-        let Some(mut object) = f(&current)? else { return Ok(current) };
-        inner.rv += 1;
-        let rv = inner.rv;
-        set_rv(&mut object, rv);
-        let object = Arc::new(object);
-        let (event_type, bytes) = if deletion_complete(&object) {
-            let old = inner.take(key);
-            (EventType::Deleted, old.map_or(0, |o| o.bytes) + json_size(&object))
-        } else {
-            let (bytes, old) = inner.put(key, object.clone());
-            (EventType::Modified, old.map_or(0, |o| o.bytes) + bytes)
-        };
-        let event = Event { event_type, key: key.clone(), object: object.clone(), prev: Some(current), rv };
-        inner.publish(event, bytes);
-        Ok(object)
+        let Some(object) = f(&current)? else { return Ok(current) };
+        let size = json_size(&object);
+        check_size(size)?;
+        Ok(inner.replace(key, current, object, size))
+    }
+
+    /// [`Store::update`] with `f` run outside the store's lock, as upstream's
+    /// `GuaranteedUpdate` runs its `tryUpdate` outside etcd: `f` sees the object as read, and
+    /// its result is written only if the object is still that version, else `f` runs again on
+    /// the newer one. A request's decoding, patching and validation, however long, then hold
+    /// up no other write (nor any read) of the store.
+    pub(crate) fn guaranteed_update(
+        &self,
+        key: &Key,
+        missing: impl Fn() -> ApiError,
+        mut f: impl FnMut(&Value) -> Result<Option<Value>, ApiError>,
+    ) -> Result<Arc<Value>, ApiError> {
+        loop {
+            let current = self.get(key).ok_or_else(&missing)?;
+            let Some(object) = f(&current)? else { return Ok(current) };
+            let size = json_size(&object);
+            check_size(size)?;
+            let mut inner = self.lock();
+            match inner.objects.get(key) {
+                Some(stored) if Arc::ptr_eq(&stored.object, &current) => {
+                    return Ok(inner.replace(key, current, object, size));
+                }
+                // Changed or gone meanwhile: again from what is there now.
+                _ => continue,
+            }
+        }
     }
 
     /// Removes the object at `key` if `check` accepts the current one.

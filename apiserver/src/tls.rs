@@ -1,10 +1,9 @@
 //! Credentials of the embedded API server: a CA and a serving certificate made at start, a
-//! random bearer token, and the kubeconfig that carries them to clients.
+//! random bearer token, and the kubeconfig that carries them to clients. All in memory: the
+//! keys are never written anywhere, and `files` writes the kubeconfigs.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
 use base64::Engine as _;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
@@ -66,18 +65,4 @@ pub(crate) fn kubeconfig(server: &str, ca_pem: Option<&str>, token: &str) -> Str
         "apiVersion: v1\nkind: Config\nclusters:\n- name: wasmcm\n  cluster:\n{cluster}users:\n- name: wasmcm\n  user:\n    token: {token}\n\
          contexts:\n- name: wasmcm\n  context:\n    cluster: wasmcm\n    user: wasmcm\n    namespace: default\ncurrent-context: wasmcm\n"
     )
-}
-
-/// Writes the kubeconfig readable by its owner only: it holds the token.
-pub(crate) fn write_kubeconfig(path: &Path, contents: &str) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(())
 }

@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 use wasmcm_core::Kind;
 
-use crate::runtime::discovery::Resource;
+use crate::client::discovery::Resource;
 
 /// Whose RBAC it is, and where.
 #[derive(Clone, Debug)]

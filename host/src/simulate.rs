@@ -17,6 +17,7 @@ use wasmcm_core::{ApiError, Kind};
 use wasmcm_guest::{Cache, Event, EventType, Instant, MemoryCache, ObjectRef, PatchType, Propagation, Request};
 
 use crate::engine::{CallError, Plugin};
+use crate::key::Key;
 use crate::outcome::outcome_json;
 use crate::record::{Recording, request_json};
 use crate::writes::writer::{self, WriteApi};
@@ -97,14 +98,13 @@ pub fn simulate(
 
     let key = match (key, &recorded) {
         (Some(k), _) => k.to_string(),
-        (None, Some(r)) => wasmcm_core::key(&r.namespace, &r.name),
+        (None, Some(r)) => Key::new(&r.namespace, &r.name).to_string(),
         (None, None) => return Err(input(format!("--key is required: {state_name} is not a recording"))),
     };
-    let (namespace, name) = match key.split_once('/') {
-        Some((ns, name)) if !name.is_empty() && !name.contains('/') => (ns, name),
-        _ if !key.is_empty() && !key.contains('/') => ("", key.as_str()),
-        _ => return Err(input(format!("invalid key {key:?}: expected <namespace>/<name>"))),
+    let Some(Key { namespace, name }) = Key::parse(&key) else {
+        return Err(input(format!("invalid key {key:?}: expected <namespace>/<name>")));
     };
+    let (namespace, name) = (namespace.as_str(), name.as_str());
     let info = plugin.info();
     if api.get(&info.primary, namespace, name).is_none() {
         return Err(input(format!("key {key}: no {} {key} in {state_name}, which holds {summary}", info.primary)));
@@ -136,40 +136,8 @@ pub fn simulate(
         .map_err(|e| SimulateError::Input(format!("cannot start a runtime: {e}")))?;
     let report = runtime.block_on(writer::write_outcome(&api, info, namespace, name, &outcome, Default::default()));
 
-    let actions: Vec<Value> = report
-        .actions
-        .iter()
-        .map(|a| {
-            let mut v = json!({
-                "verb": a.verb.as_str(),
-                "apiVersion": a.kind.api_version,
-                "kind": a.kind.kind,
-                "namespace": a.namespace,
-                "name": a.name,
-            });
-            if let Some(e) = &a.error {
-                v["error"] = json!({"code": e.code, "reason": e.reason, "message": e.message});
-            }
-            v
-        })
-        .collect();
-    let events: Vec<Value> = report
-        .events
-        .iter()
-        .map(|e| {
-            json!({
-                "type": match e.event_type { EventType::Normal => "Normal", EventType::Warning => "Warning" },
-                "reason": e.reason,
-                "message": e.message,
-                "regarding": {
-                    "apiVersion": e.regarding.kind.api_version,
-                    "kind": e.regarding.kind.kind,
-                    "namespace": e.regarding.namespace,
-                    "name": e.regarding.name,
-                },
-            })
-        })
-        .collect();
+    let actions: Vec<Value> = report.actions.iter().map(action_json).collect();
+    let events: Vec<Value> = report.events.iter().map(event_json).collect();
     let mut out = json!({
         "plugin": {"name": info.name, "version": info.version, "digest": plugin.digest()},
         "request": request_json(&request),
@@ -186,6 +154,36 @@ pub fn simulate(
         out["failure"] = json!(f);
     }
     Ok(expectation(&mut out, plugin, expected))
+}
+
+/// One write the writer attempted, as `simulate` prints it.
+fn action_json(a: &writer::Action) -> Value {
+    let mut v = json!({
+        "verb": a.verb.as_str(),
+        "apiVersion": a.kind.api_version,
+        "kind": a.kind.kind,
+        "namespace": a.namespace,
+        "name": a.name,
+    });
+    if let Some(e) = &a.error {
+        v["error"] = json!({"code": e.code, "reason": e.reason, "message": e.message});
+    }
+    v
+}
+
+/// One event the writer recorded, as `simulate` prints it.
+fn event_json(e: &Event) -> Value {
+    json!({
+        "type": match e.event_type { EventType::Normal => "Normal", EventType::Warning => "Warning" },
+        "reason": e.reason,
+        "message": e.message,
+        "regarding": {
+            "apiVersion": e.regarding.kind.api_version,
+            "kind": e.regarding.kind.kind,
+            "namespace": e.regarding.namespace,
+            "name": e.regarding.name,
+        },
+    })
 }
 
 /// Adds `expected` (the recording compared with, and the difference) to `document`.

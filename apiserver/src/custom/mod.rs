@@ -13,6 +13,7 @@
 //!
 //! - `props`: the schema read from JSON. `formats`: strfmt's string formats.
 //! - `validate`: kube-openapi's validator and the field errors it becomes.
+//! - `identity`: when two list items are the same, for the list-type checks in linear time.
 //! - `prune`: pruning, null coercion and defaulting.
 //! - `builtin`: the same `fieldValidation` for built-in kinds, by the generated schema.
 //!
@@ -22,6 +23,7 @@
 
 mod builtin;
 mod formats;
+mod identity;
 mod props;
 mod prune;
 mod validate;
@@ -500,7 +502,7 @@ fn lists(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
             };
             match s.list_type.as_deref() {
                 Some("set") => {
-                    for i in first_repeats(items) {
+                    for i in identity::first_repeats(items.iter().map(identity::Identity::of)) {
                         duplicate(causes, i, &items[i]);
                     }
                 }
@@ -515,20 +517,16 @@ fn lists(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
                             ),
                         });
                     } else {
-                        let keys: Vec<Value> = items
-                            .iter()
-                            .map(|x| {
-                                let mut key = serde_json::Map::new();
-                                for k in &s.list_map_keys {
-                                    if let Some(v) = x.get(k) {
-                                        key.insert(k.clone(), v.clone());
-                                    }
+                        let keys = items.iter().map(|x| identity::map_key(x, &s.list_map_keys));
+                        for i in identity::first_repeats(keys) {
+                            // Shown as upstream shows it: the object of the keys the item has.
+                            let mut key = serde_json::Map::new();
+                            for k in &s.list_map_keys {
+                                if let Some(v) = items[i].get(k) {
+                                    key.insert(k.clone(), v.clone());
                                 }
-                                Value::Object(key)
-                            })
-                            .collect();
-                        for i in first_repeats(&keys) {
-                            duplicate(causes, i, &keys[i]);
+                            }
+                            duplicate(causes, i, &Value::Object(key));
                         }
                     }
                 }
@@ -542,18 +540,6 @@ fn lists(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
         }
         _ => {}
     }
-}
-
-/// The index of each value's second appearance (upstream reports each repeated value once).
-fn first_repeats(items: &[Value]) -> Vec<usize> {
-    let mut out = Vec::new();
-    for (i, x) in items.iter().enumerate() {
-        let before = items[..i].iter().filter(|y| *y == x).count();
-        if before == 1 {
-            out.push(i);
-        }
-    }
-    out
 }
 
 /// A pattern as Go's RE2 `regexp.MatchString`, compiled once per pattern.

@@ -211,6 +211,7 @@ fn invariants(v: &mut V, schema: &Value, lvl: Level, path: &str, depth: usize) {
             );
         }
     }
+    unique_items(v, s, path);
     if s.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(false) {
         v.invalid(&child(path, "x-kubernetes-preserve-unknown-fields"), "false", "must be true or undefined");
     }
@@ -328,12 +329,24 @@ fn value_validation_skipping(v: &mut V, s: &Obj, path: &str, depth: usize, skip_
     }
 }
 
+/// `uniqueItems: true`, which upstream's `ValidateCustomResourceDefinitionOpenAPISchema`
+/// forbids at every level of a schema: its check compares every pair of items.
+fn unique_items(v: &mut V, s: &Obj, path: &str) {
+    if flag(s, "uniqueItems") {
+        v.forbidden(
+            &child(path, "uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        );
+    }
+}
+
 /// A schema inside anyOf/allOf/oneOf/not: value validations only.
 fn nested(v: &mut V, schema: &Value, path: &str, depth: usize, skip_any_of: bool) {
     let Some(s) = schema.as_object() else { return };
     if depth > MAX_DEPTH {
         return;
     }
+    unique_items(v, s, path);
     value_validation_skipping(v, s, path, depth, skip_any_of, false);
     if let Some(items) = s.get("items").filter(|i| i.is_object()) {
         nested(v, items, &child(path, "items"), depth + 1, false);
@@ -485,6 +498,22 @@ mod tests {
                 "Required spec.conversion.webhookClientConfig".into(),
             ),
             ("namespaced", json!({"/metadata/namespace": "default"}), "Forbidden metadata.namespace".into()),
+            (
+                "uniqueItems",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/tags/uniqueItems": true}),
+                format!("Forbidden {root}.properties[spec].properties[tags].uniqueItems"),
+            ),
+            (
+                "uniqueItems in a value validation",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/tags/allOf":
+                    [{"uniqueItems": true}]}),
+                format!("Forbidden {root}.properties[spec].properties[tags].allOf[0].uniqueItems"),
+            ),
+            (
+                "uniqueItems false",
+                json!({"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/tags/uniqueItems": false}),
+                String::new(),
+            ),
         ];
         let creates: Vec<(&str, Value, &str)> = creates.iter().map(|(n, e, w)| (*n, e.clone(), w.as_ref())).collect();
         let established = json!({"/status/conditions": [{"type": "Established", "status": "True"}]});

@@ -321,6 +321,25 @@ async fn built_in_kinds_get_the_same_field_validation() {
     .unwrap();
 }
 
+/// `uniqueItems: true` costs a comparison of every pair of items on each write: upstream
+/// refuses it in a CRD (list-type `set` is the linear way to say it), and so does this server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_asking_for_unique_items_is_refused_as_upstream_refuses_it() {
+    let (cluster, _client) = wasmcm_test_support::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    let bad = CRD.replace("                x-kubernetes-list-type: set\n", "                uniqueItems: true\n");
+    assert_ne!(bad, CRD);
+    let (ok, _, err) =
+        tokio::task::spawn_blocking(move || kubectl(&kc, &["apply", "-f", "-"], Some(&bad))).await.unwrap();
+    assert!(!ok);
+    assert_eq!(
+        err.trim(),
+        "The CustomResourceDefinition \"widgets.example.com\" is invalid: \
+         spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[tags].uniqueItems: Forbidden: \
+         uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crd_whose_schema_is_not_structural_is_refused_as_upstream_refuses_it() {
     let (cluster, _client) = wasmcm_test_support::cluster().await;

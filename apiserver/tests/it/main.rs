@@ -6,6 +6,7 @@ mod apply;
 mod cluster;
 mod crd;
 mod kubectl;
+mod limits;
 mod misc;
 mod protobuf;
 mod rbac;

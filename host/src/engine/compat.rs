@@ -8,7 +8,9 @@
 
 use wasmtime::component::{HasSelf, Linker};
 
-use super::{CallState, kind_from_wit, selector_from_wit, wit, wit_types};
+use super::cache_view::selector_from_wit;
+use super::call::CallState;
+use super::wit::{kind_from_wit, wit, wit_types};
 
 mod bindings {
     wasmtime::component::bindgen!({

@@ -337,21 +337,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         return Err(format!("name {name:?} must be a DNS label: {why}"));
     }
     let raw: RawSpec = serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))?;
-    let source = match (raw.source.builtin, raw.source.file, raw.source.config_map) {
-        (Some(b), None, None) => Source::Builtin(b),
-        (None, Some(f), None) => {
-            let path = PathBuf::from(&f);
-            Source::File(match origin.dir {
-                Some(dir) if path.is_relative() => dir.join(path),
-                _ => path,
-            })
-        }
-        (None, None, Some(cm)) => {
-            let namespace = cm.namespace.unwrap_or_else(|| origin.namespace.to_string());
-            Source::ConfigMap { namespace, name: cm.name, key: cm.key }
-        }
-        _ => return Err("spec.source needs exactly one of builtin, file, configMap".into()),
-    };
+    let source = to_source(raw.source, origin)?;
     let sha256 = match raw.sha256 {
         Some(d) if d.len() == 64 && d.chars().all(|c| c.is_ascii_hexdigit()) => Some(d.to_ascii_lowercase()),
         Some(d) => return Err(format!("spec.sha256 {d:?} is not 64 hex digits")),
@@ -388,22 +374,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         .transpose()
     };
     let scope = to_scope(raw.scope, matches!(source, Source::Builtin(_)))?;
-    let service_account = raw
-        .service_account
-        .map(|sa| {
-            let (namespace, name) = match sa.split_once('/') {
-                Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
-                None => (None, sa.clone()),
-            };
-            let bad = namespace.iter().chain([&name]).find_map(|part| {
-                wasmcm_core::validation::dns1123_subdomain(part).first().map(|why| format!("{part:?}: {why}"))
-            });
-            match bad {
-                Some(why) => Err(format!("spec.serviceAccount {sa:?} is not [namespace/]name: {why}")),
-                None => Ok((namespace, name)),
-            }
-        })
-        .transpose()?;
+    let service_account = raw.service_account.map(to_service_account).transpose()?;
     let settings = match raw.settings {
         None => "{}".to_string(),
         Some(v @ serde_json::Value::Object(_)) => v.to_string(),
@@ -412,21 +383,7 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
     if settings.len() > MAX_SETTINGS_BYTES {
         return Err(format!("spec.settings is {} bytes; at most {MAX_SETTINGS_BYTES}", settings.len()));
     }
-    let rollout = match raw.rollout {
-        None => RolloutStrategy::Immediate,
-        Some(r) if r.strategy == "Immediate" => RolloutStrategy::Immediate,
-        Some(r) if r.strategy == "Shadow" => {
-            let duration = r
-                .duration
-                .map(|d| parse_duration(&d).ok_or_else(|| format!("spec.rollout.duration {d:?} is not a duration")))
-                .transpose()?;
-            if r.agreements.is_none() && duration.is_none() {
-                return Err("spec.rollout: Shadow needs agreements or duration (or both)".into());
-            }
-            RolloutStrategy::Shadow { agreements: r.agreements, duration, abandon_on_mismatch: r.abandon_on_mismatch }
-        }
-        Some(r) => return Err(format!("spec.rollout.strategy {:?}: Immediate or Shadow", r.strategy)),
-    };
+    let rollout = to_rollout(raw.rollout)?;
     let revert = match raw.revert {
         Some(r) if r.window > 0 && r.max_failures >= r.window => {
             return Err("spec.revert.maxFailures must be below window (or window 0 to turn it off)".into());
@@ -450,6 +407,60 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
         settings,
         rollout,
         revert,
+    })
+}
+
+/// `spec.source`: exactly one of a built-in, a file (relative to its manifest's directory) or
+/// a ConfigMap (in the host's namespace unless it names one).
+fn to_source(raw: RawSource, origin: &Origin) -> Result<Source, String> {
+    Ok(match (raw.builtin, raw.file, raw.config_map) {
+        (Some(b), None, None) => Source::Builtin(b),
+        (None, Some(f), None) => {
+            let path = PathBuf::from(&f);
+            Source::File(match origin.dir {
+                Some(dir) if path.is_relative() => dir.join(path),
+                _ => path,
+            })
+        }
+        (None, None, Some(cm)) => {
+            let namespace = cm.namespace.unwrap_or_else(|| origin.namespace.to_string());
+            Source::ConfigMap { namespace, name: cm.name, key: cm.key }
+        }
+        _ => return Err("spec.source needs exactly one of builtin, file, configMap".into()),
+    })
+}
+
+/// `spec.serviceAccount`, `[namespace/]name`.
+fn to_service_account(sa: String) -> Result<(Option<String>, String), String> {
+    let (namespace, name) = match sa.split_once('/') {
+        Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
+        None => (None, sa.clone()),
+    };
+    let bad = namespace.iter().chain([&name]).find_map(|part| {
+        wasmcm_core::validation::dns1123_subdomain(part).first().map(|why| format!("{part:?}: {why}"))
+    });
+    match bad {
+        Some(why) => Err(format!("spec.serviceAccount {sa:?} is not [namespace/]name: {why}")),
+        None => Ok((namespace, name)),
+    }
+}
+
+/// `spec.rollout`: Immediate (the default), or Shadow with agreements, a duration or both.
+fn to_rollout(raw: Option<RawRollout>) -> Result<RolloutStrategy, String> {
+    Ok(match raw {
+        None => RolloutStrategy::Immediate,
+        Some(r) if r.strategy == "Immediate" => RolloutStrategy::Immediate,
+        Some(r) if r.strategy == "Shadow" => {
+            let duration = r
+                .duration
+                .map(|d| parse_duration(&d).ok_or_else(|| format!("spec.rollout.duration {d:?} is not a duration")))
+                .transpose()?;
+            if r.agreements.is_none() && duration.is_none() {
+                return Err("spec.rollout: Shadow needs agreements or duration (or both)".into());
+            }
+            RolloutStrategy::Shadow { agreements: r.agreements, duration, abandon_on_mismatch: r.abandon_on_mismatch }
+        }
+        Some(r) => return Err(format!("spec.rollout.strategy {:?}: Immediate or Shadow", r.strategy)),
     })
 }
 

@@ -6,7 +6,10 @@
 //! plugin's swap, and a newer version of the same plugin replaces it.
 //!
 //! It reads files, ConfigMaps and the engine's cache, and nothing else: whether a version is
-//! promoted, shadowed or refused is the controller's rollout's decision.
+//! promoted, shadowed or refused is the controller's rollout's decision. It offers versions to
+//! whatever [`HotSwap`]s them (the runtime's controllers, which sit above it).
+
+use std::future::Future;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,25 +23,34 @@ use tokio::sync::mpsc;
 
 use crate::engine::Engine;
 use crate::lifecycle::loader::Trust;
+use crate::lifecycle::loader::Version;
 use crate::lifecycle::manifest::{self, PluginSpec, Source};
-use crate::runtime::controller::PluginController;
-use crate::writes::kube::KubeApi;
+use crate::lifecycle::rollout::{Offered, Rollout};
 
 /// How long changes must stop before they are acted on: a file written in several chunks is
 /// read once, whole.
 pub const RELOAD_SETTLE: Duration = Duration::from_millis(20);
 
-pub struct Reloader {
+/// A running plugin the reloader offers new versions to: the runtime's controller, which readies
+/// the informers a version reads before its rollout takes it.
+pub trait HotSwap: Send + Sync + 'static {
+    /// The plugin's rollout: its name, and the versions it runs.
+    fn rollout(&self) -> &Rollout;
+    /// Hands `version` to the rollout, once what it reads is cached; what became of it.
+    fn offer(self: Arc<Self>, version: Version) -> impl Future<Output = Result<Offered, String>> + Send;
+}
+
+pub struct Reloader<C> {
     pub engine: Engine,
     pub client: Option<kube::Client>,
     /// Where plugins may come from (and the host's namespace).
     pub trust: Trust,
     /// The `--plugins` paths, re-read on every change.
     pub paths: Vec<PathBuf>,
-    pub controllers: Vec<Arc<PluginController<KubeApi>>>,
+    pub controllers: Vec<Arc<C>>,
 }
 
-impl Reloader {
+impl<C: HotSwap> Reloader<C> {
     /// Watches until the returned task is dropped or aborted.
     pub fn spawn(self) -> anyhow::Result<tokio::task::JoinHandle<()>> {
         let (tx, rx) = mpsc::unbounded_channel::<()>();

@@ -15,9 +15,10 @@ use serde::Serialize;
 use wasmcm_guest::Outcome;
 
 use crate::engine::CallError;
+use crate::key::Key;
 use crate::lifecycle::loader::Version;
 use crate::lifecycle::manifest::RolloutStrategy;
-use crate::ops::metrics::{Metrics, PluginLabels, ShadowLabels};
+use crate::metrics::{Metrics, PluginLabels, ShadowLabels};
 use crate::outcome::outcome_diff;
 
 pub struct Rollout {
@@ -305,7 +306,7 @@ impl Rollout {
     pub fn compare(
         &self,
         candidate: &Arc<Version>,
-        key: &str,
+        key: &Key,
         live: &Result<Outcome, CallError>,
         shadow: &Result<Outcome, CallError>,
     ) -> Option<ShadowEnd> {
@@ -328,7 +329,7 @@ impl Rollout {
         match difference {
             Some(diff) => {
                 sh.mismatches += 1;
-                tracing::warn!(plugin = %self.name, key, "shadow {} disagrees: {diff}", describe(candidate));
+                tracing::warn!(plugin = %self.name, key = key.to_string(), "shadow {} disagrees: {diff}", describe(candidate));
                 if abandon_on_mismatch {
                     let why = format!("abandoned in shadow: disagreed on {key}: {diff}");
                     s.bad.insert(candidate.plugin.digest().to_string(), (why, candidate.plugin.info().version.clone()));

@@ -51,7 +51,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::sync::{Notify, watch};
 
-use crate::ops::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::runtime::controller::PluginController;
 use crate::runtime::group::Agreement;
 use crate::writes::kube::KubeApi;

@@ -20,21 +20,23 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use wasmcm_guest::{Instant, Kind, Request, Selector};
+use wasmcm_guest::{Instant, Kind, Outcome, Request, Selector};
 
+use crate::client::fence::Fence;
 use crate::engine::CallError;
+use crate::key::Key;
 use crate::lifecycle::loader::Version;
+use crate::lifecycle::reload::HotSwap;
 use crate::lifecycle::rollout::{Offered, Reverted, Rollout};
-use crate::ops::metrics::{
+use crate::metrics::{
     BytesLabels, InfoLabels, KindLabels, LoadLabels, Metrics, OutcomeLabels, ShardPluginLabels, TrapLabels,
     VersionLabels,
 };
 use crate::record::{Recording, RecordingCache};
-use crate::runtime::expectations::Expectations;
 use crate::runtime::informers::{Change, Informer, Informers, Object, PluginCache, ScopedCache};
-use crate::runtime::leader::Fence;
 use crate::runtime::queue::{RateLimit, WorkQueue};
 use crate::runtime::shards::ShardGate;
+use crate::writes::expectations::Expectations;
 use crate::writes::scope::{HostIdentity, Scope, Tenancy};
 use crate::writes::writer::{self, Refusal, WriteApi};
 
@@ -78,7 +80,7 @@ pub struct PluginController<A> {
     rollout: Arc<Rollout>,
     informers: Arc<Informers>,
     api: Arc<A>,
-    queue: Arc<WorkQueue<String>>,
+    queue: Arc<WorkQueue<Key>>,
     expectations: Expectations,
     /// Every informer any version declared: primary, owned, watched.
     cache: Arc<PluginCache>,
@@ -88,7 +90,7 @@ pub struct PluginController<A> {
     /// Event routing tasks, one per informer, while running.
     routes: Mutex<Option<Routes>>,
     /// Why each key's last outcome failed to be written.
-    failures: Mutex<HashMap<String, String>>,
+    failures: Mutex<HashMap<Key, String>>,
     /// Namespaces and their labels, once a version's scope selects namespaces by label.
     namespaces: std::sync::OnceLock<Arc<Informer>>,
     /// `config.host`, shared with each call's cache view.
@@ -98,7 +100,7 @@ pub struct PluginController<A> {
     /// On a sharded host: which keys it takes (those of the shards it runs).
     shards: std::sync::OnceLock<Arc<ShardGate>>,
     /// Keys whose next reconcile is to be recorded, and who waits for each recording.
-    recordings: Mutex<BTreeMap<String, Vec<oneshot::Sender<Recording>>>>,
+    recordings: Mutex<BTreeMap<Key, Vec<oneshot::Sender<Recording>>>>,
     config: ControllerConfig,
     metrics: Arc<Metrics>,
 }
@@ -245,7 +247,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         if waiting.is_empty() { Ok(()) } else { Err(waiting.join("; ")) }
     }
 
-    pub fn queue(&self) -> &Arc<WorkQueue<String>> {
+    pub fn queue(&self) -> &Arc<WorkQueue<Key>> {
         &self.queue
     }
 
@@ -263,7 +265,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 keys[scraped.shard_of(&o.namespace) as usize] += 1;
             }
             for key in queue.queued() {
-                queued[scraped.shard_of(namespace_of(&key)) as usize] += 1;
+                queued[scraped.shard_of(&key.namespace) as usize] += 1;
             }
             for shard in 0..count {
                 let l = ShardPluginLabels { plugin: plugin.clone(), shard: shard.to_string() };
@@ -278,7 +280,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// nothing is expected of their keys any more, and every primary in them is reconciled.
     pub(crate) fn shards_started(&self, shards: &std::collections::BTreeSet<u32>) {
         let Some(gate) = self.shards.get() else { return };
-        self.expectations.forget_where(|key| shards.contains(&gate.shard_of(namespace_of(key))));
+        self.expectations.forget_where(|key| shards.contains(&gate.shard_of(&key.namespace)));
         for o in self.primary().list("", &Selector::everything()) {
             if shards.contains(&gate.shard_of(&o.namespace)) {
                 self.queue.add(o.key());
@@ -287,8 +289,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     }
 
     /// Queues `key` if this replica takes it (always, unless sharded).
-    fn add(&self, key: String) {
-        if self.shards.get().is_none_or(|g| g.admits(namespace_of(&key))) {
+    fn add(&self, key: Key) {
+        if self.shards.get().is_none_or(|g| g.admits(&key.namespace)) {
             self.queue.add(key);
         }
     }
@@ -296,20 +298,18 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// Records the next reconcile of `key` (`namespace/name`), which it queues now: what the
     /// live version read, was asked and returned. The answer comes once that reconcile has run;
     /// on a replica that does not reconcile the key (a standby, another shard's) it never does.
-    pub fn record(&self, key: &str) -> Result<oneshot::Receiver<Recording>, String> {
-        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
-        if name.is_empty() || name.contains('/') {
+    pub fn record(&self, text: &str) -> Result<oneshot::Receiver<Recording>, String> {
+        let Some(key) = Key::parse(text) else {
             return Err(format!(
-                "invalid key {key:?}: expected <namespace>/<name>, or <name> for a cluster-scoped kind"
+                "invalid key {text:?}: expected <namespace>/<name>, or <name> for a cluster-scoped kind"
             ));
-        }
+        };
         self.cache_status().map_err(|why| format!("plugin {} is not reconciling: {why}", self.rollout.name()))?;
         let primary = self.primary();
-        if primary.get(namespace, name).is_none() {
-            return Err(format!("no {} {key} in the host's cache", primary.kind()));
+        if primary.get(&key.namespace, &key.name).is_none() {
+            return Err(format!("no {} {text} in the host's cache", primary.kind()));
         }
         let (tx, rx) = oneshot::channel();
-        let key = wasmcm_core::key(namespace, name);
         self.recordings.lock().unwrap_or_else(|e| e.into_inner()).entry(key.clone()).or_default().push(tx);
         self.add(key);
         Ok(rx)
@@ -396,10 +396,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
 
     /// Logs a refused intent and tells the object's watchers, once per cause and interval:
     /// a plugin refused 10,000 times must not write 10,000 log lines or Events.
-    fn refused(&self, key: &str, refusal: &Refusal) {
+    fn refused(&self, key: &Key, refusal: &Refusal) {
         let plugin = self.rollout.name();
         if self.due(format!("log\0{}", refusal.reason)) {
-            tracing::warn!(plugin, key, intent = %refusal.intent, "refused: {} (reported at most once a minute)", refusal.reason);
+            tracing::warn!(plugin, key = key.to_string(), intent = %refusal.intent, "refused: {} (reported at most once a minute)", refusal.reason);
         }
         if self.due(format!("event\0{key}\0{}", refusal.reason)) {
             self.event(key, "WriteRefused", format!("plugin {plugin}: {} refused: {}", refusal.intent, refusal.reason));
@@ -483,7 +483,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                     // A shard handed over meanwhile: its next holder reconciles the key.
                     let in_flight = match me.shards.get() {
                         None => None,
-                        Some(gate) => match gate.enter(namespace_of(&key)) {
+                        Some(gate) => match gate.enter(&key.namespace) {
                             Some(in_flight) => Some(in_flight),
                             None => {
                                 me.queue.forget(&key);
@@ -525,10 +525,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             return;
         }
         let owner_key = |obj: &Object| {
-            obj.controller
-                .as_ref()
-                .filter(|c| c.refers_to(&info.primary))
-                .map(|c| wasmcm_core::key(&obj.namespace, &c.name))
+            obj.controller.as_ref().filter(|c| c.refers_to(&info.primary)).map(|c| Key::new(&obj.namespace, &c.name))
         };
         if info.owns.contains(&change.kind) {
             // A deletion is observed once the object is marked (as KCM's updatePod does), not when
@@ -591,28 +588,27 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
     }
 
-    async fn process(&self, key: &str) {
+    async fn process(&self, key: &Key) {
         if !self.expectations.satisfied(key) {
             // The informers have not seen this key's last writes yet; their events bring it
             // back. Expired expectations bring it back at the latest.
-            self.queue.add_after(key.to_string(), crate::runtime::expectations::TIMEOUT);
+            self.queue.add_after(key.clone(), crate::writes::expectations::TIMEOUT);
             return;
         }
         // Taken once: this reconcile runs on this version to the end, whatever is promoted
         // meanwhile.
         let (live, shadow) = self.rollout.current();
         let info = live.plugin.info();
-        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         let labels = |ns: &str| self.namespace_labels(ns);
         let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
-        if let Err(why) = tenancy.admits(namespace) {
+        if let Err(why) = tenancy.admits(&key.namespace) {
             // Said once a minute per cause, so an operator sees why a namespace is left alone.
             if self.due(format!("scope\0{why}")) {
-                tracing::info!(plugin = %info.name, key, "not reconciled: {why} (reported at most once a minute)");
+                tracing::info!(plugin = %info.name, key = key.to_string(), "not reconciled: {why} (reported at most once a minute)");
             } else {
-                tracing::debug!(plugin = %info.name, key, "not reconciled: {why}");
+                tracing::debug!(plugin = %info.name, key = key.to_string(), "not reconciled: {why}");
             }
-            self.queue.forget(&key.to_string());
+            self.queue.forget(key);
             let l = OutcomeLabels {
                 plugin: info.name.clone(),
                 version: info.version.clone(),
@@ -623,8 +619,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         }
         let previous_failure = self.failures.lock().ok().and_then(|f| f.get(key).cloned());
         let request = Request {
-            namespace: namespace.into(),
-            name: name.into(),
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
             now: Instant::from_timestamp(self.config.clock.now()),
             previous_failure,
             settings: live.spec.settings.clone(),
@@ -634,7 +630,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             "reconcile",
             plugin = %info.name,
             version = %info.version,
-            key,
+            key = key.to_string(),
             duration_ms = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );
@@ -653,7 +649,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// outcome's metric label.
     async fn reconcile(
         &self,
-        key: &str,
+        key: &Key,
         live: &Arc<Version>,
         shadow: Option<Arc<Version>>,
         request: Request,
@@ -691,14 +687,14 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let (result, candidate) = match result {
             Ok(r) => r,
             Err(e) => {
-                tracing::error!(plugin = %info.name, key, "reconcile task failed: {e}");
+                tracing::error!(plugin = %info.name, key = key.to_string(), "reconcile task failed: {e}");
                 self.retry(key, "the reconcile task failed", false);
                 return "error";
             }
         };
         if let Some((reads, request)) = recorder {
             let recording = Recording::new(&live.plugin, request, &reads, &result);
-            tracing::info!(plugin = %info.name, key, "recorded: {}", recording.summary());
+            tracing::info!(plugin = %info.name, key = key.to_string(), "recorded: {}", recording.summary());
             for w in waiting {
                 let _ = w.send(recording.clone());
             }
@@ -718,75 +714,79 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         if let Some(reverted) = self.rollout.record(live, result.is_err()) {
             self.reverted(key, &reverted);
         }
-        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         match result {
-            Ok(outcome) => {
-                let uid = self.primary().get(namespace, name).map(|o| o.uid.clone());
-                let labels = |ns: &str| self.namespace_labels(ns);
-                let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
-                let context = writer::Context {
-                    expectations: Some(&self.expectations),
-                    primary_uid: uid.as_deref(),
-                    tenancy: Some(tenancy),
-                };
-                let writes = writer::write_outcome(&*self.api, info, namespace, name, &outcome, context);
-                let report = Fence::for_key(namespace, writes).await;
-                for r in &report.refused {
-                    self.refused(key, r);
-                }
-                tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
-                let l = VersionLabels { plugin: info.name.clone(), version: info.version.clone() };
-                if !report.actions.is_empty() {
-                    self.metrics.intents_executed.get_or_create(&l).inc_by(report.actions.len() as u64);
-                }
-                if !report.refused.is_empty() {
-                    self.metrics.intents_refused.get_or_create(&l).inc_by(report.refused.len() as u64);
-                }
-                match &report.failure {
-                    Some(failure) => {
-                        if let Ok(mut f) = self.failures.lock() {
-                            f.insert(key.to_string(), failure.clone());
-                        }
-                        self.retry(key, failure, report.conflicted());
-                        "write_failed"
-                    }
-                    None => {
-                        if let Ok(mut f) = self.failures.lock() {
-                            f.remove(key);
-                        }
-                        self.queue.forget(&key.to_string());
-                        if let Some(ms) = outcome.requeue_after_ms {
-                            // Cluster time (a test clock runs faster), counted from the request's
-                            // now: what the reconcile and its writes took is already spent.
-                            let wait = self.config.clock.real(std::time::Duration::from_millis(ms));
-                            let after = wait.saturating_sub(begun.elapsed());
-                            self.queue.add_after(key.to_string(), after);
-                        }
-                        "success"
-                    }
-                }
-            }
+            Ok(outcome) => self.write(key, live, &outcome, begun).await,
             Err(e @ CallError::Plugin { retryable: false, .. }) => {
-                tracing::error!(plugin = %info.name, key, "{e}; not retrying until the object changes");
-                self.queue.forget(&key.to_string());
+                tracing::error!(plugin = %info.name, key = key.to_string(), "{e}; not retrying until the object changes");
+                self.queue.forget(key);
                 "error"
             }
             Err(e @ CallError::Plugin { .. }) => {
-                tracing::warn!(plugin = %info.name, key, "{e}");
+                tracing::warn!(plugin = %info.name, key = key.to_string(), "{e}");
                 self.retry(key, &e.to_string(), false);
                 "error"
             }
             Err(e) => {
-                tracing::warn!(plugin = %info.name, key, "{e}");
+                tracing::warn!(plugin = %info.name, key = key.to_string(), "{e}");
                 self.retry(key, &e.to_string(), false);
                 "trap"
             }
         }
     }
 
+    /// Hands `outcome` to the writer, its writes fenced by the key's shard, and settles the key:
+    /// retried with backoff unless the outcome was written in full, else forgotten (and queued
+    /// again when the plugin asked); returns the outcome's metric label.
+    async fn write(&self, key: &Key, live: &Version, outcome: &Outcome, begun: std::time::Instant) -> &'static str {
+        let info = live.plugin.info();
+        let uid = self.primary().get(&key.namespace, &key.name).map(|o| o.uid.clone());
+        let labels = |ns: &str| self.namespace_labels(ns);
+        let tenancy = Tenancy { scope: &live.spec.scope, host: &self.host, namespace_labels: &labels };
+        let context = writer::Context {
+            expectations: Some(&self.expectations),
+            primary_uid: uid.as_deref(),
+            tenancy: Some(tenancy),
+        };
+        let writes = writer::write_outcome(&*self.api, info, &key.namespace, &key.name, outcome, context);
+        let report = Fence::for_key(&key.namespace, writes).await;
+        for r in &report.refused {
+            self.refused(key, r);
+        }
+        tracing::debug!(actions = report.actions.len(), refused = report.refused.len(), "outcome written");
+        let l = VersionLabels { plugin: info.name.clone(), version: info.version.clone() };
+        if !report.actions.is_empty() {
+            self.metrics.intents_executed.get_or_create(&l).inc_by(report.actions.len() as u64);
+        }
+        if !report.refused.is_empty() {
+            self.metrics.intents_refused.get_or_create(&l).inc_by(report.refused.len() as u64);
+        }
+        match &report.failure {
+            Some(failure) => {
+                if let Ok(mut f) = self.failures.lock() {
+                    f.insert(key.clone(), failure.clone());
+                }
+                self.retry(key, failure, report.conflicted());
+                "write_failed"
+            }
+            None => {
+                if let Ok(mut f) = self.failures.lock() {
+                    f.remove(key);
+                }
+                self.queue.forget(key);
+                if let Some(ms) = outcome.requeue_after_ms {
+                    // Cluster time (a test clock runs faster), counted from the request's now:
+                    // what the reconcile and its writes took is already spent.
+                    let wait = self.config.clock.real(std::time::Duration::from_millis(ms));
+                    self.queue.add_after(key.clone(), wait.saturating_sub(begun.elapsed()));
+                }
+                "success"
+            }
+        }
+    }
+
     /// Tells whoever looks at the object whose reconcile tipped the balance: the log alone
     /// would not reach them.
-    fn reverted(&self, key: &str, r: &Reverted) {
+    fn reverted(&self, key: &Key, r: &Reverted) {
         let (from, to) = (r.from.plugin.info(), r.to.plugin.info());
         let message = format!(
             "plugin {}: version {} (sha256 {}) failed {} of its first {} reconciles; reverted to {} (sha256 {})",
@@ -801,21 +801,20 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         self.event(key, "PluginReverted", message);
     }
 
-    fn event(&self, key: &str, reason: &str, message: String) {
-        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
-        let uid = self.primary().get(namespace, name).map(|o| o.uid.clone());
+    fn event(&self, key: &Key, reason: &str, message: String) {
+        let uid = self.primary().get(&key.namespace, &key.name).map(|o| o.uid.clone());
         let event = wasmcm_guest::Event {
             regarding: wasmcm_guest::ObjectRef {
                 kind: self.rollout.live().plugin.info().primary.clone(),
-                namespace: namespace.into(),
-                name: name.into(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
             },
             event_type: wasmcm_guest::EventType::Warning,
             reason: reason.into(),
             message,
         };
         let api = self.api.clone();
-        let namespace = namespace.to_string();
+        let namespace = key.namespace.clone();
         tokio::spawn(async move {
             let recorded = Fence::for_key(&namespace, api.record_event(&event, uid.as_deref())).await;
             if let Err(e) = recorded {
@@ -825,23 +824,32 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     }
 
     /// Requeues `key` with backoff; `conflict` says the failure was a 409, retried quietly.
-    fn retry(&self, key: &str, why: &str, conflict: bool) {
-        let key = key.to_string();
-        if self.queue.num_requeues(&key) + 1 == self.config.report_after {
+    fn retry(&self, key: &Key, why: &str, conflict: bool) {
+        if self.queue.num_requeues(key) + 1 == self.config.report_after {
             let live = self.rollout.live();
             let info = live.plugin.info();
             let failures = self.config.report_after;
-            tracing::error!(plugin = %info.name, key, "failed {failures} times, still retrying with backoff: {why}");
+            tracing::error!(plugin = %info.name, key = key.to_string(), "failed {failures} times, still retrying with backoff: {why}");
             let message = format!(
                 "plugin {} {} failed {failures} times; retrying with backoff until it succeeds: {why}",
                 info.name, info.version
             );
-            self.event(&key, "ReconcileFailed", message);
+            self.event(key, "ReconcileFailed", message);
         }
         if conflict {
-            tracing::debug!(plugin = %self.rollout.name(), key, "conflict, retrying");
+            tracing::debug!(plugin = %self.rollout.name(), key = key.to_string(), "conflict, retrying");
         }
-        self.queue.add_rate_limited(key);
+        self.queue.add_rate_limited(key.clone());
+    }
+}
+
+impl<A: WriteApi + Send + Sync + 'static> HotSwap for PluginController<A> {
+    fn rollout(&self) -> &Rollout {
+        PluginController::rollout(self)
+    }
+
+    async fn offer(self: Arc<Self>, version: Version) -> Result<Offered, String> {
+        PluginController::offer(&self, version).await
     }
 }
 
@@ -868,11 +876,6 @@ fn widened(now: &Option<BTreeSet<String>>, wanted: Option<BTreeSet<String>>) -> 
         (Some(now), Some(wanted)) => Some(now.union(&wanted).cloned().collect()),
         _ => None,
     }
-}
-
-/// The namespace of a key (`""` for a cluster-scoped object's).
-fn namespace_of(key: &str) -> &str {
-    key.split_once('/').map_or("", |(namespace, _)| namespace)
 }
 
 /// A namespace's labels, from the Namespace informer when one runs.

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use wasmcm_core::group::Shape;
 use wasmcm_guest::{Event, EventType, ObjectRef};
 
-use crate::ops::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::writes::writer::WriteApi;
 
 /// This replica's standing in its group, as its last read of the anchor Lease found it.

@@ -15,14 +15,15 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
 
+use crate::client::clients::Clients;
+use crate::client::discovery::Discovery;
+use crate::client::fence::Fence;
 use crate::lifecycle::loader::Version;
-use crate::ops::metrics::{Metrics, PluginLabels};
-use crate::runtime::clients::Clients;
+use crate::metrics::{Metrics, PluginLabels};
 use crate::runtime::controller::{ControllerConfig, PluginController};
-use crate::runtime::discovery::Discovery;
 use crate::runtime::group::{self, Agreement};
 use crate::runtime::informers::{Informers, ShardScope, server_filters_shards};
-use crate::runtime::leader::{Elector, Fence, LeaderConfig};
+use crate::runtime::leader::{Elector, LeaderConfig};
 use crate::runtime::shards::{ShardConfig, ShardGate, Shards};
 use crate::writes::kube::{ClientRate, KubeApi};
 use crate::writes::writer::WriteApi;
@@ -31,10 +32,40 @@ use crate::writes::writer::WriteApi;
 pub struct HostConfig {
     pub controller: ControllerConfig,
     pub client_rate: ClientRate,
-    /// `None` runs without leader election (a single replica).
-    pub leader: Option<LeaderConfig>,
-    /// Split the keys between active replicas instead of electing one leader.
-    pub shards: Option<ShardConfig>,
+    /// How this replica shares the work with the others of its group.
+    pub mode: Mode,
+}
+
+/// How a replica shares the work with the others of its group.
+#[derive(Clone, Debug, Default)]
+pub enum Mode {
+    /// The only replica: no election, it reconciles from the start and writes unfenced.
+    #[default]
+    Single,
+    /// One replica at a time reconciles, elected through a Lease (`runtime::leader`).
+    Leader(LeaderConfig),
+    /// Every replica reconciles the keys of the shards it holds (`runtime::shards`).
+    Shards(ShardConfig),
+}
+
+impl Mode {
+    /// Who this replica is in its Leases, its events and its User-Agent.
+    fn identity(&self) -> String {
+        match self {
+            Mode::Single => crate::runtime::leader::default_identity(),
+            Mode::Leader(l) => l.identity.clone(),
+            Mode::Shards(s) => s.lease.identity.clone(),
+        }
+    }
+
+    /// The group's anchor Lease: the leader's, or the shard group's.
+    fn anchor(&self) -> Option<&LeaderConfig> {
+        match self {
+            Mode::Single => None,
+            Mode::Leader(l) => Some(l),
+            Mode::Shards(s) => Some(&s.lease),
+        }
+    }
 }
 
 pub struct Host {
@@ -52,9 +83,18 @@ pub struct Host {
     standing: watch::Receiver<Agreement>,
 }
 
+/// A sharded host's shard loop, before it runs: its gate, the shards it acquires, and the
+/// `shardSelector` its informers follow when the server filters by it.
+struct Sharding {
+    shards: Shards,
+    gate: Arc<ShardGate>,
+    acquired: tokio::sync::mpsc::UnboundedReceiver<(u32, u64, tokio::time::Instant)>,
+    selector: Option<watch::Sender<Option<String>>>,
+}
+
 impl Host {
     /// Starts the host on the cluster `kube` describes (each of its clients is made from it:
-    /// `runtime::clients`). Returns once every plugin's caches have synced or failed to.
+    /// `client::clients`). Returns once every plugin's caches have synced or failed to.
     pub async fn start(
         kube: kube::Config,
         plugins: Vec<Version>,
@@ -63,46 +103,27 @@ impl Host {
     ) -> anyhow::Result<Host> {
         // Without election this host leads from the start, so the first lists are fresh enough.
         let started = tokio::time::Instant::now();
-        let instance = match (&config.leader, &config.shards) {
-            (Some(_), Some(_)) => {
-                anyhow::bail!("leader election and shards exclude each other: with shards every replica is active")
-            }
-            (Some(l), None) => l.identity.clone(),
-            (None, Some(s)) => s.lease.identity.clone(),
-            (None, None) => crate::runtime::leader::default_identity(),
-        };
+        let instance = config.mode.identity();
         let clients = Clients::new(kube, &instance);
         let read = clients.read()?;
         // One discovery for the informers and the writers.
         let discovery = Discovery::new(read.clone());
-        let mut informers = Informers::new(read.clone(), discovery.clone());
-        let mut fence = if config.leader.is_some() { Fence::closed() } else { Fence::open() };
-        let mut sharding = None;
-        let mut selector = None;
-        if let Some(sc) = &config.shards {
-            let (shards, gate, acquired) = Shards::new(clients.lease(&sc.lease)?, sc.clone(), metrics.clone());
-            fence = shards.fence();
-            if server_filters_shards(&read, &sc.lease.namespace).await {
-                tracing::info!(
-                    shards = sc.count,
-                    "the server filters by shardSelector: each replica caches its shards' objects"
-                );
-                let (tx, rx) = watch::channel(None);
-                informers = informers.sharded(ShardScope { selector: rx });
-                selector = Some(tx);
-            } else {
-                tracing::warn!(
-                    shards = sc.count,
-                    "the server does not filter by shardSelector (KEP-5866): every replica caches every object and filters keys itself"
-                );
+        let informers = Informers::new(read.clone(), discovery.clone());
+        let (fence, informers, mut sharding) = match &config.mode {
+            Mode::Single => (Fence::open(), informers, None),
+            Mode::Leader(_) => (Fence::closed(), informers, None),
+            Mode::Shards(sc) => {
+                let (sharding, informers) = Sharding::new(&clients, &read, sc, informers, &metrics).await?;
+                (sharding.shards.fence(), informers, Some(sharding))
             }
-            sharding = Some((shards, gate, acquired));
-        }
+        };
         let informers = Arc::new(informers);
         let mut tasks = tokio::task::JoinSet::new();
-        if let (Some(tx), Some((_, gate, _))) = (selector, &sharding) {
+        if let Some(s) = &mut sharding
+            && let Some(tx) = s.selector.take()
+        {
             let namespaces = informers.informer(&Kind::new("v1", "Namespace"));
-            tasks.spawn(publish_selector(namespaces, gate.clone(), tx));
+            tasks.spawn(publish_selector(namespaces, s.gate.clone(), tx));
         }
         let mut controllers = Vec::new();
         for version in plugins {
@@ -128,28 +149,28 @@ impl Host {
                 metrics.clone(),
             ));
         }
-        if let Some((_, gate, _)) = &sharding {
+        if let Some(s) = &sharding {
             for c in &controllers {
-                c.set_shards(gate.clone());
+                c.set_shards(s.gate.clone());
             }
         }
         futures_util::future::join_all(controllers.iter().map(|c| c.settled())).await;
         let (stop, stop_rx) = watch::channel(false);
-        let mut standing = watch::channel(Agreement::Unknown).1;
-        let (leading, always, elector) = match config.leader.clone() {
-            Some(lc) => {
-                let e = Elector::new(clients.lease(&lc)?, lc, fence.clone());
-                standing = e.standing();
-                (e.leading(), None, Some(e.run(stop_rx.clone())))
+        let (leading, always, elector, standing) = match &config.mode {
+            Mode::Leader(lc) => {
+                let e = Elector::new(clients.lease(lc.attempt_timeout())?, lc.clone(), fence.clone());
+                let (leading, standing) = (e.leading(), e.standing());
+                (leading, None, Some(e.run(stop_rx.clone())), standing)
             }
-            None => {
+            Mode::Single | Mode::Shards(_) => {
                 let (tx, rx) = watch::channel(true);
-                (rx, Some(tx), None)
+                let standing = match &sharding {
+                    Some(s) => s.shards.standing(),
+                    None => watch::channel(Agreement::Unknown).1,
+                };
+                (rx, Some(tx), None, standing)
             }
         };
-        if let Some((shards, _, _)) = &sharding {
-            standing = shards.standing();
-        }
         // The host's own events, about itself, come from any replica: not fenced.
         let reporter = Arc::new(KubeApi::new(
             clients.write("host", None, Fence::open())?,
@@ -157,7 +178,7 @@ impl Host {
             &config.client_rate,
             &instance,
         ));
-        let regarding = config.leader.as_ref().or(config.shards.as_ref().map(|s| &s.lease)).map(|l| ObjectRef {
+        let regarding = config.mode.anchor().map(|l| ObjectRef {
             kind: Kind::new("coordination.k8s.io/v1", "Lease"),
             namespace: l.namespace.clone(),
             name: l.name.clone(),
@@ -171,39 +192,11 @@ impl Host {
         }
         // Campaign only once the caches are warm (or known broken), so a new leader can act at once.
         let elector = elector.map(tokio::spawn);
-        let shards = match sharding {
-            None => None,
-            Some((shards, gate, acquired)) => {
-                tasks.spawn(start_shards(controllers.clone(), gate.clone(), acquired));
-                Some((gate, tokio::spawn(shards.run(stop_rx.clone()))))
-            }
-        };
-        let sharded = shards.is_some();
-        let (workers, mut lead, electing) = (controllers.clone(), leading.clone(), config.leader.is_some());
-        let gauge = metrics.clone();
-        tasks.spawn(async move {
-            if lead.wait_for(|l| *l).await.is_err() {
-                return;
-            }
-            if !sharded {
-                gauge.leader.set(1);
-            }
-            // What the previous leader wrote up to the moment this host took over is in lists
-            // begun from now on (a standby's warm caches may lag, and hold no expectations).
-            let since = if electing { tokio::time::Instant::now() } else { started };
-            let mut runs = tokio::task::JoinSet::new();
-            for c in &workers {
-                runs.spawn(c.clone().run(since));
-            }
-            // Not leading any more (lost, or shutting down): start nothing new.
-            let _ = lead.wait_for(|l| !*l).await;
-            gauge.leader.set(0);
-            for c in &workers {
-                c.queue().shut_down_and_drain().await;
-            }
-            // A controller still waiting for its caches has nothing in flight.
-            runs.shutdown().await;
+        let shards = sharding.map(|Sharding { shards, gate, acquired, .. }| {
+            tasks.spawn(start_shards(controllers.clone(), gate.clone(), acquired));
+            (gate, tokio::spawn(shards.run(stop_rx.clone())))
         });
+        tasks.spawn(run_workers(controllers.clone(), leading.clone(), config.mode, started, metrics));
         Ok(Host { controllers, tasks, informers, leading, fence, _always: always, stop, elector, shards, standing })
     }
 
@@ -256,6 +249,71 @@ impl Host {
         self._always.take();
         self.tasks.shutdown().await;
     }
+}
+
+impl Sharding {
+    /// The shard loop of `config`, and `informers`, made to follow the shards held when the
+    /// server filters by `shardSelector`.
+    async fn new(
+        clients: &Clients,
+        read: &kube::Client,
+        config: &ShardConfig,
+        mut informers: Informers,
+        metrics: &Arc<Metrics>,
+    ) -> anyhow::Result<(Sharding, Informers)> {
+        let (shards, gate, acquired) =
+            Shards::new(clients.lease(config.lease.attempt_timeout())?, config.clone(), metrics.clone());
+        let mut selector = None;
+        if server_filters_shards(read, &config.lease.namespace).await {
+            tracing::info!(
+                shards = config.count,
+                "the server filters by shardSelector: each replica caches its shards' objects"
+            );
+            let (tx, rx) = watch::channel(None);
+            informers = informers.sharded(ShardScope { selector: rx });
+            selector = Some(tx);
+        } else {
+            tracing::warn!(
+                shards = config.count,
+                "the server does not filter by shardSelector (KEP-5866): every replica caches every object and filters keys itself"
+            );
+        }
+        Ok((Sharding { shards, gate, acquired, selector }, informers))
+    }
+}
+
+/// Runs every controller's workers while this host leads (from the start, unless it elects a
+/// leader), the `leader` gauge at 1 meanwhile; once it no longer leads (lost, or shutting down),
+/// starts nothing new.
+async fn run_workers(
+    controllers: Vec<Arc<PluginController<KubeApi>>>,
+    mut leading: watch::Receiver<bool>,
+    mode: Mode,
+    started: tokio::time::Instant,
+    metrics: Arc<Metrics>,
+) {
+    if leading.wait_for(|l| *l).await.is_err() {
+        return;
+    }
+    let sharded = matches!(mode, Mode::Shards(_));
+    if !sharded {
+        metrics.leader.set(1);
+    }
+    // What the previous leader wrote up to the moment this host took over is in lists
+    // begun from now on (a standby's warm caches may lag, and hold no expectations).
+    let since = if matches!(mode, Mode::Leader(_)) { tokio::time::Instant::now() } else { started };
+    let mut runs = tokio::task::JoinSet::new();
+    for c in &controllers {
+        runs.spawn(c.clone().run(since));
+    }
+    // Not leading any more (lost, or shutting down): start nothing new.
+    let _ = leading.wait_for(|l| !*l).await;
+    metrics.leader.set(0);
+    for c in &controllers {
+        c.queue().shut_down_and_drain().await;
+    }
+    // A controller still waiting for its caches has nothing in flight.
+    runs.shutdown().await;
 }
 
 /// Tells whoever watches that a plugin's caches have not synced (a log line, the

@@ -55,7 +55,8 @@ use tokio::time::Instant;
 use wasmcm_core::{ShardField, ShardSelector};
 use wasmcm_guest::{Cache, Kind, Selector};
 
-use crate::runtime::discovery::{Discovery, Resource};
+use crate::client::discovery::{Discovery, Resource};
+use crate::key::Key;
 
 /// One cached object.
 #[derive(Debug)]
@@ -92,8 +93,8 @@ impl Object {
         }
     }
 
-    pub fn key(&self) -> String {
-        wasmcm_core::key(&self.namespace, &self.name)
+    pub fn key(&self) -> Key {
+        Key::new(&self.namespace, &self.name)
     }
 
     /// Its entry in the controller index: namespace and controller uid (`None`: an orphan).

@@ -19,8 +19,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::ops::metrics::{Metrics, QueueLabels};
-use crate::runtime::rate::TokenBucket;
+use crate::client::rate::TokenBucket;
+use crate::metrics::{Metrics, QueueLabels};
 
 /// client-go's `DefaultControllerRateLimiter`.
 #[derive(Clone, Debug)]

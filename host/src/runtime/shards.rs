@@ -38,7 +38,7 @@
 //!   shard is dropped (the process goes on with its other shards).
 //!
 //! Writes are fenced per shard: every write a key's reconcile causes is judged by the key's
-//! shard (`runtime::clients`). A replica that leaves hands its shards back, and the last member
+//! shard (`client::clients`). A replica that leaves hands its shards back, and the last member
 //! of its shape releases the anchor too, so a group of another shape waiting beside it starts at
 //! once.
 //!
@@ -55,10 +55,11 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use wasmcm_core::group::{self, Shape};
 
-use crate::ops::metrics::{Metrics, ShardLabels};
+use crate::client::fence::Fence;
+use crate::metrics::{Metrics, ShardLabels};
 use crate::runtime::group::{Agreement, Standing};
 use crate::runtime::leader::{
-    Fence, LeaderConfig, Observed, claim, group_labels, new_lease, now_micro, released, set_shape, shape_of,
+    LeaderConfig, Observed, claim, group_labels, new_lease, now_micro, released, set_shape, shape_of,
 };
 
 /// The label every Lease of a shard group carries (`wasmcm_core::group`'s), valued with the
@@ -356,7 +357,7 @@ pub(crate) struct Shards {
 }
 
 impl Shards {
-    /// `client` is for Leases alone (no retries of its own: `runtime::clients`).
+    /// `client` is for Leases alone (no retries of its own: `client::clients`).
     pub(crate) fn new(
         client: kube::Client,
         config: ShardConfig,
@@ -439,7 +440,7 @@ impl Shards {
     }
 
     fn handover(&self, how: &str) {
-        self.metrics.shard_handovers.get_or_create(&crate::ops::metrics::HandoverLabels { kind: how.into() }).inc();
+        self.metrics.shard_handovers.get_or_create(&crate::metrics::HandoverLabels { kind: how.into() }).inc();
     }
 
     /// The longest this replica trusts a Lease of the group to stand unrenewed: the duration it
@@ -452,28 +453,7 @@ impl Shards {
     /// One round: read the group, renew membership and the anchor, decide and perform each
     /// shard's write. `leaving` hands back every shard (once its reconciles in flight are done).
     async fn round(&mut self, round: Instant, leaving: bool) {
-        let c = self.config.clone();
-        let (me, prefix, mine) = (c.lease.identity.as_str(), c.lease.name.as_str(), c.shape());
-        let selector = format!("{}={prefix}", group::GROUP_LABEL);
-        let params = ListParams::default().labels(&selector);
-        let (listed, anchor) = tokio::join!(self.api.list(&params), self.api.get_opt(prefix));
-        let (leases, anchor) = match (listed, anchor) {
-            (Ok(l), Ok(a)) => (l.items, a),
-            (Err(e), _) | (_, Err(e)) => {
-                tracing::debug!("reading the shard group's leases: {e}");
-                return;
-            }
-        };
-        // Only the reserved names count, whatever else carries the group's labels.
-        let by_name: BTreeMap<String, Lease> = leases
-            .into_iter()
-            .filter_map(|l| Some((l.metadata.name.clone()?, l)))
-            .filter(|(name, _)| name != prefix && group::is_reserved(prefix, name))
-            .collect();
-        for (name, lease) in by_name.iter().chain(anchor.as_ref().map(|a| (&c.lease.name, a))) {
-            Observed::see(self.seen.entry(name.clone()).or_default(), &lease.spec.clone().unwrap_or_default());
-        }
-        self.seen.retain(|name, _| by_name.contains_key(name) || name == prefix);
+        let Some((by_name, anchor)) = self.read_group().await else { return };
         // A round extends fences only if this replica renewed its membership and the anchor in
         // it: then a group of another shape, which waits for the anchor to go unrenewed for its
         // duration, never starts while a fence of this one holds.
@@ -482,74 +462,113 @@ impl Shards {
         if leaving {
             self.parting = Some((anchor, !members.is_empty()));
         }
-        let assignment = assign_shards(c.count, &members);
+        let assignment = assign_shards(self.config.count, &members);
         let mut writes = Vec::new();
-        for shard in 0..c.count {
-            let name = c.shard_lease(shard);
-            let lease = by_name.get(&name);
-            let wanted = assignment.get(shard as usize).and_then(Option::as_deref) == Some(me);
-            let holder = lease.and_then(|l| l.spec.as_ref()?.holder_identity.clone()).unwrap_or_default();
-            if self.gate.is_held(shard) {
-                if holder != me {
-                    tracing::warn!(shard, holder, "shard lost: its lease names another holder");
-                    self.lost(shard, "lost");
-                    continue;
-                }
-                let Some(lease) = lease else { continue };
-                if wanted && self.gate.state(shard) == State::Draining {
-                    // Given back to it before the handover finished: its keys start afresh.
-                    self.gate.start(shard, round);
-                }
-                let mut lease = lease.clone();
-                let spec = lease.spec.clone().unwrap_or_default();
-                if !wanted && self.gate.drain(shard) {
-                    // Nothing of the shard runs any more: close the fence, then let it go.
-                    self.shard_fence(shard).close();
-                    self.gate.off(shard);
-                    self.held_gauge(shard, false);
-                    lease.spec = Some(released(&spec));
-                    writes.push(Write::Release(shard, lease));
-                } else if standing
-                    && let Some(new) = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration)
-                {
-                    lease.spec = Some(new);
-                    writes.push(Write::Renew(shard, lease));
-                }
-            } else if wanted && standing {
-                match lease {
-                    None => {
-                        let mut lease = new_lease(
-                            &c.lease.namespace,
-                            &name,
-                            group_labels(prefix, "shard"),
-                            me,
-                            c.lease.lease_duration,
-                        );
-                        set_shape(&mut lease, mine);
-                        writes.push(Write::Create(shard, lease));
-                    }
-                    Some(lease) => {
-                        let mut spec = lease.spec.clone().unwrap_or_default();
-                        if shape_of(lease) != Ok(mine) {
-                            // An earlier shape's: its writers were fenced off before the anchor
-                            // came to this shape, so nobody holds it any more.
-                            spec.holder_identity = None;
-                        }
-                        spec.lease_duration_seconds = Some(self.trusted(&spec).as_secs() as i32);
-                        if let Some(new) = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration)
-                        {
-                            let mut lease = lease.clone();
-                            lease.spec = Some(new);
-                            set_shape(&mut lease, mine);
-                            writes.push(Write::Acquire(shard, lease));
-                        }
-                    }
-                }
-            }
+        for shard in 0..self.config.count {
+            let wanted = assignment.get(shard as usize).and_then(Option::as_deref) == Some(&self.config.lease.identity);
+            writes.extend(self.plan(shard, &by_name, wanted, standing, round));
         }
         if standing {
             self.remove_leftover_shards(&by_name);
         }
+        self.send(writes, round).await;
+    }
+
+    /// The group's Leases by name (the reserved names only, the anchor apart), noted as seen.
+    async fn read_group(&mut self) -> Option<(BTreeMap<String, Lease>, Option<Lease>)> {
+        let prefix = self.config.lease.name.clone();
+        let selector = format!("{}={prefix}", group::GROUP_LABEL);
+        let params = ListParams::default().labels(&selector);
+        let (listed, anchor) = tokio::join!(self.api.list(&params), self.api.get_opt(&prefix));
+        let (leases, anchor) = match (listed, anchor) {
+            (Ok(l), Ok(a)) => (l.items, a),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::debug!("reading the shard group's leases: {e}");
+                return None;
+            }
+        };
+        // Only the reserved names count, whatever else carries the group's labels.
+        let by_name: BTreeMap<String, Lease> = leases
+            .into_iter()
+            .filter_map(|l| Some((l.metadata.name.clone()?, l)))
+            .filter(|(name, _)| *name != prefix && group::is_reserved(&prefix, name))
+            .collect();
+        for (name, lease) in by_name.iter().chain(anchor.as_ref().map(|a| (&prefix, a))) {
+            Observed::see(self.seen.entry(name.clone()).or_default(), &lease.spec.clone().unwrap_or_default());
+        }
+        self.seen.retain(|name, _| by_name.contains_key(name) || *name == prefix);
+        Some((by_name, anchor))
+    }
+
+    /// This round's write of `shard`, if any: renew it, release it (assigned elsewhere, and
+    /// idle), or acquire it (assigned here, and free); a shard held but found in another's
+    /// name is dropped.
+    fn plan(
+        &mut self,
+        shard: u32,
+        by_name: &BTreeMap<String, Lease>,
+        wanted: bool,
+        standing: bool,
+        round: Instant,
+    ) -> Option<Write> {
+        let c = self.config.clone();
+        let (me, prefix, mine) = (c.lease.identity.as_str(), c.lease.name.as_str(), c.shape());
+        let name = c.shard_lease(shard);
+        let lease = by_name.get(&name);
+        let holder = lease.and_then(|l| l.spec.as_ref()?.holder_identity.clone()).unwrap_or_default();
+        if self.gate.is_held(shard) {
+            if holder != me {
+                tracing::warn!(shard, holder, "shard lost: its lease names another holder");
+                self.lost(shard, "lost");
+                return None;
+            }
+            let lease = lease?;
+            if wanted && self.gate.state(shard) == State::Draining {
+                // Given back to it before the handover finished: its keys start afresh.
+                self.gate.start(shard, round);
+            }
+            let mut lease = lease.clone();
+            let spec = lease.spec.clone().unwrap_or_default();
+            if !wanted && self.gate.drain(shard) {
+                // Nothing of the shard runs any more: close the fence, then let it go.
+                self.shard_fence(shard).close();
+                self.gate.off(shard);
+                self.held_gauge(shard, false);
+                lease.spec = Some(released(&spec));
+                return Some(Write::Release(shard, lease));
+            }
+            if !standing {
+                return None;
+            }
+            lease.spec = Some(claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration)?);
+            return Some(Write::Renew(shard, lease));
+        }
+        if !(wanted && standing) {
+            return None;
+        }
+        let Some(lease) = lease else {
+            let mut lease =
+                new_lease(&c.lease.namespace, &name, group_labels(prefix, "shard"), me, c.lease.lease_duration);
+            set_shape(&mut lease, mine);
+            return Some(Write::Create(shard, lease));
+        };
+        let mut spec = lease.spec.clone().unwrap_or_default();
+        if shape_of(lease) != Ok(mine) {
+            // An earlier shape's: its writers were fenced off before the anchor
+            // came to this shape, so nobody holds it any more.
+            spec.holder_identity = None;
+        }
+        spec.lease_duration_seconds = Some(self.trusted(&spec).as_secs() as i32);
+        let new = claim(&spec, self.seen.entry(name).or_default(), me, c.lease.lease_duration)?;
+        let mut lease = lease.clone();
+        lease.spec = Some(new);
+        set_shape(&mut lease, mine);
+        Some(Write::Acquire(shard, lease))
+    }
+
+    /// Sends this round's writes together; each one that lands extends, starts or ends its
+    /// shard's hold.
+    async fn send(&mut self, writes: Vec<Write>, round: Instant) {
         let api = &self.api;
         let sent = futures_util::future::join_all(writes.into_iter().map(|w| async move {
             let result = match &w {
@@ -562,6 +581,7 @@ impl Shards {
             (w, result)
         }))
         .await;
+        let (me, renew_deadline) = (self.config.lease.identity.clone(), self.config.lease.renew_deadline);
         for (write, result) in sent {
             let written = match result {
                 Ok(l) => l,
@@ -573,7 +593,7 @@ impl Shards {
             if let (Some(name), Some(spec)) = (written.metadata.name.clone(), written.spec.as_ref()) {
                 Observed::see(self.seen.entry(name).or_default(), spec);
             }
-            let until = round + c.lease.renew_deadline;
+            let until = round + renew_deadline;
             match write {
                 Write::Renew(shard, _) => self.shard_fence(shard).extend(until),
                 Write::Create(shard, _) | Write::Acquire(shard, _) => {

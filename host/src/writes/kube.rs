@@ -1,5 +1,5 @@
 //! The live API behind the writer: one plugin's kube-rs client (its own identity, fenced by the
-//! leader's lease: `runtime::clients`), kinds resolved through the shared [`Discovery`], KCM's
+//! leader's lease: `client::clients`), kinds resolved through the shared [`Discovery`], KCM's
 //! client-side rate limit (`--kube-api-qps 20 --kube-api-burst 30`) and a cap on writes in
 //! flight, each plugin's own, and Kubernetes errors mapped to [`ApiError`]. The rate limit
 //! covers the discovery requests a plugin's writes cause too (a kind not yet resolved, or no
@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use wasmcm_core::ApiError;
 use wasmcm_guest::{Event, EventType, Kind, ObjectRef, PatchType, Propagation};
 
-use crate::runtime::clients::{Deposed, deposed};
-use crate::runtime::discovery::Discovery;
-use crate::runtime::rate::TokenBucket;
+use crate::client::clients::{Deposed, deposed};
+use crate::client::discovery::Discovery;
+use crate::client::rate::TokenBucket;
 use crate::writes::writer::WriteApi;
 
 /// Client-side limit on API calls.
@@ -54,7 +54,7 @@ fn api_error(e: kube::Error) -> ApiError {
 }
 
 impl KubeApi {
-    /// The writes of one plugin through `client` (see `runtime::clients`), within `rate` and
+    /// The writes of one plugin through `client` (see `client::clients`), within `rate` and
     /// `MAX_IN_FLIGHT` of its own: as kube-controller-manager gives each controller its own
     /// client and rate limiter, one plugin's flood of writes delays only itself.
     pub(crate) fn new(client: kube::Client, discovery: Discovery, rate: &ClientRate, instance: &str) -> Self {
@@ -87,7 +87,7 @@ impl KubeApi {
     }
 
     /// The resource of `kind`, any discovery request it takes charged to this client's budget.
-    async fn resolve(&self, kind: &Kind) -> Result<crate::runtime::discovery::Resource, ApiError> {
+    async fn resolve(&self, kind: &Kind) -> Result<crate::client::discovery::Resource, ApiError> {
         self.discovery.resolve_within(kind, &self.bucket).await.map_err(|why| ApiError::new(404, "NotFound", why))
     }
 

@@ -19,12 +19,13 @@
 use std::future::Future;
 
 use serde_json::{Value, json};
+use wasmcm_core::group::{GROUP_LABEL as SHARD_GROUP_LABEL, ROLE_LABEL as SHARD_ROLE_LABEL};
 use wasmcm_core::str_at;
 use wasmcm_core::validation::{NameFormat, dns1123_label};
 use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PatchType, PluginInfo, Propagation};
 
-use crate::runtime::expectations::Expectations;
-use crate::runtime::shards::{SHARD_GROUP_LABEL, SHARD_ROLE_LABEL};
+use crate::key::Key;
+use crate::writes::expectations::Expectations;
 use crate::writes::scope::Tenancy;
 
 pub(crate) use wasmcm_core::ApiError;
@@ -151,7 +152,7 @@ pub async fn write_outcome(
     let expectations = context.expectations;
     let mut report = Report::default();
     let primary = ObjectRef { kind: plugin.primary.clone(), namespace: namespace.into(), name: name.into() };
-    let key = wasmcm_core::key(namespace, name);
+    let key = Key::new(namespace, name);
     for batch in &outcome.batches {
         let mut failure: Option<String> = None;
         let mut ops = Vec::new();
@@ -448,7 +449,7 @@ fn settle(
     op: &Op,
     result: Sent,
     expectations: Option<&Expectations>,
-    key: &str,
+    key: &Key,
 ) -> Result<(), String> {
     match op {
         Op::Event(e) => {

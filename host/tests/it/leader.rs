@@ -14,7 +14,7 @@ use serde_json::json;
 use wasmcm::LeaderConfig;
 use wasmcm::Version;
 use wasmcm::{Engine, EngineConfig, Limits, Plugin};
-use wasmcm::{Host, HostConfig};
+use wasmcm::{Host, HostConfig, Mode};
 use wasmcm_apiserver::{AuditLease, Cluster, ClusterConfig, KubeletConfig};
 use wasmcm_test_support::{client, eventually};
 
@@ -35,7 +35,7 @@ fn leader(identity: &str) -> LeaderConfig {
 }
 
 async fn host(cluster: &Cluster, identity: &str) -> Host {
-    let config = HostConfig { leader: Some(leader(identity)), ..HostConfig::default() };
+    let config = HostConfig { mode: Mode::Leader(leader(identity)), ..HostConfig::default() };
     Host::start(
         wasmcm_test_support::config(&cluster.kubeconfig).await,
         vec![Version::of(plugin())],
@@ -146,7 +146,7 @@ async fn a_deposed_leader_sends_no_write_once_its_lease_has_lapsed() {
     let c = client(&cluster.kubeconfig).await;
     // Writes paced at 20/s, so that the stall finds some in flight and more waiting.
     let config = HostConfig {
-        leader: Some(leader("fenced-a")),
+        mode: Mode::Leader(leader("fenced-a")),
         client_rate: wasmcm::ClientRate { qps: 20.0, burst: 1 },
         ..HostConfig::default()
     };

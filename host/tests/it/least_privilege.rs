@@ -64,7 +64,7 @@ async fn host(deployed: common::Deployed, controller: ControllerConfig) -> (Host
     assert!(versions.iter().all(|v| v.spec.service_account.is_some()), "each with its own account");
     let mut config = deployed.config;
     config.controller = ControllerConfig { host: config.controller.host.clone(), ..controller };
-    config.leader = Some(LeaderConfig::new("wasmcm", "wasmcm", "x"));
+    config.mode = wasmcm::Mode::Leader(LeaderConfig::new("wasmcm", "wasmcm", "x"));
     let metrics = Arc::new(Metrics::default());
     let host = Host::start(deployed.kube_config, versions, config, metrics.clone()).await.unwrap();
     (host, metrics)

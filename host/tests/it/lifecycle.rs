@@ -75,7 +75,7 @@ impl Fixture {
         assert_eq!(names, ["stamp"], "the built-ins are disabled");
         let metrics = Arc::new(Metrics::default());
         let config = HostConfig { client_rate: ClientRate { qps: 1000.0, burst: 1000 }, ..HostConfig::default() };
-        assert!(config.leader.is_none(), "no leader election");
+        assert!(matches!(config.mode, wasmcm::Mode::Single), "no leader election");
         let host =
             Host::start(common::config(&cluster.kubeconfig).await, versions, config, metrics.clone()).await.unwrap();
         let reloader = Reloader {

@@ -8,6 +8,7 @@ mod common;
 
 mod admin;
 mod chaos;
+mod cluster_files;
 mod cronjob;
 mod custom_resource;
 mod deploy;
@@ -30,4 +31,5 @@ mod sandbox;
 mod scaffold;
 mod shards;
 mod simulate_cli;
+mod stall;
 mod tenancy;

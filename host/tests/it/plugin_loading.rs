@@ -602,7 +602,7 @@ async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
     let (cluster, admin) = common::cluster().await;
     let deployed = common::service_account(&cluster).await;
     let mut config = deployed.config;
-    config.leader = Some(wasmcm::LeaderConfig::new("wasmcm", "wasmcm", "sync-test"));
+    config.mode = wasmcm::Mode::Leader(wasmcm::LeaderConfig::new("wasmcm", "wasmcm", "sync-test"));
     let stamp = Arc::new(common::engine().load_file(&stamp_path(), wasmcm::Limits::default()).unwrap());
     let plugins = vec![common::as_deployed(Version::of(common::replicaset())), Version::of(stamp)];
     let metrics = Arc::new(Metrics::default());

@@ -26,7 +26,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 use tokio::time::Instant;
 use wasmcm_core::Kind;
 
-use crate::runtime::rate::TokenBucket;
+use crate::client::rate::TokenBucket;
 
 /// How long a kind found unserved is taken to stay so before discovery is asked again.
 pub(crate) const MISS_TTL: Duration = Duration::from_secs(30);

@@ -34,7 +34,7 @@ use std::time::Duration;
 use http::HeaderValue;
 use tower::BoxError;
 
-use crate::runtime::leader::{Fence, LeaderConfig};
+use crate::client::fence::Fence;
 
 /// How long a write's answer may take. kube-apiserver's own request timeout is 60 s; a write
 /// is answered in milliseconds, and a worker waiting longer holds its key.
@@ -113,8 +113,9 @@ impl Clients {
         Ok(kube::Client::new(service, config.default_namespace))
     }
 
-    pub(crate) fn lease(&self, leader: &LeaderConfig) -> anyhow::Result<kube::Client> {
-        Ok(kube::Client::try_from(self.config("leader-election", leader.attempt_timeout(), false)?)?)
+    /// `timeout` bounds each call: one election attempt's (`LeaderConfig::attempt_timeout`).
+    pub(crate) fn lease(&self, timeout: Duration) -> anyhow::Result<kube::Client> {
+        Ok(kube::Client::try_from(self.config("leader-election", timeout, false)?)?)
     }
 }
 

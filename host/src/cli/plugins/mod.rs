@@ -1,0 +1,61 @@
+//! `wasmcm plugins`: plugin files inspected offline (`inspect`), the RBAC a plugin needs
+//! (`rbac`), and the plugins of a running host, through its admin endpoint: listed (`list`),
+//! steered (`promote`, `abandon`) and recorded (`record`).
+
+mod inspect;
+mod list;
+mod rbac;
+mod record;
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use wasmcm::Engine;
+
+use super::{AdminArgs, admin_call, print_body};
+
+#[derive(Subcommand)]
+pub(crate) enum PluginsCommand {
+    /// The plugins of a running host: versions, digests, states (live, shadow, previous,
+    /// failed) and counters (with the admin token: they quote what plugins wrote).
+    List(AdminArgs),
+    /// Load plugin files offline and print what each declares, imports, its digest and size.
+    Inspect(inspect::InspectArgs),
+    /// Promote a plugin's shadow candidate now.
+    Promote(ShadowArgs),
+    /// Drop a plugin's shadow candidate.
+    Abandon(ShadowArgs),
+    /// Print the RBAC a plugin needs to run in-cluster as its own ServiceAccount, from what it
+    /// declares: that account and a ClusterRole for exactly the kinds it writes (a Role and
+    /// RoleBinding in each namespace instead, when its manifest entry's scope lists
+    /// namespaces), the host's reads of the kinds it caches, and the host's right to
+    /// impersonate it. Kinds are resolved by the cluster's discovery: apply a custom kind's CRD
+    /// first. Pipe it to `kubectl apply -f -`, and name the account as the plugin's
+    /// `serviceAccount`.
+    Rbac(rbac::RbacArgs),
+    /// Reconcile one key on a running host now and save what the plugin read, was asked and
+    /// returned: a recording `wasmcm simulate --state <file> --expect <file>` replays.
+    Record(record::RecordArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct ShadowArgs {
+    name: String,
+    #[command(flatten)]
+    admin: AdminArgs,
+}
+
+pub(crate) fn plugins(engine: &Engine, command: PluginsCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        PluginsCommand::Inspect(args) => inspect::inspect(engine, args),
+        PluginsCommand::Rbac(args) => rbac::rbac(engine, args),
+        PluginsCommand::List(admin) => list::list(&admin),
+        PluginsCommand::Promote(ShadowArgs { name, admin }) => {
+            admin_call(&admin, hyper::Method::POST, &format!("/plugins/{name}/promote"), print_body)
+        }
+        PluginsCommand::Abandon(ShadowArgs { name, admin }) => {
+            admin_call(&admin, hyper::Method::POST, &format!("/plugins/{name}/abandon"), print_body)
+        }
+        PluginsCommand::Record(args) => record::record(args),
+    }
+}

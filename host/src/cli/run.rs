@@ -1,0 +1,331 @@
+//! `wasmcm run`: the host, on the cluster of `--kubeconfig`, in-cluster credentials in a pod,
+//! or else a new embedded cluster; its plugins loaded, its admin endpoint served, its plugins
+//! reloaded on change, until a stop signal or a lost lease.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use tokio::sync::watch;
+use wasmcm::{ClientRate, ControllerConfig, Engine, Host, HostConfig, LeaderConfig, Mode};
+
+use super::{cluster_config, default_admin_token_file};
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// Use this kubeconfig's cluster instead of starting an embedded one (an ambient
+    /// $KUBECONFIG is deliberately not enough: without flags the host runs on its own cluster).
+    #[cfg_attr(
+        not(feature = "embedded-cluster"),
+        arg(help = "The cluster's kubeconfig (else in-cluster credentials: this build has no embedded cluster)")
+    )]
+    #[arg(long, env = "WASMCM_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, env = "WASMCM_CONTEXT")]
+    context: Option<String>,
+    /// The namespace this host runs in, which it keeps from its plugins (with its Leases) unless
+    /// a manifest grants it, and where ConfigMap plugin sources that name none are read. In a
+    /// pod it is the pod's (a different value is refused) [default: outside a pod, the
+    /// kubeconfig context's namespace when the context names one but `default`, else `wasmcm`].
+    #[arg(long, env = "WASMCM_NAMESPACE")]
+    namespace: Option<String>,
+    /// Plugin manifests: a file or a directory of them; repeatable, later ones override the
+    /// built-in default manifest and each other by plugin name. Watched: a changed plugin is
+    /// swapped in while the host runs.
+    #[arg(long, env = "WASMCM_PLUGINS", value_delimiter = ',')]
+    plugins: Vec<PathBuf>,
+    /// Refuse to start if any manifest or plugin fails to load (otherwise the others start), and
+    /// refuse a new version declaring wider rights (otherwise it is held until promoted by hand).
+    #[arg(long, env = "WASMCM_STRICT")]
+    strict: bool,
+    /// Refuse file and ConfigMap plugins whose manifest entry pins no sha256.
+    #[arg(long, env = "WASMCM_REQUIRE_PINS")]
+    require_pins: bool,
+    /// Namespaces besides the host's own that plugin ConfigMaps may be read from.
+    #[arg(long, env = "WASMCM_PLUGIN_CONFIGMAP_NAMESPACES", value_delimiter = ',')]
+    plugin_configmap_namespaces: Vec<String>,
+    /// Workers per plugin, unless its manifest says.
+    #[arg(long, env = "WASMCM_WORKERS", default_value_t = 5)]
+    workers: usize,
+    /// Client-side API rate limit (queries per second).
+    #[arg(long, env = "WASMCM_KUBE_API_QPS", default_value_t = 20.0)]
+    kube_api_qps: f64,
+    /// Client-side API burst.
+    #[arg(long, env = "WASMCM_KUBE_API_BURST", default_value_t = 30)]
+    kube_api_burst: u32,
+    /// Reconcile every object this often (seconds) even without changes; 0 = off.
+    #[arg(long, env = "WASMCM_RESYNC_PERIOD", default_value_t = 0)]
+    resync_period: u64,
+    /// Where to serve /metrics, /healthz and /readyz.
+    #[arg(long, env = "WASMCM_METRICS_BIND_ADDRESS", default_value = "127.0.0.1:8080")]
+    metrics_bind_address: std::net::SocketAddr,
+    /// The bearer token the plugin admin API (/plugins) needs, created (0600, 32 random bytes)
+    /// if absent, refused (the API off) if another user owns it, group or others may read it, or
+    /// it is shorter than 32 bytes; `wasmcm plugins` reads the same file [default:
+    /// $XDG_CONFIG_HOME/wasmcm/admin-token or ~/.config/wasmcm/admin-token].
+    #[arg(long, env = "WASMCM_ADMIN_TOKEN_FILE")]
+    admin_token_file: Option<PathBuf>,
+    /// Elect a leader through a Lease so that only one replica reconciles.
+    #[arg(long, env = "WASMCM_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// Split the keys into this many shards (by a hash of their namespace), each a Lease that
+    /// one replica at a time holds, so every replica reconciles its share (replaces leader
+    /// election; 0 = off). The --leader-elect-* flags then name the shard group (its Leases are
+    /// `<name>-shard-<i>` and `<name>-member-<identity>`) and time its Leases. Every replica
+    /// must use the same number.
+    #[arg(long, env = "WASMCM_SHARDS", default_value_t = 0)]
+    shards: u32,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAMESPACE", default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    /// Name of the leader-election Lease.
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAME", default_value = "wasmcm")]
+    leader_elect_resource_name: String,
+    /// Seconds a standby waits after the leader's last renewal before taking over.
+    #[arg(long, env = "WASMCM_LEADER_ELECT_LEASE_DURATION", default_value_t = 15)]
+    leader_elect_lease_duration: u64,
+    /// Seconds the leader keeps trying to renew before giving up.
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RENEW_DEADLINE", default_value_t = 10)]
+    leader_elect_renew_deadline: u64,
+    /// Seconds a stopping host waits for reconciles in flight before exiting anyway; keep it
+    /// below the pod's terminationGracePeriodSeconds.
+    #[arg(long, env = "WASMCM_SHUTDOWN_GRACE_PERIOD", default_value_t = 25)]
+    shutdown_grace_period: u64,
+    /// Seconds between attempts to acquire or renew.
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RETRY_PERIOD", default_value_t = 2)]
+    leader_elect_retry_period: u64,
+}
+
+/// client-go's rules for election timings (its `NewLeaderElector`): a lease longer than the
+/// renew deadline, which is longer than the retry period with its jitter. The fence's safety
+/// rests on the first: a standby waits a lease, a leader writes for at most a renew deadline.
+fn check_lease_timing(lease: &wasmcm::LeaderConfig) -> anyhow::Result<()> {
+    if lease.lease_duration <= lease.renew_deadline {
+        anyhow::bail!(
+            "--leader-elect-lease-duration ({:?}) must be greater than --leader-elect-renew-deadline ({:?})",
+            lease.lease_duration,
+            lease.renew_deadline
+        );
+    }
+    if lease.renew_deadline.as_secs_f64() <= 1.2 * lease.retry_period.as_secs_f64() {
+        anyhow::bail!(
+            "--leader-elect-renew-deadline ({:?}) must be greater than 1.2 × --leader-elect-retry-period ({:?})",
+            lease.renew_deadline,
+            lease.retry_period
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(run_host(engine, args))
+}
+
+async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (config, cluster) = connect(&args).await?;
+    let client = kube::Client::try_from(config.clone())?;
+    let namespace =
+        wasmcm::host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
+    tracing::info!("the host's namespace: {namespace}");
+    if cluster.is_some() {
+        // The embedded cluster starts with the system namespaces only; the host's is made
+        // so that what is said of it (plugin ConfigMaps, the grant) means something there.
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+        let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
+        if let Err(e) = namespaces.create(&kube::api::PostParams::default(), &object).await
+            && !matches!(&e, kube::Error::Api(s) if s.code == 409)
+        {
+            tracing::warn!("creating the host's namespace {namespace} on the embedded cluster: {e}");
+        }
+    }
+    let trust = wasmcm::Trust {
+        namespace: namespace.clone(),
+        configmap_namespaces: args.plugin_configmap_namespaces.clone(),
+        require_pins: args.require_pins,
+    };
+    let (versions, failures) = wasmcm::load_all(engine, &args.plugins, &trust, Some(&client)).await;
+    for f in &failures {
+        tracing::error!("not loaded: {f}");
+    }
+    if args.strict && !failures.is_empty() {
+        anyhow::bail!("--strict: {} failed to load:\n  {}", failures.len(), failures.join("\n  "));
+    }
+    if versions.is_empty() {
+        anyhow::bail!("no plugin to run: every one is disabled or failed to load");
+    }
+    let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
+    let host_config = host_config(&args, namespace)?;
+    let metrics = Arc::new(wasmcm::Metrics::default());
+    let shown = serve_admin(&args, metrics.clone()).await?;
+    let host = Host::start(config, versions, host_config, metrics).await?;
+    shown.plugins.send_replace(host.controllers().to_vec());
+    let mut group = host.standing();
+    let standing = shown.standing;
+    tokio::spawn(async move {
+        loop {
+            standing.send_replace(group.borrow_and_update().clone());
+            if group.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+    let reloader = wasmcm::Reloader {
+        engine: engine.clone(),
+        client: Some(client),
+        trust,
+        paths: args.plugins.clone(),
+        controllers: host.controllers().to_vec(),
+    }
+    .spawn()?;
+    shown.ready.send_replace(true);
+    println!("wasmcm running: {} (Ctrl-C to stop)", names.join(", "));
+    let mut leading = host.leading();
+    let lost = async {
+        let _ = leading.wait_for(|l| *l).await;
+        let _ = leading.wait_for(|l| !*l).await;
+    };
+    // Like kube-controller-manager, a host that loses its lease exits at once: its fence
+    // already refuses every write, so reconciles in flight have nothing left to finish, and
+    // its restart rejoins as a standby with fresh state.
+    tokio::select! {
+        r = super::StopSignal::listen()?.received() => r,
+        _ = lost => {
+            tracing::error!("leadership lost; exiting");
+            std::process::exit(1);
+        }
+    };
+    reloader.abort();
+    // Stop taking work, let reconciles in flight finish, release the lease; a reconcile
+    // stuck past the grace period is abandoned (its key is retried by the next leader).
+    let grace = Duration::from_secs(args.shutdown_grace_period);
+    if tokio::time::timeout(grace, host.shutdown()).await.is_err() {
+        tracing::warn!("reconciles still running after the {grace:?} grace period; exiting without waiting");
+    }
+    if let Some(c) = cluster {
+        c.shutdown().await;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The cluster of `--kubeconfig` or of in-cluster credentials, else a new embedded one (kept
+/// running until the host stops).
+async fn connect(args: &RunArgs) -> anyhow::Result<(kube::Config, Option<Embedded>)> {
+    match cluster_config(args.kubeconfig.as_ref(), args.context.clone()).await? {
+        Some(config) => Ok((config, None)),
+        None => embedded().await,
+    }
+}
+
+#[cfg(feature = "embedded-cluster")]
+type Embedded = wasmcm_apiserver::Cluster;
+
+/// A new embedded cluster, and the `try:` line that shows it off.
+#[cfg(feature = "embedded-cluster")]
+async fn embedded() -> anyhow::Result<(kube::Config, Option<Embedded>)> {
+    // The cluster's clock (WASMCM_CLOCK: a test clock runs faster), the host's too.
+    let clock = wasmcm_core::clock::Clock::from_env().map_err(anyhow::Error::msg)?;
+    let config = wasmcm_apiserver::ClusterConfig { clock, ..wasmcm_apiserver::ClusterConfig::default() };
+    let cluster = wasmcm_apiserver::Cluster::start(config).await?;
+    let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
+    println!("embedded cluster at {}", cluster.url);
+    let k = super::kubectl_for_try();
+    println!(
+        "try: export KUBECONFIG={} && {k} create deployment web --image=nginx:1 --replicas=3 && {k} rollout status \
+         deployment/web && {k} get pods",
+        cluster.kubeconfig.display()
+    );
+    Ok((config, Some(cluster)))
+}
+
+/// No embedded cluster in this build: there is never one to stop.
+#[cfg(not(feature = "embedded-cluster"))]
+enum Embedded {}
+
+#[cfg(not(feature = "embedded-cluster"))]
+impl Embedded {
+    async fn shutdown(self) {
+        match self {}
+    }
+}
+
+#[cfg(not(feature = "embedded-cluster"))]
+async fn embedded() -> anyhow::Result<(kube::Config, Option<Embedded>)> {
+    anyhow::bail!(
+        "no cluster to run on: give --kubeconfig, or run in a pod (in-cluster credentials, \
+         KUBERNETES_SERVICE_HOST); this wasmcm was built without an embedded cluster (cargo feature \
+         embedded-cluster)"
+    )
+}
+
+/// The host's configuration from the flags: its controllers', its client rate, and how it
+/// shares the work (`--shards`, else `--leader-elect`).
+fn host_config(args: &RunArgs, namespace: String) -> anyhow::Result<HostConfig> {
+    let identity = wasmcm::default_identity();
+    let lease = LeaderConfig {
+        lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
+        renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
+        retry_period: Duration::from_secs(args.leader_elect_retry_period),
+        ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
+    };
+    check_lease_timing(&lease)?;
+    let mode = match (args.shards, args.leader_elect) {
+        (0, false) => Mode::Single,
+        (0, true) => Mode::Leader(lease),
+        (count, _) => Mode::Shards(wasmcm::ShardConfig { count, lease }),
+    };
+    Ok(HostConfig {
+        controller: ControllerConfig {
+            workers: args.workers,
+            resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
+            strict: args.strict,
+            // Protected whether or not this host elects or shards: another replica may.
+            host: wasmcm::HostIdentity {
+                namespace: Some(namespace),
+                lease: Some((args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())),
+            },
+            // The cluster's clock (WASMCM_CLOCK): plugins' now, and requeues shortened by its rate.
+            clock: wasmcm_core::clock::Clock::from_env().map_err(anyhow::Error::msg)?,
+            ..ControllerConfig::default()
+        },
+        client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },
+        mode,
+    })
+}
+
+/// What the metrics and admin endpoint shows of the host, filled in as it starts.
+struct Shown {
+    ready: watch::Sender<bool>,
+    plugins: watch::Sender<Vec<Arc<wasmcm::PluginController<wasmcm::KubeApi>>>>,
+    standing: watch::Sender<wasmcm::Agreement>,
+}
+
+/// Serves `/metrics`, `/healthz`, `/readyz` and the plugin admin API (when its token is
+/// usable) on `--metrics-bind-address`.
+async fn serve_admin(args: &RunArgs, metrics: Arc<wasmcm::Metrics>) -> anyhow::Result<Shown> {
+    let (ready, ready_rx) = watch::channel(false);
+    let (plugins, plugins_rx) = watch::channel(Vec::new());
+    let token = match args.admin_token_file.clone().or_else(default_admin_token_file) {
+        Some(file) => match wasmcm::admin_token(&file, true) {
+            Ok(t) => Some(t.into()),
+            Err(e) => {
+                tracing::warn!("the plugin admin API (/plugins: list, promote, abandon, record) is off: {e:#}");
+                None
+            }
+        },
+        None => None,
+    };
+    let (standing, standing_rx) = watch::channel(wasmcm::Agreement::Unknown);
+    let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins: plugins_rx, token, standing: standing_rx };
+    let bound = wasmcm::serve_admin(args.metrics_bind_address, admin)
+        .await
+        .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
+    println!("metrics: http://{bound}/metrics");
+    Ok(Shown { ready, plugins, standing })
+}
