@@ -320,7 +320,16 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
     assert_known_fields(&rendered);
 
     // The "must agree" check: the RBAC rules, exactly.
-    let roles = ["wasmcm", "wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback"].map(|n| ("ClusterRole", n));
+    let roles = [
+        "wasmcm",
+        "wasmcm-replicaset",
+        "wasmcm-deployment",
+        "wasmcm-rollback",
+        "wasmcm-job",
+        "wasmcm-cronjob",
+        "wasmcm-ttlafterfinished",
+    ]
+    .map(|n| ("ClusterRole", n));
     for (kind, name) in [("Role", "wasmcm")].into_iter().chain(roles) {
         let chart_rules = &find(&rendered, kind, name)["rules"];
         let manifest_rules = &find(&manifests, kind, name)["rules"];

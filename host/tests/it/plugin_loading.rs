@@ -260,7 +260,7 @@ fn strict_makes_any_failure_fatal() {
             }
         }
     };
-    assert!(running.contains("replicaset, deployment, rollback, stamp"), "{running}");
+    assert!(running.contains("replicaset, deployment, rollback, job, cronjob, ttlafterfinished, stamp"), "{running}");
     assert!(!running.contains("pinned"), "{running}");
     assert!(child.0.try_wait().unwrap().is_none(), "the host keeps running");
     drop(child);

@@ -38,7 +38,8 @@ fn new_backoff_record_as_upstream() {
         last_failure_time: last,
     };
     // (name, stored record, new succeeded (ms from t0), new failed, want)
-    let cases: Vec<(&str, BackoffRecord, Vec<i64>, Vec<i64>, BackoffRecord)> = vec![
+    type Case = (&'static str, BackoffRecord, Vec<i64>, Vec<i64>, BackoffRecord);
+    let cases: Vec<Case> = vec![
         ("Empty backoff store and one new failure", record(0, None), vec![], vec![0], record(1, Some(t0()))),
         ("Empty backoff store and two new failures", record(0, None), vec![], vec![0, -1], record(2, Some(t0()))),
         (

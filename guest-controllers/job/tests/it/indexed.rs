@@ -376,7 +376,8 @@ fn new_index_failure_count_value_as_upstream() {
 
 #[test]
 fn intervals_have_index_as_upstream() {
-    let cases: [(&str, &[(i64, i64)], i64, bool); 6] = [
+    type Case = (&'static str, &'static [(i64, i64)], i64, bool);
+    let cases: [Case; 6] = [
         ("empty", &[], 4, false),
         ("before all", &[(2, 4), (5, 7)], 1, false),
         ("after all", &[(2, 4), (6, 8)], 9, false),
