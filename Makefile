@@ -43,7 +43,7 @@ test: toolchain
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo clippy --locked -p wasmcm --no-default-features -- -D warnings
-	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-hostile -p wasmcm-stamp -- -D warnings
+	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-job -p wasmcm-job-plugin -p wasmcm-cronjob -p wasmcm-cronjob-plugin -p wasmcm-ttlafterfinished -p wasmcm-hostile -p wasmcm-stamp -p wasmcm-legacy -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc -p wasmcm-guest --no-deps --locked
 	cd $(EXAMPLE) && cargo fmt --check
 	cd $(EXAMPLE) && cargo clippy --locked --all-targets --target-dir ../../target/plugins -- -D warnings

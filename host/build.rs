@@ -9,8 +9,17 @@ use std::process::Command;
 /// The component crates. A controller another plugin builds on (deployment, under rollback) is
 /// a library with a separate component crate: a component exports what every crate it links
 /// exports.
-const GUESTS: &[&str] =
-    &["wasmcm-replicaset", "wasmcm-deployment-plugin", "wasmcm-rollback", "wasmcm-hostile", "wasmcm-stamp"];
+const GUESTS: &[&str] = &[
+    "wasmcm-replicaset",
+    "wasmcm-deployment-plugin",
+    "wasmcm-rollback",
+    "wasmcm-job-plugin",
+    "wasmcm-cronjob-plugin",
+    "wasmcm-ttlafterfinished",
+    "wasmcm-hostile",
+    "wasmcm-stamp",
+    "wasmcm-legacy",
+];
 const TARGET: &str = "wasm32-unknown-unknown";
 
 fn main() {

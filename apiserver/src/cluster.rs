@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+use wasmcm_core::clock::Clock;
 
 use crate::change::StoredChange;
 use crate::store::{Changes, Subscription};
@@ -36,10 +37,10 @@ pub(crate) struct State {
 }
 
 /// Where the server gets the time and the randomness of what it makes up (timestamps, uids,
-/// generated names, cluster IPs): the system's, or a fixed time and a seeded sequence, so that
-/// an offline run is reproducible.
+/// generated names, cluster IPs): the system's (with the configured clock, which a test may
+/// speed up), or a fixed time and a seeded sequence, so that an offline run is reproducible.
 pub(crate) enum Sources {
-    System,
+    System(Clock),
     Fixed { now: jiff::Timestamp, seq: std::sync::atomic::AtomicU64 },
 }
 
@@ -61,8 +62,17 @@ impl State {
 
     pub(crate) fn now(&self) -> jiff::Timestamp {
         match &self.sources {
-            Sources::System => jiff::Timestamp::now(),
+            Sources::System(clock) => clock.now(),
             Sources::Fixed { now, .. } => *now,
+        }
+    }
+
+    /// How long, in real time, the cluster's clock takes to advance by `span` (a test clock runs
+    /// faster than the system's).
+    pub(crate) fn real(&self, span: Duration) -> Duration {
+        match &self.sources {
+            Sources::System(clock) => clock.real(span),
+            Sources::Fixed { .. } => span,
         }
     }
 
@@ -75,7 +85,7 @@ impl State {
     /// Random bytes, or the next ones of the seeded sequence (splitmix64).
     pub(crate) fn fill(&self, buf: &mut [u8]) {
         match &self.sources {
-            Sources::System => {
+            Sources::System(_) => {
                 let _ = getrandom::fill(buf);
             }
             Sources::Fixed { seq, .. } => {
@@ -128,6 +138,9 @@ pub struct ClusterConfig {
     /// Serve KEP-5866's `shardSelector` on lists and watches (Kubernetes 1.36's alpha
     /// `ShardedListAndWatch` gate); off, the parameter is ignored, as by servers without it.
     pub sharded_list_watch: bool,
+    /// The cluster's clock: what objects are stamped with and what the kubelet's simulated run
+    /// times and back-offs run in. A test clock (`wasmcm_core::clock`) runs faster.
+    pub clock: Clock,
     /// The listener's connection cap and timeouts.
     pub connections: listener::ConnectionLimits,
 }
@@ -144,6 +157,7 @@ impl Default for ClusterConfig {
             faults: FaultConfig::default(),
             audit_lease: None,
             sharded_list_watch: true,
+            clock: Clock::system(),
             connections: listener::ConnectionLimits::default(),
         }
     }
@@ -196,7 +210,7 @@ impl Cluster {
             limits: config.connections,
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
-                Sources::System,
+                Sources::System(config.clock),
             )
         });
         state.faults.set(config.faults.clone());

@@ -7,9 +7,17 @@
 //! and ready times, restart backoff, termination) and of each node's load, with a timer per
 //! pod, so a step costs in proportion to the pods that changed or are due.
 //!
-//! Test hooks, documented in the README: an image whose tag is `fail` crash-loops (never
-//! Ready, restartCount grows with backoff); the annotation `wasmcm.dev/ready-after-seconds: N`
-//! keeps a started pod not Ready for N seconds.
+//! Pods that do not restart their containers always (`restartPolicy` `Never`, `OnFailure`, or a
+//! pod that says how long its containers run) run to completion: each container runs for a
+//! simulated run time and exits with an exit code, both steered per pod by annotations
+//! (`runs.rs` holds those rules and the status they show), `OnFailure` restarts with
+//! upstream's back-off, and the pod ends `Succeeded` or `Failed`; a deleted one is written
+//! terminal (its running containers killed) before it goes. Run times and back-offs are in the
+//! cluster's clock, which a test may speed up.
+//!
+//! Test hooks, documented in the README: an image whose tag is `fail` crash-loops when the pod
+//! restarts always (never Ready, restartCount grows with backoff) and exits 1 otherwise; the
+//! annotation `wasmcm.dev/ready-after-seconds: N` keeps a started pod not Ready for N seconds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -23,6 +31,7 @@ use super::State;
 use super::api::{self, DeleteOptions, Target};
 use super::change::{Event, EventType, Key};
 use super::resources::ResourceType;
+use super::runs::{self, Exit, Run, RunState};
 use super::store::{Changes, Subscription};
 
 pub(crate) const READY_AFTER_ANNOTATION: &str = "wasmcm.dev/ready-after-seconds";
@@ -99,6 +108,8 @@ struct Tracked {
     terminating_since: Option<Instant>,
     /// When the pod is next looked at if nothing changes it: its entry in `Kubelet::timers`.
     wake: Option<Instant>,
+    /// The containers of a pod that runs to completion, once started.
+    runs: Vec<Run>,
 }
 
 /// How soon a write that failed for another reason than a change to the pod is tried again
@@ -170,6 +181,7 @@ impl Kubelet {
             next_restart: None,
             terminating_since: None,
             wake: None,
+            runs: Vec::new(),
         });
         t.pod = pod;
         if t.node != node {
@@ -248,8 +260,27 @@ impl Kubelet {
             let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(0);
             let since = *t.terminating_since.get_or_insert(now);
             let at = since + Duration::from_secs(grace).min(self.config.grace_cap);
-            if now < at {
+            let terminal = matches!(str_at(&pod, "/status/phase"), "Succeeded" | "Failed");
+            if now < at && !terminal {
                 return Some(at);
+            }
+            // A pod that runs to completion ends terminal: its running containers are killed,
+            // and the phase written before it goes (a finalizer may keep it, as a Job's does).
+            if !terminal && !t.runs.is_empty() {
+                let now_str = state.now_rfc3339();
+                t.runs.iter_mut().for_each(|r| r.kill(&now_str));
+                let mut killed = (*pod).clone();
+                killed["status"] = runs::pod_status(&pod, &t.runs, false, &now_str);
+                match api::update_status(state, &target, killed, false, api::Ownership::Unrecorded) {
+                    Ok(written) => {
+                        self.learn(key, written);
+                    }
+                    Err(e) if e.is_not_found() => return None,
+                    Err(e) => {
+                        tracing::debug!(pod = %target.name, "kubelet: terminal status: {e}");
+                        return Some(now + RETRY);
+                    }
+                }
             }
             let opts = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
             return match api::delete(state, &target, &opts) {
@@ -302,21 +333,32 @@ impl Kubelet {
                 .and_then(Value::as_str)
                 .and_then(|s| s.parse::<u64>().ok())
                 .unwrap_or(0);
-            let crashing = failing(&pod);
+            let finite = runs::finite(&pod);
+            let crashing = failing(&pod) && !finite;
             let ready_now = ready_after == 0 && !crashing;
             let Some(started) = start(state, &target, &pod, self.ip_seq, ready_now, crashing) else {
                 return Some(now + RETRY);
             };
-            t.due = (ready_after > 0).then(|| now + Duration::from_secs(ready_after));
+            t.due = (ready_after > 0).then(|| now + state.real(Duration::from_secs(ready_after)));
             if crashing {
                 t.next_restart = Some((now + Duration::from_secs(1), Duration::from_secs(2)));
             }
-            let wake = [t.due, t.next_restart.map(|(at, _)| at)].into_iter().flatten().min();
+            if finite {
+                t.runs = first_runs(state, &started, now);
+            }
+            let wake = [t.due, t.next_restart.map(|(at, _)| at)]
+                .into_iter()
+                .flatten()
+                .chain(t.runs.iter().filter_map(Run::wake))
+                .min();
             self.learn(key, started);
             return wake;
         }
         if phase != "Running" {
             return None;
+        }
+        if runs::finite(&pod) {
+            return self.look_at_runs(state, key, now);
         }
         let mut retry = false;
         let crashing = failing(&pod);
@@ -349,6 +391,126 @@ impl Kubelet {
         self.learn(key, pod);
         wake
     }
+}
+
+impl Kubelet {
+    /// A running pod whose containers end: each container's run ends, backs off and restarts
+    /// as due, and the status is written when it differs from what the pod shows (also after a
+    /// write lost to a conflict: the pod's next change brings it back).
+    fn look_at_runs(&mut self, state: &State, key: &Key, now: Instant) -> Option<Instant> {
+        let t = self.pods.get_mut(key)?;
+        let pod = t.pod.clone();
+        let target = Target { rt: self.pods_rt.clone(), namespace: key.namespace.clone(), name: key.name.clone() };
+        if t.runs.is_empty() {
+            // Started before this kubelet knew it (a pod created Running): its runs start now.
+            t.runs = first_runs(state, &pod, now);
+        }
+        let now_str = state.now_rfc3339();
+        let earlier = runs::earlier_runs(&pod);
+        for run in &mut t.runs {
+            // A run of no time ends at once, and a restart after no back-off starts at once:
+            // a few steps at most.
+            for _ in 0..4 {
+                match &run.state {
+                    RunState::Running { started, ends: Some(ends), exit } if now >= *ends => {
+                        let exit = Exit {
+                            code: *exit,
+                            started: started.clone(),
+                            finished: now_str.clone(),
+                            id: run.id.clone(),
+                        };
+                        run.exited(&pod, exit, now, |d| state.real(d));
+                    }
+                    RunState::BackOff { until, .. } if now >= *until => {
+                        run.restarts += 1;
+                        run.id = container_id(state);
+                        let (plan, problems) = runs::plan(&pod, &run.name, &run.image, earlier + run.restarts as usize);
+                        warn_steering(&target, &problems);
+                        run.state = RunState::Running {
+                            started: now_str.clone(),
+                            ends: plan.run.map(|d| now + state.real(d)),
+                            exit: plan.exit,
+                        };
+                    }
+                    _ => break,
+                }
+            }
+        }
+        let ready = t.due.is_none_or(|due| now >= due);
+        if ready {
+            t.due = None;
+        }
+        let status = runs::pod_status(&pod, &t.runs, ready, &now_str);
+        let mut wake: Option<Instant> = t.runs.iter().filter_map(Run::wake).chain(t.due).min();
+        if pod.get("status") != Some(&status) {
+            let mut updated = (*pod).clone();
+            updated["status"] = status;
+            match api::update_status(state, &target, updated, false, api::Ownership::Unrecorded) {
+                Ok(written) => {
+                    self.learn(key, written);
+                }
+                Err(e) if e.is_not_found() => return None,
+                Err(e) => {
+                    tracing::debug!(pod = %target.name, "kubelet: status: {e}");
+                    wake = Some(wake.map_or(now + RETRY, |w| w.min(now + RETRY)));
+                }
+            }
+        }
+        wake
+    }
+}
+
+/// A fresh container ID, as the runtime gives each run of a container.
+fn container_id(state: &State) -> String {
+    let mut id = [0u8; 16];
+    state.fill(&mut id);
+    format!("containerd://{}", hex::encode(id))
+}
+
+/// Says, at warn, what in a pod's steering annotations was not understood (the default was
+/// taken).
+fn warn_steering(target: &Target, problems: &[String]) {
+    for p in problems {
+        tracing::warn!(pod = %format!("{}/{}", target.namespace, target.name), "kubelet: {p}; the default applies");
+    }
+}
+
+/// The runs of a pod whose containers have just started (as `started` shows them).
+fn first_runs(state: &State, started: &Value, now: Instant) -> Vec<Run> {
+    let target_name = format!("{}/{}", str_at(started, "/metadata/namespace"), str_at(started, "/metadata/name"));
+    let earlier = runs::earlier_runs(started);
+    let statuses = started.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
+    let containers = started.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+    containers
+        .iter()
+        .map(|c| {
+            let name = str_at(c, "/name");
+            let image = str_at(c, "/image");
+            let status = statuses.iter().find(|s| str_at(s, "/name") == name);
+            let (plan, problems) = runs::plan(started, name, image, earlier);
+            for p in problems {
+                tracing::warn!(pod = %target_name, "kubelet: {p}; the default applies");
+            }
+            let started_at = status
+                .map(|s| str_at(s, "/state/running/startedAt"))
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .unwrap_or_else(|| state.now_rfc3339());
+            Run {
+                name: name.into(),
+                image: image.into(),
+                image_id: status.map(|s| str_at(s, "/imageID").to_string()).unwrap_or_default(),
+                id: status.map(|s| str_at(s, "/containerID").to_string()).unwrap_or_else(|| container_id(state)),
+                restarts: 0,
+                state: RunState::Running {
+                    started: started_at,
+                    ends: plan.run.map(|d| now + state.real(d)),
+                    exit: plan.exit,
+                },
+                last: None,
+            }
+        })
+        .collect()
 }
 
 pub(crate) async fn run(state: Arc<State>, config: KubeletConfig) {
@@ -612,5 +774,71 @@ mod tests {
         }
         assert_eq!(kubelet.load.values().sum::<usize>(), 6, "a deleted pod no longer counts");
         assert!(!kubelet.pods.contains_key(&target.key()));
+    }
+
+    /// A state on a test clock a hundred times as fast as the system's, so back-offs of
+    /// seconds take milliseconds.
+    fn fast_state() -> State {
+        let epoch = jiff::Timestamp::now();
+        let clock = wasmcm_core::clock::Clock::test(epoch, epoch, 100.0).unwrap();
+        let state = State::new(crate::store::Store::default(), crate::cluster::Sources::System(clock));
+        crate::bootstrap::bootstrap(&state).expect("bootstrap");
+        state
+    }
+
+    fn job_pod(name: &str, policy: &str, annotations: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations},
+               "spec": {"restartPolicy": policy, "containers": [{"name": "c", "image": "busybox"}],
+                        "terminationGracePeriodSeconds": 30}})
+    }
+
+    #[tokio::test]
+    async fn pods_that_do_not_restart_always_run_to_completion() {
+        let state = fast_state();
+        let config =
+            KubeletConfig { nodes: 2, start_delay: Duration::from_millis(10), grace_cap: Duration::from_millis(100) };
+        let rt = state.registry.lookup("", "v1", "pods").unwrap();
+        let mut kubelet = Kubelet::new(config, rt.clone());
+        let (mut changes, initial) = Subscription::start(&state.store, Some("/pods"));
+        initial.iter().for_each(|e| kubelet.apply(e));
+        let create = |pod: Value| api::create(&state, &rt, "default", pod, false, api::Ownership::Unrecorded).unwrap();
+
+        create(job_pod("ok", "Never", json!({})));
+        create(job_pod("bad", "Never", json!({"wasmcm.dev/exit-code": "3"})));
+        create(job_pod("retry", "OnFailure", json!({"wasmcm.dev/exit-code": "1 0"})));
+        create(job_pod("long", "Never", json!({"wasmcm.dev/run-seconds": "100000"})));
+        create(pod("web", "nginx:1"));
+        let phase = |s: &State, name: &str| get(s, name).map(|p| str_at(&p, "/status/phase").to_string());
+        until(&state, &mut kubelet, &mut changes, |s| {
+            ["ok", "bad", "retry"].iter().all(|n| matches!(phase(s, n).as_deref(), Some("Succeeded" | "Failed")))
+                && phase(s, "long").as_deref() == Some("Running")
+        })
+        .await;
+
+        let ok = get(&state, "ok").unwrap();
+        assert_eq!(ok["status"]["phase"], "Succeeded");
+        assert_eq!(ok["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "Completed");
+        let bad = get(&state, "bad").unwrap();
+        assert_eq!(bad["status"]["phase"], "Failed");
+        assert_eq!(bad["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 3);
+        let ready = bad["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").cloned();
+        assert_eq!(ready.unwrap()["reason"], "PodFailed");
+        // OnFailure: the failed run restarted once (after the back-off), then succeeded.
+        let retry = get(&state, "retry").unwrap();
+        assert_eq!(retry["status"]["phase"], "Succeeded");
+        assert_eq!(retry["status"]["containerStatuses"][0]["restartCount"], 1);
+        assert_eq!(retry["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 1);
+        assert_eq!(phase(&state, "web").as_deref(), Some("Running"), "restartPolicy Always runs on");
+
+        // A running pod deleted while a finalizer holds it: killed, written Failed, kept.
+        let target = Target { rt: rt.clone(), namespace: "default".into(), name: "long".into() };
+        let mut held = (*get(&state, "long").unwrap()).clone();
+        held["metadata"]["finalizers"] = json!(["batch.kubernetes.io/job-tracking"]);
+        api::update(&state, &target, held, false, api::Ownership::Unrecorded).unwrap();
+        api::delete(&state, &target, &DeleteOptions::default()).map(drop).unwrap();
+        until(&state, &mut kubelet, &mut changes, |s| phase(s, "long").as_deref() == Some("Failed")).await;
+        let long = get(&state, "long").unwrap();
+        assert_eq!(long["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
+        assert!(long["metadata"]["deletionTimestamp"].is_string(), "held by its finalizer");
     }
 }

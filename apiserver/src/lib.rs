@@ -38,6 +38,7 @@ mod protobuf;
 mod query;
 mod rbac;
 mod resources;
+mod runs;
 mod schema;
 mod server;
 mod services;

@@ -154,11 +154,42 @@ impl Offline {
         Ok(api::update_status(&self.state, &t, object, false, api::Ownership::Unrecorded)?.as_ref().clone())
     }
 
-    /// DELETE, with a uid precondition if given.
-    pub fn delete(&self, kind: &Kind, namespace: &str, name: &str, uid: Option<&str>) -> Result<(), ApiError> {
+    /// DELETE, with a uid precondition and a propagation policy (`Background`, `Foreground`,
+    /// `Orphan`) if given.
+    pub fn delete(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+        propagation: Option<&str>,
+    ) -> Result<(), ApiError> {
         let t = self.target(kind, namespace, name)?;
-        let opts = DeleteOptions { precondition_uid: uid.map(String::from), ..Default::default() };
+        let opts = DeleteOptions {
+            precondition_uid: uid.map(String::from),
+            propagation_policy: propagation.map(String::from),
+            ..Default::default()
+        };
         api::delete(&self.state, &t, &opts).map(drop)
+    }
+
+    /// PATCH of the object, or of its status subresource, with `body` sent as `content_type`
+    /// (`application/json-patch+json`, `…/merge-patch+json`, `…/strategic-merge-patch+json`).
+    pub fn patch(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        content_type: &str,
+        body: &[u8],
+        status: bool,
+    ) -> Result<Value, ApiError> {
+        let t = self.target(kind, namespace, name)?;
+        let ty = crate::patch::PatchType::from_content_type(content_type)
+            .filter(|ty| *ty != crate::patch::PatchType::Apply)
+            .ok_or_else(|| ApiError::unsupported_media_type(format!("not a patch type: {content_type:?}")))?;
+        let part = if status { api::Part::Status } else { api::Part::Main };
+        Ok(api::patch(&self.state, &t, part, ty, body, false, api::Ownership::Unrecorded)?.as_ref().clone())
     }
 
     pub fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Value> {

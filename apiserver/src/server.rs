@@ -388,6 +388,25 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
         };
         return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
     }
+    if let Some(what @ ("log" | "exec" | "attach" | "portforward")) = sub
+        && discovery::has_eviction(&rt)
+    {
+        // What kube-apiserver proxies to the pod's kubelet: the simulated kubelet runs no
+        // processes, so there is nothing to stream. The pod must exist, as upstream checks first.
+        let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
+        api::get(state, &target)?;
+        return Err(ApiError::bad_request(format!(
+            "pods/{what} is not served by the wasmcm embedded cluster: its kubelet is simulated and runs no \
+             containers, so pod {}/{} has no {} (see the README, \"The embedded cluster\")",
+            target.namespace,
+            target.name,
+            match what {
+                "log" => "logs",
+                "portforward" => "ports to forward",
+                _ => "processes to exec into or attach to",
+            }
+        )));
+    }
     if sub == Some("approval") && rt.id() == certificates::CSR_ID {
         let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
         let written = match ctx.method {

@@ -2,11 +2,14 @@
 //! (`wasmcm`) and its guest SDK (`wasmcm-guest`), as kube-core is for kube-rs: kinds, label
 //! selectors, shards (sharded list and watch), the Leases of a replica group, access to objects
 //! held as JSON, name formats, generated names, resource quantities, the Pod Security Standards
-//! and the API error `Status`.
+//! and the API error `Status`, cron schedules, and the cluster's (possibly sped-up) clock.
 //!
-//! Plain functions and types: no I/O, no clock (but [`now_rfc3339`]), no randomness (callers
-//! supply it), so it also compiles for the guests' wasm32 target.
+//! Plain functions and types: no I/O, no clock (but [`now_rfc3339`] and [`clock::Clock`], which
+//! guests never call), no randomness (callers supply it), so it also compiles for the guests'
+//! wasm32 target.
 
+pub mod clock;
+pub mod cron;
 mod error;
 pub mod group;
 mod kind;

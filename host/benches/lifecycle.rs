@@ -70,7 +70,7 @@ fn stamp_component() -> Vec<u8> {
 /// A manifest with the built-ins off and `names` each running `stamp.wasm` of its directory.
 fn manifest(names: &[String]) -> String {
     let mut text = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
-    for builtin in ["replicaset", "deployment", "rollback"] {
+    for builtin in ["replicaset", "deployment", "rollback", "job", "cronjob", "ttlafterfinished"] {
         text +=
             &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
     }

@@ -1,4 +1,4 @@
-//! Reconcile cost of the ReplicaSet and Deployment plugins as components (fresh instance per
+//! Reconcile cost of the ReplicaSet, Deployment, Job and CronJob plugins as components (fresh instance per
 //! call) against the same logic compiled natively, measured in one run on the same inputs with
 //! the outcomes asserted equal; where the time goes (fixed call cost, cache reads crossing the
 //! boundary, JSON decoding); and the cost of loading a plugin cold vs from the precompiled cache.
@@ -13,9 +13,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use serde_json::{Value, json};
 use wasmcm::{Engine, EngineConfig, Limits, Plugin};
+use wasmcm_cronjob::CronJobController;
+use wasmcm_cronjob::fixtures as cfx;
 use wasmcm_deployment::DeploymentController;
 use wasmcm_deployment::fixtures as dfx;
 use wasmcm_guest::{Cache, CacheExt, Controller, Kind, MemoryCache, Request, Selector};
+use wasmcm_job::JobController;
+use wasmcm_job::fixtures as jfx;
 use wasmcm_replicaset::ReplicaSetController;
 use wasmcm_replicaset::fixtures::{cache, fleet, request};
 
@@ -184,6 +188,21 @@ fn main() {
         );
     }
 
+    println!();
+    header("Job reconcile, WASM (fresh instance per call) vs native, same inputs");
+    let job = engine.load("job", wasmcm::builtin::get("job").expect("built in"), Limits::default()).expect("loads");
+    for row in job_rows() {
+        compare::<JobController>(&job, &row);
+    }
+
+    println!();
+    header("CronJob reconcile, WASM (fresh instance per call) vs native, same inputs");
+    let cronjob = engine.load("cronjob", wasmcm::builtin::get("cronjob").expect("built in"), Limits::default());
+    let cronjob = cronjob.expect("loads");
+    for row in cronjob_rows() {
+        compare::<CronJobController>(&cronjob, &row);
+    }
+
     let dir = std::env::temp_dir().join(format!("wasmcm-bench-{}", std::process::id()));
     let cached =
         Engine::new(&EngineConfig { precompiled_dir: Some(dir.clone()), ..EngineConfig::default() }).expect("engine");
@@ -200,4 +219,104 @@ fn main() {
         fmt(warm),
         cold_compile.as_secs_f64() / warm.as_secs_f64()
     );
+}
+
+/// The Job plugin's scenarios: a start, steady state, counting finished pods through the
+/// tracking finalizer, an Indexed Job part way, and a Job that failed past its back-off limit.
+fn job_rows() -> Vec<Row> {
+    let started = json!({"status": {"startTime": jfx::time(-60)}});
+    let with = |mut j: Value, more: Value| {
+        jfx::merge(&mut j, more);
+        j
+    };
+    let running = |n: usize| jfx::pods("run", n, "Running", &json!({}));
+    let mut steady = vec![with(
+        jfx::job(Some(100), Some(1000), 6, "", started.clone()),
+        json!({"status": {"active": 100, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}}}),
+    )];
+    steady.extend(running(100));
+    let mut finishing = vec![jfx::job(Some(100), Some(100), 6, "", started.clone())];
+    finishing.extend(jfx::pods("done", 100, "Succeeded", &json!({})));
+    let mut indexed = vec![jfx::job(
+        Some(100),
+        Some(1000),
+        6,
+        "Indexed",
+        json!({"status": {"startTime": jfx::time(-60), "succeeded": 400, "completedIndexes": "0-399"}}),
+    )];
+    indexed.extend((400..500).map(|i| jfx::indexed_pod(&format!("ix-{i}"), &i.to_string(), "Running")));
+    let mut failing = vec![jfx::job(Some(10), Some(10), 2, "", started.clone())];
+    failing.extend(jfx::pods("failed", 3, "Failed", &json!({})));
+    failing.extend(running(7));
+    vec![
+        Row { name: "missing key (fixed call cost)", objects: vec![], request: jfx::request("foobar") },
+        Row {
+            name: "start, 5 completions 2 at a time",
+            objects: vec![jfx::job(Some(2), Some(5), 6, "", json!({}))],
+            request: jfx::request("foobar"),
+        },
+        Row { name: "steady, 100 pods running", objects: steady, request: jfx::request("foobar") },
+        Row { name: "100 pods succeeded (tracking)", objects: finishing, request: jfx::request("foobar") },
+        Row { name: "Indexed, 400 of 1000 done, 100 run", objects: indexed, request: jfx::request("foobar") },
+        Row { name: "past backoffLimit, 7 pods to delete", objects: failing, request: jfx::request("foobar") },
+    ]
+}
+
+/// The CronJob plugin's scenarios, on upstream's fixtures (`snazzycats/mycronjob`, on the hour):
+/// waiting for the next time with a Job running, a Job due under Allow and under Replace (which
+/// deletes the running one), a history of 50 finished Jobs cleaned to its limits, and a CronJob
+/// that missed more than 100 start times.
+fn cronjob_rows() -> Vec<Row> {
+    let hourly = |policy: &str, more: Value| {
+        let mut cj = cfx::cron_job(json!({"spec": {"schedule": "0 * * * ?", "concurrencyPolicy": policy},
+            "metadata": {"creationTimestamp": cfx::just_before_the_prior_hour().to_string()},
+            "status": {"lastScheduleTime": cfx::just_after_the_prior_hour().to_string()}}));
+        cfx::merge(&mut cj, more);
+        cj
+    };
+    // A Job of the prior hour, still running and in the active list.
+    let active = |policy: &str| {
+        let cj = hourly(policy, json!({}));
+        let job = cfx::job(&cj, cfx::just_after_the_prior_hour(), "1234", json!({}));
+        let cj = hourly(policy, json!({"status": {"active": [cfx::reference(&job)]}}));
+        vec![cj, job]
+    };
+    let history = {
+        let cj = hourly("Allow", json!({"spec": {"successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1}}));
+        let mut objects = vec![cj.clone()];
+        for i in 0..50i64 {
+            let scheduled = cfx::just_before_the_prior_hour() - cfx::minutes(50 - i);
+            let outcome = if i % 2 == 0 { "Complete" } else { "Failed" };
+            let fields = cfx::finished(outcome, scheduled + cfx::seconds(10));
+            objects.push(cfx::job(&cj, scheduled, &format!("uid-{i}"), fields));
+        }
+        objects
+    };
+    let missed = cfx::cron_job(json!({"spec": {"schedule": "* * * * ?"},
+        "metadata": {"creationTimestamp": cfx::just_before_the_hour().to_string()}}));
+    let request = |now| cfx::request_at(now);
+    vec![
+        Row { name: "missing key (fixed call cost)", objects: vec![], request: request(cfx::just_after_the_hour()) },
+        Row {
+            name: "not time, 1 Job running",
+            objects: active("Forbid"),
+            request: request(cfx::just_before_the_hour()),
+        },
+        Row {
+            name: "is time, Allow: create",
+            objects: vec![hourly("Allow", json!({}))],
+            request: request(cfx::just_after_the_hour()),
+        },
+        Row {
+            name: "is time, Replace: delete, create",
+            objects: active("Replace"),
+            request: request(cfx::just_after_the_hour()),
+        },
+        Row {
+            name: "history of 50 finished, limits 3/1",
+            objects: history,
+            request: request(cfx::just_before_the_hour()),
+        },
+        Row { name: ">100 missed start times", objects: vec![missed], request: request(cfx::week_after_the_hour()) },
+    ]
 }

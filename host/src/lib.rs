@@ -43,7 +43,7 @@ pub use client::credentials::{host_namespace, in_cluster_config, service_account
 pub use client::discovery::Discovery;
 pub use client::fence::Fence;
 pub use engine::{
-    CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
+    CONTRACTS, CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
 };
 pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};

@@ -5,13 +5,14 @@
 //! It only converts and compares; it neither calls plugins nor writes.
 
 use serde_json::{Value, json};
-use wasmcm_guest::{DeleteTarget, Event, EventType, Intent, Kind, ObjectRef, Outcome};
+use wasmcm_guest::{DeleteTarget, Event, EventType, Intent, Kind, ObjectRef, Outcome, Patch, PatchType, Propagation};
 
 /// `{"batches": [[intent, …], …], "requeueAfterMs": n|null}`; each intent one of
 /// `{"create"|"update"|"updateStatus": object}`, `{"delete": {apiVersion, kind, namespace, name,
-/// uid}}`, `{"event": {regarding: {apiVersion, kind, namespace, name}, type, reason, message}}`.
-/// An object that is not a JSON object stays the string the plugin returned, so it reads back
-/// unchanged.
+/// uid, propagationPolicy}}`, `{"patch": {apiVersion, kind, namespace, name, type: json|merge|
+/// strategic, patch, resourceVersion, status}}`, `{"event": {regarding: {apiVersion, kind,
+/// namespace, name}, type, reason, message}}`. An object or patch that is not JSON of its shape
+/// stays the string the plugin returned, so it reads back unchanged.
 pub(crate) fn outcome_json(outcome: &Outcome) -> Value {
     json!({
         "batches": outcome.batches.iter().map(|b| b.iter().map(intent_json).collect::<Vec<_>>()).collect::<Vec<_>>(),
@@ -48,6 +49,22 @@ fn object_json(text: &str) -> Value {
     }
 }
 
+/// A patch document as JSON: a JSON patch's list, another's object; anything else as text.
+fn patch_json(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => v,
+        _ => Value::String(text.to_string()),
+    }
+}
+
+fn patch_type_str(t: PatchType) -> &'static str {
+    match t {
+        PatchType::Json => "json",
+        PatchType::Merge => "merge",
+        PatchType::Strategic => "strategic",
+    }
+}
+
 fn object_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -76,7 +93,16 @@ fn intent_json(i: &Intent) -> Value {
         Intent::Delete(d) => {
             let mut target = ref_json(&d.target);
             target["uid"] = json!(d.uid);
+            target["propagationPolicy"] = json!(d.propagation.map(Propagation::as_str));
             json!({"delete": target})
+        }
+        Intent::Patch(p) => {
+            let mut target = ref_json(&p.target);
+            target["type"] = json!(patch_type_str(p.patch_type));
+            target["patch"] = patch_json(&p.body);
+            target["resourceVersion"] = json!(p.resource_version);
+            target["status"] = json!(p.status);
+            json!({"patch": target})
         }
         Intent::Event(e) => json!({"event": {
             "regarding": ref_json(&e.regarding),
@@ -89,7 +115,7 @@ fn intent_json(i: &Intent) -> Value {
 
 fn intent_from_json(v: &Value) -> Result<Intent, String> {
     let Some((verb, body)) = v.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next()) else {
-        return Err("an intent is an object with one of create, update, updateStatus, delete, event".into());
+        return Err("an intent is an object with one of create, update, updateStatus, delete, patch, event".into());
     };
     let text =
         |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string).ok_or(format!("{verb}.{k} is missing"));
@@ -100,6 +126,27 @@ fn intent_from_json(v: &Value) -> Result<Intent, String> {
         "delete" => Ok(Intent::Delete(DeleteTarget {
             target: ref_from_json(body).map_err(|e| format!("delete.{e}"))?,
             uid: body.get("uid").and_then(Value::as_str).map(str::to_string),
+            propagation: match body.get("propagationPolicy") {
+                None | Some(Value::Null) => None,
+                Some(p) => Some(match p.as_str() {
+                    Some("Orphan") => Propagation::Orphan,
+                    Some("Background") => Propagation::Background,
+                    Some("Foreground") => Propagation::Foreground,
+                    _ => return Err(format!("delete.propagationPolicy {p}: Orphan, Background or Foreground")),
+                }),
+            },
+        })),
+        "patch" => Ok(Intent::Patch(Patch {
+            target: ref_from_json(body).map_err(|e| format!("patch.{e}"))?,
+            patch_type: match text("type")?.as_str() {
+                "json" => PatchType::Json,
+                "merge" => PatchType::Merge,
+                "strategic" => PatchType::Strategic,
+                other => return Err(format!("patch.type {other:?}: json, merge or strategic")),
+            },
+            body: body.get("patch").map(object_text).ok_or("patch.patch is missing")?,
+            resource_version: body.get("resourceVersion").and_then(Value::as_str).map(str::to_string),
+            status: body.get("status").and_then(Value::as_bool).unwrap_or(false),
         })),
         "event" => Ok(Intent::Event(Event {
             regarding: ref_from_json(body.get("regarding").unwrap_or(&Value::Null))
@@ -112,7 +159,7 @@ fn intent_from_json(v: &Value) -> Result<Intent, String> {
             reason: text("reason")?,
             message: text("message")?,
         })),
-        other => Err(format!("unknown intent {other:?}: create, update, updateStatus, delete or event")),
+        other => Err(format!("unknown intent {other:?}: create, update, updateStatus, delete, patch or event")),
     }
 }
 
@@ -160,6 +207,13 @@ pub(crate) fn intent_label(i: &Intent) -> String {
         Intent::Update(o) => format!("update {}", object(o)),
         Intent::UpdateStatus(o) => format!("update status {}", object(o)),
         Intent::Delete(d) => format!("delete {} {}/{}", d.target.kind, d.target.namespace, d.target.name),
+        Intent::Patch(p) => format!(
+            "patch {}{} {}/{}",
+            if p.status { "status " } else { "" },
+            p.target.kind,
+            p.target.namespace,
+            p.target.name
+        ),
         Intent::Event(e) => format!("event {}", e.reason),
     }
 }
@@ -229,8 +283,18 @@ mod tests {
                 vec![
                     Intent::Update(r#"{"kind":"ConfigMap"}"#.into()),
                     Intent::UpdateStatus(r#"{"kind":"ReplicaSet","status":{"replicas":3}}"#.into()),
-                    Intent::Delete(DeleteTarget { target: target.clone(), uid: Some("u1".into()) }),
-                    Intent::Delete(DeleteTarget { target: target.clone(), uid: None }),
+                    Intent::Delete(DeleteTarget::new(target.clone(), Some("u1".into()))),
+                    Intent::Delete(DeleteTarget {
+                        propagation: Some(Propagation::Foreground),
+                        ..DeleteTarget::new(target.clone(), None)
+                    }),
+                    Intent::Patch(wasmcm_guest::finalizer::remove_patch(target.clone(), "x.io/y")),
+                    Intent::Patch(
+                        Patch::json(target.clone(), &json!([{"op": "remove", "path": "/metadata/labels/a"}]))
+                            .with_resource_version("7")
+                            .to_status(),
+                    ),
+                    Intent::Patch(Patch { body: "not json".into(), ..Patch::merge(target.clone(), &json!({})) }),
                     Intent::Event(Event {
                         regarding: target,
                         event_type: EventType::Warning,
@@ -247,6 +311,7 @@ mod tests {
         assert_eq!(back.batches[0][1], Intent::Create("not json".into()));
         assert_eq!(back.batches[0][2], Intent::Create(r#""a JSON string""#.into()));
         assert_eq!(back.batches[1][2..], outcome.batches[1][2..]);
+        assert_eq!(intent_json(&outcome.batches[1][5])["patch"]["patch"][0]["op"], "remove", "a JSON patch as JSON");
         assert_eq!(back.requeue_after_ms, Some(1500));
     }
 
@@ -255,7 +320,7 @@ mod tests {
         let bad = serde_json::json!({"batches": [[{"create": {}}], [{"explode": 1}]]});
         assert_eq!(
             outcome_from_json(&bad).unwrap_err(),
-            r#"batches[1][0]: unknown intent "explode": create, update, updateStatus, delete or event"#
+            r#"batches[1][0]: unknown intent "explode": create, update, updateStatus, delete, patch or event"#
         );
         let bad = serde_json::json!({"batches": [[{"delete": {"kind": "Pod"}}]]});
         assert_eq!(outcome_from_json(&bad).unwrap_err(), "batches[0][0]: delete.apiVersion is missing");

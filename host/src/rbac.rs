@@ -4,7 +4,8 @@
 //!
 //! - **its identity**: a ServiceAccount, and a ClusterRole allowing the writer's calls (create =
 //!   POST, update = PUT, delete = DELETE, update-status = PUT on `/status` where the kind has
-//!   one) on exactly the kinds it declares it writes, `update` on its primary's `finalizers`
+//!   one, and for a plugin of contract 0.4 patch = PATCH of both) on exactly the kinds it
+//!   declares it writes, `update` on its primary's `finalizers`
 //!   when it owns children (their controller ownerReference sets `blockOwnerDeletion`, which
 //!   the OwnerReferencesPermissionEnforcement admission plugin checks), and `create` on Events.
 //!   When its manifest's scope lists namespaces, those rights are a Role and RoleBinding in each
@@ -67,12 +68,18 @@ pub fn plugin_rbac(
 
     // Rules on namespaced resources, and on cluster-scoped ones (which only a ClusterRole grants).
     let (mut writes, mut cluster_writes) = (Rules::default(), Rules::default());
+    // A plugin of contract 0.3.0 cannot patch.
+    let patches = !plugin.contract.starts_with("0.3.");
+    let (verbs, status_verbs): (&[&str], &[&str]) = match patches {
+        true => (&["create", "update", "patch", "delete"], &["update", "patch"]),
+        false => (&["create", "update", "delete"], &["update"]),
+    };
     for kind in &plugin.writes {
         let r = resolve(kind)?;
         let rules = if r.namespaced { &mut writes } else { &mut cluster_writes };
-        rules.add(&r, &r.api.plural, &["create", "update", "delete"]);
+        rules.add(&r, &r.api.plural, verbs);
         if r.subresources.iter().any(|s| s == "status") {
-            rules.add(&r, &format!("{}/status", r.api.plural), &["update"]);
+            rules.add(&r, &format!("{}/status", r.api.plural), status_verbs);
         }
     }
     if !plugin.owns.is_empty() {
@@ -209,7 +216,7 @@ mod tests {
             owns: vec![Kind::new("v1", "Pod")],
             watches: vec![],
             writes: vec![Kind::new("v1", "Pod"), Kind::new("apps/v1", "ReplicaSet")],
-            contract: "0".into(),
+            contract: wasmcm_guest::CONTRACT_VERSION.into(),
         }
     }
 
@@ -247,14 +254,18 @@ mod tests {
         assert_eq!(
             rules(&objects[1]),
             [
-                r#"/pods ["create","update","delete"]"#,
-                r#"/pods/status ["update"]"#,
-                r#"apps/replicasets ["create","update","delete"]"#,
-                r#"apps/replicasets/status ["update"]"#,
+                r#"/pods ["create","update","patch","delete"]"#,
+                r#"/pods/status ["update","patch"]"#,
+                r#"apps/replicasets ["create","update","patch","delete"]"#,
+                r#"apps/replicasets/status ["update","patch"]"#,
                 r#"apps/replicasets/finalizers ["update"]"#,
                 r#"/events ["create"]"#,
             ]
         );
+        // A plugin of contract 0.3.0 sends no patches.
+        let older = PluginInfo { contract: "0.3.0".into(), ..replicaset() };
+        let objects = plugin_rbac(&older, &who(), resolve).unwrap();
+        assert_eq!(rules(&objects[1])[..2], [r#"/pods ["create","update","delete"]"#, r#"/pods/status ["update"]"#]);
         assert_eq!(rules(&objects[3]), [r#"apps/replicasets ["list","watch"]"#, r#"/pods ["list","watch"]"#]);
         assert_eq!(objects[5]["rules"][0]["resourceNames"], json!(["wasmcm-replicaset"]));
         assert_eq!(
@@ -324,7 +335,10 @@ mod tests {
         };
         let objects = plugin_rbac(&info, &who, resolve).unwrap();
         assert_eq!(objects[1]["kind"], "ClusterRole");
-        assert_eq!(rules(&objects[1]), [r#"rbac.authorization.k8s.io/clusterroles ["create","update","delete"]"#]);
+        assert_eq!(
+            rules(&objects[1]),
+            [r#"rbac.authorization.k8s.io/clusterroles ["create","update","patch","delete"]"#]
+        );
         assert_eq!(objects[3]["kind"], "Role");
         assert!(!rules(&objects[3]).iter().any(|r| r.contains("clusterroles")), "{:?}", rules(&objects[3]));
     }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wasmcm_apiserver::Offline;
 use wasmcm_core::{ApiError, Kind};
-use wasmcm_guest::{Cache, Event, EventType, Instant, MemoryCache, ObjectRef, Request};
+use wasmcm_guest::{Cache, Event, EventType, Instant, MemoryCache, ObjectRef, PatchType, Propagation, Request};
 
 use crate::engine::{CallError, Plugin};
 use crate::key::Key;
@@ -281,8 +281,30 @@ impl WriteApi for Offline {
         ready(Offline::update_status(self, object))
     }
 
-    fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
-        ready(Offline::delete(self, &target.kind, &target.namespace, &target.name, uid))
+    fn delete(
+        &self,
+        target: &ObjectRef,
+        uid: Option<&str>,
+        propagation: Option<Propagation>,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        let propagation = propagation.map(Propagation::as_str);
+        ready(Offline::delete(self, &target.kind, &target.namespace, &target.name, uid, propagation))
+    }
+
+    fn patch(
+        &self,
+        target: &ObjectRef,
+        patch_type: PatchType,
+        body: Value,
+        status: bool,
+    ) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        let content_type = match patch_type {
+            PatchType::Json => "application/json-patch+json",
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::Strategic => "application/strategic-merge-patch+json",
+        };
+        let (kind, namespace, name) = (&target.kind, &target.namespace, &target.name);
+        ready(Offline::patch(self, kind, namespace, name, content_type, body.to_string().as_bytes(), status))
     }
 
     fn namespaced(&self, kind: &Kind) -> impl Future<Output = Result<bool, ApiError>> + Send {

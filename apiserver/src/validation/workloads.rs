@@ -591,8 +591,8 @@ fn time_zone_errors(v: &mut V, zone: &str) {
             "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
         );
     }
-    // time.LoadLocation knows "UTC" and "Local" itself; anything else comes from the database.
-    if zone != "UTC" && zone != "Local" && jiff::tz::db().get(zone).is_err() {
+    // time.LoadLocation, as the controller loads it.
+    if wasmcm_core::cron::load_location(zone).is_err() {
         v.invalid("spec.timeZone", &q(zone), &format!("unknown time zone {zone}"));
     }
 }
@@ -677,6 +677,16 @@ pub(super) fn status(v: &mut V, kind: &str, new: &Value, old: &Value) {
 /// field.Invalid with field.OmitValueType{}: upstream prints no value at all.
 fn omitted(v: &mut V, field: &str, detail: &str) {
     v.add(super::INVALID, field, format!("Invalid value: {detail}"));
+}
+
+/// The status of the condition of type `kind`, if the Job has one.
+fn condition_status<'a>(job: &'a Value, kind: &str) -> Option<&'a str> {
+    job.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))?
+        .get("status")?
+        .as_str()
 }
 
 fn condition_true(job: &Value, kind: &str) -> bool {
@@ -793,7 +803,11 @@ fn job_status(v: &mut V, new: &Value, old: &Value) {
         v.invalid("status.completionTime", &show(status.get("completionTime")), "completionTime cannot be mutated");
     }
     let suspended = new.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
-    if start_changed && old_status.get("startTime").is_some_and(|t| !t.is_null()) && !suspended {
+    // A resumed Job's startTime restarts with its JobSuspended True -> False transition
+    // (kubernetes#134769, in 1.34.2 and 1.35).
+    let resuming =
+        condition_status(old, "Suspended") == Some("True") && condition_status(new, "Suspended") == Some("False");
+    if start_changed && old_status.get("startTime").is_some_and(|t| !t.is_null()) && !suspended && !resuming {
         v.required("status.startTime", "startTime cannot be removed for unsuspended job");
     }
     if is(old, "SuccessCriteriaMet") && !criteria_met {
@@ -804,174 +818,10 @@ fn job_status(v: &mut V, new: &Value, old: &Value) {
     }
 }
 
-/// A cron field's bounds and names (robfig/cron v3 `bounds`).
-struct Bounds {
-    min: u64,
-    max: u64,
-    names: &'static [(&'static str, u64)],
-}
-
-const MINUTES: Bounds = Bounds { min: 0, max: 59, names: &[] };
-const HOURS: Bounds = Bounds { min: 0, max: 23, names: &[] };
-const DOM: Bounds = Bounds { min: 1, max: 31, names: &[] };
-const MONTHS: Bounds = Bounds {
-    min: 1,
-    max: 12,
-    names: &[
-        ("jan", 1),
-        ("feb", 2),
-        ("mar", 3),
-        ("apr", 4),
-        ("may", 5),
-        ("jun", 6),
-        ("jul", 7),
-        ("aug", 8),
-        ("sep", 9),
-        ("oct", 10),
-        ("nov", 11),
-        ("dec", 12),
-    ],
-};
-const DOW: Bounds = Bounds {
-    min: 0,
-    max: 6,
-    names: &[("sun", 0), ("mon", 1), ("tue", 2), ("wed", 3), ("thu", 4), ("fri", 5), ("sat", 6)],
-};
-
-/// robfig/cron v3 `ParseStandard` (five fields or a descriptor, with an optional `TZ=` or
-/// `CRON_TZ=` prefix): Ok when it parses, else its error text.
+/// robfig/cron v3 `ParseStandard`, as the CronJob controller parses it (wasmcm-core's cron):
+/// Ok when it parses, else its error text.
 fn parse_standard(spec: &str) -> Result<(), String> {
-    if spec.is_empty() {
-        return Err("empty spec string".into());
-    }
-    let mut spec = spec;
-    if spec.starts_with("TZ=") || spec.starts_with("CRON_TZ=") {
-        let eq = spec.find('=').unwrap_or(0);
-        let Some(space) = spec.find(' ') else {
-            // Go slices spec[eq+1:-1] here and panics; robfig recovers nothing, so the server's
-            // handler answers 500. Reporting the location as bad is the useful part of that.
-            return Err(format!("provided bad location {}: unknown time zone {}", &spec[eq + 1..], &spec[eq + 1..]));
-        };
-        let zone = spec.get(eq + 1..space).unwrap_or("");
-        if !(zone.is_empty() || zone == "UTC" || zone == "Local" || jiff::tz::db().get(zone).is_ok()) {
-            return Err(format!("provided bad location {zone}: unknown time zone {zone}"));
-        }
-        spec = spec[space..].trim();
-    }
-    if let Some(descriptor) = spec.strip_prefix('@') {
-        return match descriptor {
-            "yearly" | "annually" | "monthly" | "weekly" | "daily" | "midnight" | "hourly" => Ok(()),
-            _ => match descriptor.strip_prefix("every ") {
-                Some(d) => go_duration(d).map_err(|e| format!("failed to parse duration {spec}: {e}")),
-                None => Err(format!("unrecognized descriptor: {spec}")),
-            },
-        };
-    }
-    let fields: Vec<&str> = spec.split_whitespace().collect();
-    if fields.len() != 5 {
-        let shown = format!("[{}]", fields.join(" "));
-        return Err(format!("expected exactly 5 fields, found {}: {shown}", fields.len()));
-    }
-    for (field, bounds) in fields.iter().zip([&MINUTES, &HOURS, &DOM, &MONTHS, &DOW]) {
-        for range in field.split(',').filter(|r| !r.is_empty()) {
-            cron_range(range, bounds)?;
-        }
-    }
-    Ok(())
-}
-
-/// robfig/cron's getRange for one comma-separated part of a field.
-fn cron_range(expr: &str, r: &Bounds) -> Result<(), String> {
-    let range_and_step: Vec<&str> = expr.split('/').collect();
-    let low_and_high: Vec<&str> = range_and_step[0].split('-').collect();
-    let (start, mut end) = if low_and_high[0] == "*" || low_and_high[0] == "?" {
-        (r.min, r.max)
-    } else {
-        let start = int_or_name(low_and_high[0], r)?;
-        match low_and_high.len() {
-            1 => (start, start),
-            2 => (start, int_or_name(low_and_high[1], r)?),
-            _ => return Err(format!("too many hyphens: {expr}")),
-        }
-    };
-    let step = match range_and_step.len() {
-        1 => 1,
-        2 => {
-            let step = must_parse_int(range_and_step[1])?;
-            // "N/step" means "N-max/step".
-            if low_and_high.len() == 1 {
-                end = r.max;
-            }
-            step
-        }
-        _ => return Err(format!("too many slashes: {expr}")),
-    };
-    if start < r.min {
-        return Err(format!("beginning of range ({start}) below minimum ({}): {expr}", r.min));
-    }
-    if end > r.max {
-        return Err(format!("end of range ({end}) above maximum ({}): {expr}", r.max));
-    }
-    if start > end {
-        return Err(format!("beginning of range ({start}) beyond end of range ({end}): {expr}"));
-    }
-    if step == 0 {
-        return Err(format!("step of range should be a positive number: {expr}"));
-    }
-    Ok(())
-}
-
-fn int_or_name(expr: &str, r: &Bounds) -> Result<u64, String> {
-    let lower = expr.to_ascii_lowercase();
-    match r.names.iter().find(|(name, _)| *name == lower) {
-        Some((_, n)) => Ok(*n),
-        None => must_parse_int(expr),
-    }
-}
-
-/// mustParseInt: strconv.Atoi, with its error text, and no negatives.
-fn must_parse_int(expr: &str) -> Result<u64, String> {
-    let digits = expr.strip_prefix(['+', '-']).unwrap_or(expr);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("failed to parse int from {expr}: strconv.Atoi: parsing {}: invalid syntax", q(expr)));
-    }
-    match expr.parse::<i64>() {
-        Err(_) => {
-            Err(format!("failed to parse int from {expr}: strconv.Atoi: parsing {}: value out of range", q(expr)))
-        }
-        Ok(n) if n < 0 => Err(format!("negative number ({n}) not allowed: {expr}")),
-        Ok(n) => Ok(n.unsigned_abs()),
-    }
-}
-
-/// Whether Go's time.ParseDuration takes `s` (the units and signs it knows); its error text if not.
-fn go_duration(s: &str) -> Result<(), String> {
-    let bad = || format!("time: invalid duration {}", q(s));
-    let mut rest = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if rest == "0" {
-        return Ok(());
-    }
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let number = &rest[..number_end];
-        if number.is_empty() || number == "." {
-            return Err(bad());
-        }
-        rest = &rest[number_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
-        if unit.is_empty() {
-            return Err(format!("time: missing unit in duration {}", q(s)));
-        }
-        if !matches!(unit, "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
-            return Err(format!("time: unknown unit {} in duration {}", q(unit), q(s)));
-        }
-        rest = &rest[unit_end..];
-    }
-    Ok(())
+    wasmcm_core::cron::parse_standard(spec).map(drop)
 }
 
 #[cfg(test)]
@@ -1145,6 +995,17 @@ mod tests {
                 "status.conditions: Invalid value: cannot set Failed=True condition without the FailureTarget=true condition"
             ]
         );
+        // Upstream's fix of kubernetes#134521 (v1.34.2, 1.35): a resumed Job's startTime
+        // restarts with its JobSuspended True -> False transition, and only then.
+        let suspended = |s: &str, start: &str| {
+            status(json!({"startTime": start, "conditions": [{"type": "Suspended", "status": s}]}))
+        };
+        let (before, after) = ("2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z");
+        assert_eq!(check(&suspended("False", after), &suspended("True", before)), Vec::<String>::new());
+        assert_eq!(
+            check(&suspended("False", after), &suspended("False", before)),
+            ["status.startTime: Required value: startTime cannot be removed for unsuspended job"]
+        );
     }
 
     #[test]
@@ -1270,37 +1131,5 @@ mod tests {
                 "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas"
             ]
         );
-    }
-
-    #[test]
-    fn schedules_parse_as_robfig_cron_does() {
-        for ok in [
-            "*/1 * * * *",
-            "0 0 * * 0",
-            "5 4 * * sun",
-            "0 0 1 jan,JUL *",
-            "@hourly",
-            "@every 1h30m",
-            "0-59/15 * * * *",
-            "? * * * *",
-        ] {
-            assert_eq!(parse_standard(ok), Ok(()), "{ok}");
-        }
-        for (bad, want) in [
-            ("bad", "expected exactly 5 fields, found 1: [bad]"),
-            ("* * * *", "expected exactly 5 fields, found 4: [* * * *]"),
-            ("60 * * * *", "end of range (60) above maximum (59): 60"),
-            ("* * 0 * *", "beginning of range (0) below minimum (1): 0"),
-            ("5-1 * * * *", "beginning of range (5) beyond end of range (1): 5-1"),
-            ("*/0 * * * *", "step of range should be a positive number: */0"),
-            ("x * * * *", "failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax"),
-            ("1-2-3 * * * *", "too many hyphens: 1-2-3"),
-            ("*/1/2 * * * *", "too many slashes: */1/2"),
-            ("* * * * 7", "end of range (7) above maximum (6): 7"),
-            ("@often", "unrecognized descriptor: @often"),
-            ("@every 5", "failed to parse duration @every 5: time: missing unit in duration \"5\""),
-        ] {
-            assert_eq!(parse_standard(bad), Err(want.to_owned()), "{bad}");
-        }
     }
 }

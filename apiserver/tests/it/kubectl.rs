@@ -320,3 +320,29 @@ fn get_watch_streams_changes() {
     assert!(lines.len() >= 2, "the watch printed the pod's changes: {text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(lines.iter().any(|l| l.contains("Running")), "{text}");
 }
+
+/// `kubectl run --restart=Never` pods run to completion by the kubelet's rules (a second by
+/// default, exit code 0; `wasmcm.dev/exit-code` steers it), and `kubectl logs` is answered with
+/// an error saying why there are none.
+#[test]
+fn pods_that_never_restart_complete_and_logs_are_refused_with_the_reason() {
+    let e = env();
+    e.ok(&["run", "once", "--image=busybox:1.36", "--restart=Never"]);
+    e.ok(&["run", "fails", "--image=busybox:1.36", "--restart=Never", "--annotations=wasmcm.dev/exit-code=3"]);
+    e.ok(&["wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/once", "--timeout=60s"]);
+    e.ok(&["wait", "--for=jsonpath={.status.phase}=Failed", "pod/fails", "--timeout=60s"]);
+    let failed = e.json(&["get", "pod", "fails"]);
+    let terminated = &failed["status"]["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!((terminated["exitCode"].as_i64(), terminated["reason"].as_str()), (Some(3), Some("Error")), "{failed}");
+
+    let logs = e.run(&["logs", "once"], None);
+    let stderr = String::from_utf8_lossy(&logs.stderr);
+    assert!(!logs.status.success());
+    assert!(
+        stderr.contains("Error from server (BadRequest): pods/log is not served by the wasmcm embedded cluster")
+            && stderr.contains("pod default/once has no logs"),
+        "{stderr}"
+    );
+    let missing = e.run(&["logs", "nosuch"], None);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("pods \"nosuch\" not found"));
+}

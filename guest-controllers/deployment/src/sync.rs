@@ -408,6 +408,12 @@ impl<'a> Sync<'a> {
             return false;
         }
         rs.value.spec.replicas = Some(new_scale);
+        if size_changed {
+            // What upstream's update returns: a spec change is a new generation, which the
+            // ReplicaSet's status has not observed, so the rest of this sync (history cleanup)
+            // treats it as upstream's does.
+            rs.value.metadata.generation = Some(rs.value.metadata.generation.unwrap_or(0).saturating_add(1));
+        }
         set_replicas_annotations(rs.value.metadata.annotations.get_or_insert_with(Default::default), replicas, max);
         rs.dirty = true;
         if size_changed {
@@ -532,7 +538,8 @@ impl<'a> Sync<'a> {
             let status = rs.status.as_ref();
             let (status_replicas, observed) =
                 status.map_or((0, 0), |s| (s.replicas, s.observed_generation.unwrap_or(0)));
-            // Never a ReplicaSet that still has pods, or whose last scale-down is unobserved.
+            // Never a ReplicaSet that still has pods, or whose last scale-down is unobserved
+            // (one this sync scales down counts as unobserved: `scale_replica_set`).
             if status_replicas != 0 || rs_replicas(rs) != 0 || rs.metadata.generation.unwrap_or(0) > observed {
                 continue;
             }
@@ -543,6 +550,7 @@ impl<'a> Sync<'a> {
                     name: rs.metadata.name.clone().unwrap_or_default(),
                 },
                 uid: rs.metadata.uid.clone(),
+                propagation: None,
             });
         }
         self.deletes.extend(deletes);

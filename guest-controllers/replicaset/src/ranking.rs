@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use wasmcm_guest::pod::{after_or_zero, max_container_restarts as max_restarts, phase_ordinal, sort_by_less};
 use wasmcm_guest::{Instant, pod};
 
 pub const DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
@@ -23,21 +24,13 @@ pub fn pods_to_delete<'a>(pods: &[&'a Pod], related: &[&Pod], count: usize, now:
         for (p, rank) in &mut ranked {
             *rank = on_node.get(node_name(p)).copied().unwrap_or(0);
         }
-        merge_sort_by(&mut ranked, |a, b| less(a, b, now));
+        sort_by_less(&mut ranked, |a, b| less(a, b, now));
     }
     ranked.into_iter().take(count).map(|(p, _)| p).collect()
 }
 
 fn node_name(p: &Pod) -> &str {
     p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("")
-}
-
-fn phase_ordinal(p: &Pod) -> u8 {
-    match p.status.as_ref().and_then(|s| s.phase.as_deref()) {
-        Some("Unknown") => 1,
-        Some("Running") => 2,
-        _ => 0,
-    }
 }
 
 fn deletion_cost(p: &Pod) -> i32 {
@@ -51,36 +44,6 @@ fn deletion_cost(p: &Pod) -> i32 {
 
 fn uid(p: &Pod) -> &str {
     p.metadata.uid.as_deref().unwrap_or("")
-}
-
-/// Highest restart count of regular containers, then of restartable init (sidecar) containers.
-fn max_restarts(p: &Pod) -> (i32, i32) {
-    let Some(status) = p.status.as_ref() else { return (0, 0) };
-    let regular = status.container_statuses.iter().flatten().map(|c| c.restart_count).max().unwrap_or(0);
-    let sidecars: Vec<&str> = p
-        .spec
-        .iter()
-        .flat_map(|s| s.init_containers.iter().flatten())
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
-        .map(|c| c.name.as_str())
-        .collect();
-    let sidecar = status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .filter(|c| sidecars.contains(&c.name.as_str()))
-        .map(|c| c.restart_count)
-        .max()
-        .unwrap_or(0);
-    (regular, sidecar)
-}
-
-/// Go's `afterOrZero`: a zero time sorts first, then the later time.
-fn after_or_zero(t1: Option<&Time>, t2: Option<&Time>) -> bool {
-    match (t1, t2) {
-        (None, _) | (_, None) => t1.is_none(),
-        (Some(a), Some(b)) => a.0 > b.0,
-    }
 }
 
 /// `logarithmicRankDiff`: compare ages on a log2 scale of nanoseconds.
@@ -146,33 +109,6 @@ fn less(a: &(&Pod, usize), b: &(&Pod, usize), now: Instant) -> bool {
         return newer_first(ca, cb, uid(pa), uid(pb), now);
     }
     false
-}
-
-/// A stable merge sort on a `less` predicate. Upstream's ordering is not always transitive
-/// (the UID tie-break of rules 6 and 8 can form cycles), and `slice::sort_by` may panic on
-/// such orders; this never does.
-fn merge_sort_by<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
-    let mut buf = v.to_vec();
-    let mut width = 1;
-    while width < v.len() {
-        for start in (0..v.len()).step_by(2 * width) {
-            let mid = (start + width).min(v.len());
-            let end = (start + 2 * width).min(v.len());
-            let (mut i, mut j) = (start, mid);
-            for slot in &mut buf[start..end] {
-                // Take from the right only when strictly less, which keeps the sort stable.
-                if j < end && (i >= mid || less(&v[j], &v[i])) {
-                    *slot = v[j];
-                    j += 1;
-                } else {
-                    *slot = v[i];
-                    i += 1;
-                }
-            }
-        }
-        v.copy_from_slice(&buf);
-        width *= 2;
-    }
 }
 
 #[cfg(test)]

@@ -156,6 +156,7 @@ fn manage_replicas(
                             name: p.metadata.name.clone().unwrap_or_default(),
                         },
                         uid: p.metadata.uid.clone(),
+                        propagation: None,
                     })
                 })
                 .collect(),

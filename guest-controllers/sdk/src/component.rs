@@ -22,7 +22,7 @@ pub mod bindings {
 use bindings::exports::wasmcm::reconciler::controller as wit;
 use bindings::wasmcm::reconciler::{cache, log as wit_log, types};
 
-use crate::{Cache, Controller, EventType, Intent, Kind, Level, Operator, Selector};
+use crate::{Cache, Controller, EventType, Intent, Kind, Level, Operator, PatchType, Propagation, Selector};
 
 pub(crate) fn log(level: Level, message: &str) {
     let level = match level {
@@ -146,7 +146,26 @@ fn intent_to_wit(intent: Intent) -> wit::Intent {
         Intent::Create(o) => wit::Intent::Create(o),
         Intent::Update(o) => wit::Intent::Update(o),
         Intent::UpdateStatus(o) => wit::Intent::UpdateStatus(o),
-        Intent::Delete(d) => wit::Intent::Delete(wit::DeleteTarget { target: ref_to_wit(&d.target), uid: d.uid }),
+        Intent::Delete(d) => wit::Intent::Delete(wit::DeleteTarget {
+            target: ref_to_wit(&d.target),
+            uid: d.uid,
+            propagation: d.propagation.map(|p| match p {
+                Propagation::Orphan => wit::Propagation::Orphan,
+                Propagation::Background => wit::Propagation::Background,
+                Propagation::Foreground => wit::Propagation::Foreground,
+            }),
+        }),
+        Intent::Patch(p) => wit::Intent::Patch(wit::Patch {
+            target: ref_to_wit(&p.target),
+            patch_type: match p.patch_type {
+                PatchType::Json => wit::PatchType::Json,
+                PatchType::Merge => wit::PatchType::Merge,
+                PatchType::Strategic => wit::PatchType::Strategic,
+            },
+            body: p.body,
+            resource_version: p.resource_version,
+            status: p.status,
+        }),
         Intent::Event(e) => wit::Intent::Event(wit::Event {
             regarding: ref_to_wit(&e.regarding),
             event_type: match e.event_type {

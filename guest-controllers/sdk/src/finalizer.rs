@@ -108,6 +108,32 @@ pub fn remove(object: &mut Value, finalizer: &str) -> Result<bool, Error> {
     Ok(finalizers.len() != before)
 }
 
+/// A patch taking `finalizer` off the object `target` without reading it first, as KCM's Job
+/// controller takes its tracking finalizer off pods: a strategic merge patch
+/// `{"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}}`, which removes that
+/// one entry from the list as it stands on the server, whatever else was added or removed
+/// meanwhile, and is a no-op when it is not there. (Strategic merge serves built-in kinds;
+/// for a custom resource, [`remove`] and an update.)
+///
+/// ```
+/// use serde_json::json;
+/// use wasmcm_guest::{Intent, Kind, ObjectRef, PatchType, finalizer};
+///
+/// let pod = ObjectRef { kind: Kind::new("v1", "Pod"), namespace: "demo".into(), name: "pi-x7k2q".into() };
+/// let patch = finalizer::remove_patch(pod, "batch.kubernetes.io/job-tracking");
+/// assert_eq!(patch.patch_type, PatchType::Strategic);
+/// assert_eq!(
+///     serde_json::from_str::<serde_json::Value>(&patch.body).unwrap(),
+///     json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["batch.kubernetes.io/job-tracking"]}})
+/// );
+/// let intent = Intent::Patch(patch);
+/// # let _ = intent;
+/// ```
+pub fn remove_patch(target: crate::ObjectRef, finalizer: &str) -> crate::Patch {
+    let body = serde_json::json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}});
+    crate::Patch::strategic(target, &body)
+}
+
 fn finalizers(object: &mut Value) -> Result<&mut Vec<Value>, Error> {
     let meta = object
         .get_mut("metadata")

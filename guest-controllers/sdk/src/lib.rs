@@ -272,9 +272,9 @@ pub use wasmcm_core::Selector;
 pub use wasmcm_core::{Operator, Requirement};
 
 /// The contract version these types implement (`wasmcm:reconciler@…` in `wit/reconciler.wit`).
-/// A plugin declares it in [`PluginInfo::contract`]; the host refuses one built for a version
-/// of another major or minor.
-pub const CONTRACT_VERSION: &str = "0.3.0";
+/// A plugin declares it in [`PluginInfo::contract`]; the host loads plugins of this contract and
+/// of 0.3.0 (without [`Intent::Patch`] and [`DeleteTarget::propagation`]) and refuses any other.
+pub const CONTRACT_VERSION: &str = "0.4.0";
 
 /// One object by kind, namespace and name, as [`DeleteTarget`] and [`Event`] name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -465,19 +465,107 @@ pub enum Intent {
     Delete(DeleteTarget),
     /// Record an Event about an object of the key's namespace.
     Event(Event),
+    /// PATCH an object: the API server applies the patch to the object as it stands, so
+    /// nothing needs reading first and only what the patch names changes (contract 0.4.0).
+    Patch(Patch),
+}
+
+/// What [`Intent::Patch`] sends: a patch of one object, or of its status subresource. The host
+/// refuses a patch that could change the pods a Pod or workload runs when the plugin's scope
+/// limits them (an update is checked whole instead), or that touches the host's shard-group
+/// labels; a target already gone fails its batch (404).
+///
+/// ```
+/// use serde_json::json;
+/// use wasmcm_guest::{Intent, Kind, ObjectRef, Patch, PatchType};
+///
+/// let pod = ObjectRef { kind: Kind::new("v1", "Pod"), namespace: "demo".into(), name: "web-1".into() };
+/// // A label set without reading the pod; only if it is still at resourceVersion 42.
+/// let labelled = Patch::merge(pod.clone(), &json!({"metadata": {"labels": {"tier": "web"}}})).with_resource_version("42");
+/// assert_eq!((labelled.patch_type, labelled.resource_version.as_deref()), (PatchType::Merge, Some("42")));
+/// // A condition added to the status subresource.
+/// let status = Patch::strategic(pod.clone(), &json!({"status": {"conditions": [{"type": "Checked", "status": "True"}]}})).to_status();
+/// assert!(status.status);
+/// // RFC 6902 operations.
+/// let ops = Patch::json(pod, &json!([{"op": "remove", "path": "/metadata/annotations/old"}]));
+/// let intents = vec![Intent::Patch(labelled), Intent::Patch(status), Intent::Patch(ops)];
+/// # let _ = intents;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Patch {
+    /// The object; an empty namespace means the key's.
+    pub target: ObjectRef,
+    /// How the API server applies [`body`](Patch::body).
+    pub patch_type: PatchType,
+    /// The patch document, JSON: a list of operations for [`PatchType::Json`], an object
+    /// otherwise.
+    pub body: String,
+    /// When given, a precondition: the patch applies only while the object is still at this
+    /// resourceVersion (409 Conflict otherwise, retried as any conflict).
+    pub resource_version: Option<String>,
+    /// Patch the status subresource instead of the object.
+    pub status: bool,
+}
+
+impl Patch {
+    fn new(target: ObjectRef, patch_type: PatchType, body: &serde_json::Value) -> Self {
+        Patch { target, patch_type, body: body.to_string(), resource_version: None, status: false }
+    }
+
+    /// An RFC 7386 JSON merge patch: objects merge key by key, `null` removes a key, anything
+    /// else (lists included) replaces.
+    pub fn merge(target: ObjectRef, body: &serde_json::Value) -> Self {
+        Self::new(target, PatchType::Merge, body)
+    }
+
+    /// A Kubernetes strategic merge patch: as a merge patch, but lists of built-in kinds merge
+    /// by their keys (containers by name, …) and `$patch`, `$deleteFromPrimitiveList/<field>`
+    /// and `$setElementOrder/<field>` directives apply. Built-in kinds only.
+    pub fn strategic(target: ObjectRef, body: &serde_json::Value) -> Self {
+        Self::new(target, PatchType::Strategic, body)
+    }
+
+    /// An RFC 6902 JSON patch: `body` is the list of operations.
+    pub fn json(target: ObjectRef, operations: &serde_json::Value) -> Self {
+        Self::new(target, PatchType::Json, operations)
+    }
+
+    /// The same patch, applied only while the object is at `resource_version`.
+    pub fn with_resource_version(mut self, resource_version: impl Into<String>) -> Self {
+        self.resource_version = Some(resource_version.into());
+        self
+    }
+
+    /// The same patch, of the status subresource.
+    pub fn to_status(mut self) -> Self {
+        self.status = true;
+        self
+    }
+}
+
+/// How the API server applies a [`Patch`]: the Content-Type it is sent with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    /// RFC 6902 JSON patch (`application/json-patch+json`).
+    Json,
+    /// RFC 7386 JSON merge patch (`application/merge-patch+json`).
+    Merge,
+    /// Kubernetes strategic merge patch (`application/strategic-merge-patch+json`).
+    Strategic,
 }
 
 /// What [`Intent::Delete`] deletes.
 ///
 /// ```
-/// use wasmcm_guest::{DeleteTarget, Intent, Kind, ObjectRef};
+/// use wasmcm_guest::{DeleteTarget, Intent, Kind, ObjectRef, Propagation};
 ///
 /// // Only the pod of this uid: a pod recreated under the same name survives.
-/// let delete = Intent::Delete(DeleteTarget {
-///     target: ObjectRef { kind: Kind::new("v1", "Pod"), namespace: "demo".into(), name: "web-1".into() },
-///     uid: Some("0c5a…".into()),
-/// });
-/// # let _ = delete;
+/// let pod = ObjectRef { kind: Kind::new("v1", "Pod"), namespace: "demo".into(), name: "web-1".into() };
+/// let delete = Intent::Delete(DeleteTarget::new(pod, Some("0c5a…".into())));
+/// // A Job and, in the background, its pods (a Job's own default orphans them).
+/// let job = ObjectRef { kind: Kind::new("batch/v1", "Job"), namespace: "demo".into(), name: "nightly-29000".into() };
+/// let delete_job = Intent::Delete(DeleteTarget { propagation: Some(Propagation::Background), ..DeleteTarget::new(job, None) });
+/// # let _ = (delete, delete_job);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeleteTarget {
@@ -485,6 +573,40 @@ pub struct DeleteTarget {
     pub target: ObjectRef,
     /// When given, a precondition: only the object of this uid is deleted.
     pub uid: Option<String>,
+    /// How its dependents go (`DeleteOptions.propagationPolicy`); `None`: the server's default
+    /// for the kind (batch/v1 Jobs and CronJobs orphan theirs). Contract 0.4.0.
+    pub propagation: Option<Propagation>,
+}
+
+impl DeleteTarget {
+    /// A delete of `target` (with `uid` as precondition when given) under the server's default
+    /// propagation.
+    pub fn new(target: ObjectRef, uid: Option<String>) -> Self {
+        DeleteTarget { target, uid, propagation: None }
+    }
+}
+
+/// `DeleteOptions.propagationPolicy`: what a delete does with the objects whose ownerReferences
+/// name the deleted one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// Leave them, without the ownerReference.
+    Orphan,
+    /// Delete the object now, its dependents after (the garbage collector).
+    Background,
+    /// Delete the dependents first; the object stays, being deleted, until they are gone.
+    Foreground,
+}
+
+impl Propagation {
+    /// As the API names it: `Orphan`, `Background`, `Foreground`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Orphan => "Orphan",
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+        }
+    }
 }
 
 /// The type of an [`Event`], as `kubectl describe` shows it.
@@ -543,8 +665,9 @@ pub struct Outcome {
     /// The writes, batch by batch: the writes of one batch may run concurrently, and a failure
     /// in a batch stops every later batch.
     pub batches: Vec<Vec<Intent>>,
-    /// Reconcile this key again after this many milliseconds even if nothing changes (a
-    /// deadline to check, a condition to time out); honoured once every write succeeded.
+    /// Reconcile this key again this many milliseconds after [`Request::now`] even if nothing
+    /// changes (a deadline to check, a condition to time out): the time the reconcile and its
+    /// writes took counts towards it. Honoured once every write succeeded.
     pub requeue_after_ms: Option<u64>,
 }
 

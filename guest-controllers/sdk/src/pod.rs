@@ -57,6 +57,118 @@ pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Instant) -> bool {
     })
 }
 
+/// `controller.IsPodTerminating`: being deleted, and not yet in a terminal phase.
+pub fn is_terminating(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    phase != Some("Succeeded") && phase != Some("Failed") && pod.metadata.deletion_timestamp.is_some()
+}
+
+/// `podPhaseToOrdinal`: Pending (and any other) 0 < Unknown 1 < Running 2.
+pub fn phase_ordinal(pod: &Pod) -> u8 {
+    match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
+        Some("Unknown") => 1,
+        Some("Running") => 2,
+        _ => 0,
+    }
+}
+
+/// `maxContainerRestarts`: the highest restart count of the regular containers, then of the
+/// restartable init (sidecar) containers.
+pub fn max_container_restarts(pod: &Pod) -> (i32, i32) {
+    let Some(status) = pod.status.as_ref() else { return (0, 0) };
+    let regular = status.container_statuses.iter().flatten().map(|c| c.restart_count).max().unwrap_or(0);
+    let sidecars: Vec<&str> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+        .map(|c| c.name.as_str())
+        .collect();
+    let sidecar = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| sidecars.contains(&c.name.as_str()))
+        .map(|c| c.restart_count)
+        .max()
+        .unwrap_or(0);
+    (regular, sidecar)
+}
+
+/// Go's `afterOrZero`: a zero (absent) time sorts first, then the later time.
+pub fn after_or_zero(t1: Option<&Time>, t2: Option<&Time>) -> bool {
+    match (t1, t2) {
+        (None, _) | (_, None) => t1.is_none(),
+        (Some(a), Some(b)) => a.0 > b.0,
+    }
+}
+
+fn node_name(pod: &Pod) -> &str {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("")
+}
+
+/// `controller.ActivePods.Less`: whether `a` goes before `b` when picking pods to delete
+/// (unassigned < assigned, Pending < Unknown < Running, not ready < ready, ready for less time <
+/// more, more restarts < fewer, newer < older).
+pub fn active_pods_less(a: &Pod, b: &Pod) -> bool {
+    let (na, nb) = (node_name(a), node_name(b));
+    if na != nb && (na.is_empty() || nb.is_empty()) {
+        return na.is_empty();
+    }
+    if phase_ordinal(a) != phase_ordinal(b) {
+        return phase_ordinal(a) < phase_ordinal(b);
+    }
+    let (ready_a, ready_b) = (is_ready(a), is_ready(b));
+    if ready_a != ready_b {
+        return !ready_a;
+    }
+    if ready_a && ready_b {
+        let (ta, tb) = (ready_since(a), ready_since(b));
+        if ta != tb {
+            return after_or_zero(ta, tb);
+        }
+    }
+    let (ra, rb) = (max_container_restarts(a), max_container_restarts(b));
+    if ra.0 != rb.0 {
+        return ra.0 > rb.0;
+    }
+    if ra.1 != rb.1 {
+        return ra.1 > rb.1;
+    }
+    let (ca, cb) = (a.metadata.creation_timestamp.as_ref(), b.metadata.creation_timestamp.as_ref());
+    if ca != cb {
+        return after_or_zero(ca, cb);
+    }
+    false
+}
+
+/// A stable merge sort on a Go-style `less` predicate. Upstream's orderings are not always
+/// transitive (tie-breaks can form cycles), and `slice::sort_by` may panic on such orders; this
+/// never does, and keeps equal elements in their order.
+pub fn sort_by_less<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool) {
+    let mut buf = v.to_vec();
+    let mut width = 1;
+    while width < v.len() {
+        for start in (0..v.len()).step_by(2 * width) {
+            let mid = (start + width).min(v.len());
+            let end = (start + 2 * width).min(v.len());
+            let (mut i, mut j) = (start, mid);
+            for slot in &mut buf[start..end] {
+                // Take from the right only when strictly less, which keeps the sort stable.
+                if j < end && (i >= mid || less(&v[j], &v[i])) {
+                    *slot = v[j];
+                    j += 1;
+                } else {
+                    *slot = v[i];
+                    i += 1;
+                }
+            }
+        }
+        v.copy_from_slice(&buf);
+        width *= 2;
+    }
+}
+
 /// `controller.GetPodFromTemplate` on the template's JSON, so fields this build does not know
 /// reach the pod: labels, annotations and finalizers of the template, `generateName`
 /// `<parent>-`, the controller reference, and the template's spec. A template without labels
@@ -143,6 +255,47 @@ mod tests {
         assert!(!is_active(&pod(json!({"metadata":{},"status":{"phase":"Failed"}}))));
         assert!(!is_active(&pod(json!({"metadata":{},"status":{"phase":"Succeeded"}}))));
         assert!(!is_active(&pod(json!({"metadata":{"deletionTimestamp":"2026-01-01T00:00:00Z"}}))));
+    }
+
+    #[test]
+    fn active_pods_order_as_upstream() {
+        let p = |name: &str, v: Value| {
+            let mut v = v;
+            v["metadata"]["name"] = json!(name);
+            pod(v)
+        };
+        let ready = |at: &str| json!({"type": "Ready", "status": "True", "lastTransitionTime": at});
+        let pods = [
+            p(
+                "running-ready-old",
+                json!({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Running", "conditions": [ready("2026-01-01T00:00:00Z")]}}),
+            ),
+            p(
+                "running-ready-new",
+                json!({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Running", "conditions": [ready("2026-01-02T00:00:00Z")]}}),
+            ),
+            p("running", json!({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Running"}})),
+            p(
+                "restarted",
+                json!({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Running", "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 3}]}}),
+            ),
+            p("pending", json!({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Pending"}})),
+            p("unassigned", json!({"metadata": {}, "status": {"phase": "Running"}})),
+            p("unknown", json!({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Unknown"}})),
+        ];
+        let mut refs: Vec<&Pod> = pods.iter().collect();
+        sort_by_less(&mut refs, |a, b| active_pods_less(a, b));
+        let names: Vec<&str> = refs.iter().map(|p| p.metadata.name.as_deref().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["unassigned", "pending", "unknown", "restarted", "running", "running-ready-new", "running-ready-old"]
+        );
+        assert!(is_terminating(&pod(
+            json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Running"}})
+        )));
+        assert!(!is_terminating(&pod(
+            json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Failed"}})
+        )));
     }
 
     #[test]

@@ -48,7 +48,9 @@ pub(crate) struct ClusterArgs {
 
 pub(crate) fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     use wasmcm_apiserver::{Cluster, ClusterConfig, FaultConfig, KubeletConfig};
+    let clock = wasmcm_core::clock::Clock::from_env().map_err(anyhow::Error::msg)?;
     let config = ClusterConfig {
+        clock,
         bind: std::net::SocketAddr::new(args.address, args.port),
         insecure_http: args.insecure_http,
         kubeconfig: args.kubeconfig,

@@ -228,7 +228,10 @@ type Embedded = wasmcm_apiserver::Cluster;
 /// A new embedded cluster, and the `try:` line that shows it off.
 #[cfg(feature = "embedded-cluster")]
 async fn embedded() -> anyhow::Result<(kube::Config, Option<Embedded>)> {
-    let cluster = wasmcm_apiserver::Cluster::start(wasmcm_apiserver::ClusterConfig::default()).await?;
+    // The cluster's clock (WASMCM_CLOCK: a test clock runs faster), the host's too.
+    let clock = wasmcm_core::clock::Clock::from_env().map_err(anyhow::Error::msg)?;
+    let config = wasmcm_apiserver::ClusterConfig { clock, ..wasmcm_apiserver::ClusterConfig::default() };
+    let cluster = wasmcm_apiserver::Cluster::start(config).await?;
     let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig)?;
     let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
     println!("embedded cluster at {}", cluster.url);
@@ -287,6 +290,8 @@ fn host_config(args: &RunArgs, namespace: String) -> anyhow::Result<HostConfig> 
                 namespace: Some(namespace),
                 lease: Some((args.leader_elect_resource_namespace.clone(), args.leader_elect_resource_name.clone())),
             },
+            // The cluster's clock (WASMCM_CLOCK): plugins' now, and requeues shortened by its rate.
+            clock: wasmcm_core::clock::Clock::from_env().map_err(anyhow::Error::msg)?,
             ..ControllerConfig::default()
         },
         client_rate: ClientRate { qps: args.kube_api_qps, burst: args.kube_api_burst },

@@ -6,6 +6,9 @@ pub const BUILTINS: &[(&str, &[u8])] = &[
     ("replicaset", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_replicaset.wasm"))),
     ("deployment", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_deployment_plugin.wasm"))),
     ("rollback", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_rollback.wasm"))),
+    ("job", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_job_plugin.wasm"))),
+    ("cronjob", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_cronjob_plugin.wasm"))),
+    ("ttlafterfinished", include_bytes!(concat!(env!("WASMCM_GUEST_DIR"), "/wasmcm_ttlafterfinished.wasm"))),
 ];
 
 pub fn get(name: &str) -> Option<&'static [u8]> {

@@ -8,11 +8,10 @@
 use wasmcm_guest::{Kind, Operator, Requirement, Selector};
 
 use super::call::{CallState, CapabilityViolation, mib, size};
-use super::wit::{wit_cache, wit_types};
+use super::wit::{kind_from_wit, wit_cache, wit_types};
 
 impl CallState {
-    fn check_readable(&mut self, kind: &wit_types::Kind) -> wasmtime::Result<Kind> {
-        let kind = Kind::new(&kind.api_version, &kind.kind);
+    fn check_readable(&mut self, kind: Kind) -> wasmtime::Result<Kind> {
         if self.readable.contains(&kind) {
             return Ok(kind);
         }
@@ -89,14 +88,70 @@ const MAX_CALL_READ_BYTES: usize = 128 << 20;
 const MAX_SELECTOR_REQUIREMENTS: usize = 64;
 const MAX_SELECTOR_VALUES: usize = 256;
 
+impl CallState {
+    /// `cache.get`, in either contract.
+    pub(super) fn read_get(&mut self, kind: Kind, namespace: &str, name: &str) -> wasmtime::Result<Option<String>> {
+        self.copy_dropped();
+        let kind = self.check_readable(kind)?;
+        let object = self.cache.get(&kind, namespace, name);
+        Ok(self.hand_out("get", object.into_iter().collect())?.pop())
+    }
+
+    /// `cache.list`, in either contract.
+    pub(super) fn read_list(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        selector: Selector,
+    ) -> wasmtime::Result<Vec<String>> {
+        self.copy_dropped();
+        let kind = self.check_readable(kind)?;
+        self.check_selector(&selector)?;
+        let objects = self.cache.list(&kind, namespace, &selector);
+        self.hand_out(&format!("list of {kind}"), objects)
+    }
+
+    /// `cache.list-controlled`, in either contract.
+    pub(super) fn read_list_controlled(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        owner_uid: &str,
+        orphans: bool,
+    ) -> wasmtime::Result<Vec<String>> {
+        self.copy_dropped();
+        let kind = self.check_readable(kind)?;
+        let objects = self.cache.list_controlled(&kind, namespace, owner_uid, orphans);
+        self.hand_out(&format!("list-controlled of {kind}"), objects)
+    }
+}
+
+/// The contract's operator as the host's.
+fn operator(op: wit_types::Operator) -> Operator {
+    match op {
+        wit_types::Operator::In => Operator::In,
+        wit_types::Operator::NotIn => Operator::NotIn,
+        wit_types::Operator::Exists => Operator::Exists,
+        wit_types::Operator::DoesNotExist => Operator::DoesNotExist,
+    }
+}
+
+pub(super) fn selector_from_wit(selector: wit_types::Selector) -> Selector {
+    Selector {
+        match_labels: selector.match_labels,
+        match_expressions: selector
+            .match_expressions
+            .into_iter()
+            .map(|r| Requirement { key: r.key, operator: operator(r.operator), values: r.values })
+            .collect(),
+    }
+}
+
 impl wit_types::Host for CallState {}
 
 impl wit_cache::Host for CallState {
     fn get(&mut self, kind: wit_types::Kind, namespace: String, name: String) -> wasmtime::Result<Option<String>> {
-        self.copy_dropped();
-        let kind = self.check_readable(&kind)?;
-        let object = self.cache.get(&kind, &namespace, &name);
-        Ok(self.hand_out("get", object.into_iter().collect())?.pop())
+        self.read_get(kind_from_wit(kind), &namespace, &name)
     }
 
     fn list(
@@ -105,28 +160,7 @@ impl wit_cache::Host for CallState {
         namespace: String,
         selector: wit_types::Selector,
     ) -> wasmtime::Result<Vec<String>> {
-        self.copy_dropped();
-        let kind = self.check_readable(&kind)?;
-        let selector = Selector {
-            match_labels: selector.match_labels,
-            match_expressions: selector
-                .match_expressions
-                .into_iter()
-                .map(|r| Requirement {
-                    key: r.key,
-                    operator: match r.operator {
-                        wit_types::Operator::In => Operator::In,
-                        wit_types::Operator::NotIn => Operator::NotIn,
-                        wit_types::Operator::Exists => Operator::Exists,
-                        wit_types::Operator::DoesNotExist => Operator::DoesNotExist,
-                    },
-                    values: r.values,
-                })
-                .collect(),
-        };
-        self.check_selector(&selector)?;
-        let objects = self.cache.list(&kind, &namespace, &selector);
-        self.hand_out(&format!("list of {kind}"), objects)
+        self.read_list(kind_from_wit(kind), &namespace, selector_from_wit(selector))
     }
 
     fn list_controlled(
@@ -136,9 +170,6 @@ impl wit_cache::Host for CallState {
         owner_uid: String,
         orphans: bool,
     ) -> wasmtime::Result<Vec<String>> {
-        self.copy_dropped();
-        let kind = self.check_readable(&kind)?;
-        let objects = self.cache.list_controlled(&kind, &namespace, &owner_uid, orphans);
-        self.hand_out(&format!("list-controlled of {kind}"), objects)
+        self.read_list_controlled(kind_from_wit(kind), &namespace, &owner_uid, orphans)
     }
 }

@@ -16,8 +16,8 @@ use wasmtime::{ResourceLimiter, Store, Trap};
 use super::budget::MemoryBudget;
 use super::config::EPOCH_TICK;
 use super::load::TABLES_PER_CALL;
-use super::plugin::{MAX_OUTCOME_INTENTS, MAX_OUTCOME_TEXT, Plugin};
-use super::wit::{bindings, wit};
+use super::plugin::{Instance, MAX_OUTCOME_INTENTS, MAX_OUTCOME_TEXT, Plugin, Pre};
+use super::wit::wit;
 
 /// Why a call trapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,7 +185,7 @@ impl Plugin {
         &self,
         cache: Arc<dyn Cache + Send + Sync>,
         key: &str,
-        f: impl FnOnce(&bindings::Plugin, &mut Store<CallState>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let state = CallState {
             cache,
@@ -211,7 +211,11 @@ impl Plugin {
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         store.epoch_deadline_trap();
 
-        let instance = self.pre.instantiate(&mut store).map_err(|e| {
+        let instance = match &self.pre {
+            Pre::V4(pre) => pre.instantiate(&mut store).map(Instance::V4),
+            Pre::V3(pre) => pre.instantiate(&mut store).map(Instance::V3),
+        };
+        let instance = instance.map_err(|e| {
             let state = store.data();
             if state.memory_exceeded.is_some() || state.budget_refused.is_some() {
                 self.trap(state, TrapReason::Memory, format!("{e:#}"))

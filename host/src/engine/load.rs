@@ -1,11 +1,13 @@
 //! Loading a plugin: the [`Engine`] (compiler, linker, pooling allocator and epoch clock shared
 //! by every plugin) compiles a component, or reads it from the precompiled cache, refuses
 //! imports outside the contract and components of another contract, links it, asks it to
-//! describe itself and checks what it says ([`LoadError`] for each refusal).
+//! describe itself and checks what it says ([`LoadError`] for each refusal). A component of
+//! the current contract (`wit/reconciler.wit`) or, through `compat`, of the frozen 0.3.0 one
+//! is linked in its own; any other version is refused naming the versions ([`CONTRACTS`]).
 //!
 //! It owns loading only: the loaded [`Plugin`] and its calls are `plugin`'s and `call`'s.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,10 +18,20 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::budget::MemoryBudget;
 use super::call::{CallError, CallState};
+use super::compat;
 use super::config::{EPOCH_TICK, EngineConfig, Limits};
-use super::plugin::{Plugin, readable};
+use super::plugin::{Instance, Plugin, Pre, readable};
 use super::precompiled::Precompiled;
 use super::wit::{bindings, plugin_info_from_wit};
+
+/// The contracts this host implements, newest first: each plugin is called in the one it was
+/// built for.
+pub const CONTRACTS: [&str; 2] = [CONTRACT_VERSION, compat::CONTRACT_VERSION];
+
+/// "0.4.0 and 0.3.0", for messages.
+fn contracts_text() -> String {
+    CONTRACTS.join(" and ")
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -38,11 +50,15 @@ pub enum LoadError {
     Link { source_name: String, reason: String },
     #[error("{source_name}: describe() failed: {error}")]
     Describe { source_name: String, error: Box<CallError> },
-    #[error("{source_name}: plugin {name} was built for contract {contract}; this host implements {CONTRACT_VERSION}")]
+    #[error(
+        "{source_name}: plugin {name} was built for contract {contract}; this host implements contracts {}",
+        contracts_text()
+    )]
     Contract { source_name: String, name: String, contract: String },
     #[error(
-        "{source_name}: built for contract {contract}; this host implements {CONTRACT_VERSION}: rebuild the plugin \
-         against the wasmcm-guest crate of contract {CONTRACT_VERSION}"
+        "{source_name}: built for contract {contract}; this host implements contracts {}: rebuild the plugin \
+         against the wasmcm-guest crate of contract {CONTRACT_VERSION}",
+        contracts_text()
     )]
     ContractInterface { source_name: String, contract: String },
     #[error("{source_name}: invalid plugin metadata: {reason}")]
@@ -98,6 +114,7 @@ impl Engine {
 
         let mut linker = Linker::new(&engine);
         bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        compat::add_to_linker(&mut linker)?;
 
         let weak = engine.weak();
         std::thread::Builder::new().name("wasmcm-epoch".into()).spawn(move || {
@@ -163,18 +180,29 @@ impl Engine {
 
         let ty = component.component_type();
         let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string());
-        if let Some(contract) = imports.iter().cloned().chain(exports).find_map(|name| other_contract(&name)) {
+        let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        if let Some(contract) = imports.iter().chain(&exports).find_map(|name| other_contract(name)) {
             return Err(LoadError::ContractInterface { source_name: source_name.into(), contract });
         }
         if let Some(name) = imports.iter().find(|name| !is_allowed_import(name)) {
             return Err(LoadError::ForbiddenImport { source_name: source_name.into(), import: name.clone() });
         }
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .and_then(bindings::PluginPre::new)
-            .map_err(|e| LoadError::Link { source_name: source_name.into(), reason: format!("{e:#}") })?;
+        // The contract of its exported controller (else of its imports): one for the whole
+        // component, which is called in it.
+        let named: BTreeSet<&'static str> = imports.iter().chain(&exports).filter_map(|n| contract_of(n)).collect();
+        if named.len() > 1 {
+            let named: Vec<&str> = named.into_iter().collect();
+            let reason = format!("it mixes the interfaces of contracts {}", named.join(" and "));
+            return Err(LoadError::Metadata { source_name: source_name.into(), reason });
+        }
+        let contract = named.into_iter().next().unwrap_or(CONTRACT_VERSION);
+        let link = |e: wasmtime::Error| LoadError::Link { source_name: source_name.into(), reason: format!("{e:#}") };
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(link)?;
+        let pre = if contract == compat::CONTRACT_VERSION {
+            Pre::V3(compat::PluginPre::new(instance_pre).map_err(link)?)
+        } else {
+            Pre::V4(bindings::PluginPre::new(instance_pre).map_err(link)?)
+        };
 
         let limits = Limits { memory_bytes: limits.memory_bytes.min(self.max_memory_bytes), ..limits };
         let mut plugin = Plugin {
@@ -190,12 +218,13 @@ impl Engine {
             max_concurrent_calls: self.max_concurrent_calls,
         };
         let info = plugin
-            .call(Arc::new(MemoryCache::new()), "describe()", |p, store| {
-                p.wasmcm_reconciler_controller().call_describe(store)
+            .call(Arc::new(MemoryCache::new()), "describe()", |instance, store| match instance {
+                Instance::V4(p) => p.wasmcm_reconciler_controller().call_describe(store),
+                Instance::V3(p) => compat::describe(p, store),
             })
             .map_err(|e| LoadError::Describe { source_name: source_name.into(), error: Box::new(e) })?;
         let info = plugin_info_from_wit(info);
-        validate_info(source_name, &info)?;
+        validate_info(source_name, &info, contract)?;
         plugin.readable = readable(&info);
         plugin.info = info;
         Ok(plugin)
@@ -205,29 +234,45 @@ impl Engine {
 fn is_allowed_import(name: &str) -> bool {
     let Some((interface, version)) = name.split_once('@') else { return false };
     matches!(interface, "wasmcm:reconciler/cache" | "wasmcm:reconciler/log" | "wasmcm:reconciler/types")
-        && contract_compatible(version)
+        && contract_compatible(version).is_some()
 }
 
 /// The version of a `wasmcm:reconciler` interface this host does not implement, if `name` is one.
 fn other_contract(name: &str) -> Option<String> {
     let (interface, version) = name.split_once('@')?;
-    (interface.starts_with("wasmcm:reconciler/") && !contract_compatible(version)).then(|| version.to_string())
+    (interface.starts_with("wasmcm:reconciler/") && contract_compatible(version).is_none()).then(|| version.to_string())
 }
 
-/// Semver compatibility for a 0.x contract: same major and minor.
-fn contract_compatible(version: &str) -> bool {
-    let ours: Vec<&str> = CONTRACT_VERSION.split('.').collect();
+/// The contract (of [`CONTRACTS`]) of a `wasmcm:reconciler` interface `name`, if it is one.
+fn contract_of(name: &str) -> Option<&'static str> {
+    let (interface, version) = name.split_once('@')?;
+    interface.starts_with("wasmcm:reconciler/").then(|| contract_compatible(version)).flatten()
+}
+
+/// The contract of [`CONTRACTS`] `version` is semver-compatible with (for 0.x: same major and
+/// minor), if any.
+fn contract_compatible(version: &str) -> Option<&'static str> {
     let theirs: Vec<&str> = version.split('.').collect();
-    theirs.len() == 3 && theirs[..2] == ours[..2] && theirs[2].parse::<u32>().is_ok()
+    if theirs.len() != 3 || theirs[2].parse::<u32>().is_err() {
+        return None;
+    }
+    CONTRACTS.into_iter().find(|ours| ours.split('.').take(2).eq(theirs[..2].iter().copied()))
 }
 
-fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo) -> Result<(), LoadError> {
-    if !contract_compatible(&info.contract) {
+fn validate_info(source_name: &str, info: &wasmcm_guest::PluginInfo, exported: &str) -> Result<(), LoadError> {
+    let Some(declared) = contract_compatible(&info.contract) else {
         return Err(LoadError::Contract {
             source_name: source_name.into(),
             name: info.name.clone(),
             contract: info.contract.clone(),
         });
+    };
+    if declared != exported {
+        let reason = format!(
+            "describe() declares contract {}, but the component exports the interfaces of contract {exported}",
+            info.contract
+        );
+        return Err(LoadError::Metadata { source_name: source_name.into(), reason });
     }
     let bad = |reason: String| Err(LoadError::Metadata { source_name: source_name.into(), reason });
     if let Some(why) = wasmcm_core::validation::dns1123_label(&info.name).first() {
@@ -289,10 +334,16 @@ mod tests {
 
     #[test]
     fn only_contract_interfaces_may_be_imported() {
+        assert!(is_allowed_import("wasmcm:reconciler/cache@0.4.0"));
         assert!(is_allowed_import("wasmcm:reconciler/cache@0.3.0"));
         assert!(is_allowed_import("wasmcm:reconciler/log@0.3.7"));
+        assert!(is_allowed_import("wasmcm:reconciler/log@0.4.2"));
         assert!(!is_allowed_import("wasmcm:reconciler/cache@0.2.0"));
-        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.4.0"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@0.5.0"));
+        assert!(!is_allowed_import("wasmcm:reconciler/cache@1.4.0"));
+        assert_eq!(contract_of("wasmcm:reconciler/controller@0.3.1"), Some("0.3.0"));
+        assert_eq!(contract_of("wasmcm:reconciler/controller@0.4.0"), Some("0.4.0"));
+        assert_eq!(contract_of("wasi:cli/environment@0.4.0"), None);
         assert!(!is_allowed_import("wasi:filesystem/types@0.2.0"));
         assert!(!is_allowed_import("wasmcm:reconciler/cache"));
     }

@@ -28,10 +28,26 @@ pub(super) fn clip(mut message: String) -> String {
 
 impl wit_log::Host for CallState {
     fn log(&mut self, level: wit_log::Level, message: String) -> wasmtime::Result<()> {
+        let level = match level {
+            wit_log::Level::Trace => wasmcm_guest::Level::Trace,
+            wit_log::Level::Debug => wasmcm_guest::Level::Debug,
+            wit_log::Level::Info => wasmcm_guest::Level::Info,
+            wit_log::Level::Warn => wasmcm_guest::Level::Warn,
+            wit_log::Level::Error => wasmcm_guest::Level::Error,
+        };
+        self.write_log(level, message);
+        Ok(())
+    }
+}
+
+impl CallState {
+    /// `log.log`, in either contract.
+    pub(super) fn write_log(&mut self, level: wasmcm_guest::Level, message: String) {
+        use wasmcm_guest::Level;
         let message = clip(message);
         let (plugin, key) = (&*self.plugin, &self.key);
         // A panic message is kept whatever came before it: it is what the trap reports.
-        let panicked = level == wit_log::Level::Error && message.starts_with("panicked");
+        let panicked = level == Level::Error && message.starts_with("panicked");
         let (lines, bytes, dropping) = self.logged;
         let over = lines >= MAX_LOG_LINES_PER_CALL || bytes + message.len() > MAX_LOG_BYTES_PER_CALL;
         if over && !panicked {
@@ -44,19 +60,18 @@ impl wit_log::Host for CallState {
                 );
             }
             self.logged.2 = true;
-            return Ok(());
+            return;
         }
         self.logged = (lines + 1, bytes + message.len(), dropping);
         match level {
-            wit_log::Level::Trace => tracing::trace!(plugin, key, "{message}"),
-            wit_log::Level::Debug => tracing::debug!(plugin, key, "{message}"),
-            wit_log::Level::Info => tracing::info!(plugin, key, "{message}"),
-            wit_log::Level::Warn => tracing::warn!(plugin, key, "{message}"),
-            wit_log::Level::Error => tracing::error!(plugin, key, "{message}"),
+            Level::Trace => tracing::trace!(plugin, key, "{message}"),
+            Level::Debug => tracing::debug!(plugin, key, "{message}"),
+            Level::Info => tracing::info!(plugin, key, "{message}"),
+            Level::Warn => tracing::warn!(plugin, key, "{message}"),
+            Level::Error => tracing::error!(plugin, key, "{message}"),
         }
         if panicked {
             self.panic = Some(message);
         }
-        Ok(())
     }
 }

@@ -11,6 +11,7 @@ use wasmcm_guest::{Cache, Kind};
 
 use super::budget::MemoryBudget;
 use super::call::{CallError, CallState, TrapReason};
+use super::compat;
 use super::config::Limits;
 use super::load::Compiled;
 use super::log::clip;
@@ -26,6 +27,18 @@ pub(super) const MAX_OUTCOME_INTENTS: usize = 10_000;
 pub(super) const MAX_OUTCOME_TEXT: usize = 16 << 20;
 
 /// What a plugin may read: its primary, owned and watched kinds.
+/// A linked plugin, ready to instantiate, in the contract it was built for.
+pub(super) enum Pre {
+    V4(bindings::PluginPre<CallState>),
+    V3(compat::PluginPre<CallState>),
+}
+
+/// One call's instance.
+pub(super) enum Instance {
+    V4(bindings::Plugin),
+    V3(compat::Plugin),
+}
+
 pub(super) fn readable(info: &wasmcm_guest::PluginInfo) -> Arc<HashSet<Kind>> {
     let kinds = std::iter::once(&info.primary).chain(&info.owns).chain(info.watched_kinds());
     Arc::new(kinds.cloned().collect())
@@ -34,7 +47,7 @@ pub(super) fn readable(info: &wasmcm_guest::PluginInfo) -> Arc<HashSet<Kind>> {
 /// A loaded plugin, ready to be called from any thread.
 pub struct Plugin {
     pub(super) engine: wasmtime::Engine,
-    pub(super) pre: bindings::PluginPre<CallState>,
+    pub(super) pre: Pre,
     pub(super) info: wasmcm_guest::PluginInfo,
     pub(super) readable: Arc<HashSet<Kind>>,
     pub(super) digest: String,
@@ -107,8 +120,10 @@ impl Plugin {
             previous_failure: request.previous_failure.clone(),
             settings: request.settings.clone(),
         };
-        let result =
-            self.call(cache, &key, |p, store| p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request))?;
+        let result = self.call(cache, &key, |instance, store| match instance {
+            Instance::V4(p) => p.wasmcm_reconciler_controller().call_reconcile(store, &wit_request),
+            Instance::V3(p) => compat::reconcile(p, store, &wit_request),
+        })?;
         match result {
             Ok(outcome) => {
                 check_outcome(&outcome).map_err(|detail| CallError::Trap {
@@ -163,6 +178,9 @@ fn intent_text(i: &wit::Intent) -> usize {
         wit::Intent::Create(o) | wit::Intent::Update(o) | wit::Intent::UpdateStatus(o) => o.len(),
         wit::Intent::Delete(d) => object_ref(&d.target) + d.uid.as_ref().map_or(0, String::len),
         wit::Intent::Event(e) => object_ref(&e.regarding) + e.reason.len() + e.message.len(),
+        wit::Intent::Patch(p) => {
+            object_ref(&p.target) + p.body.len() + p.resource_version.as_ref().map_or(0, String::len)
+        }
     }
 }
 

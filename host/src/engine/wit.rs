@@ -17,7 +17,7 @@ pub(super) mod bindings {
 pub(super) use bindings::exports::wasmcm::reconciler::controller as wit;
 pub(super) use bindings::wasmcm::reconciler::{cache as wit_cache, log as wit_log, types as wit_types};
 
-fn kind_from_wit(k: wit_types::Kind) -> Kind {
+pub(super) fn kind_from_wit(k: wit_types::Kind) -> Kind {
     Kind { api_version: k.api_version, kind: k.kind }
 }
 
@@ -55,9 +55,26 @@ pub(super) fn outcome_from_wit(o: wit::Outcome) -> wasmcm_guest::Outcome {
         wit::Intent::Create(o) => Intent::Create(o),
         wit::Intent::Update(o) => Intent::Update(o),
         wit::Intent::UpdateStatus(o) => Intent::UpdateStatus(o),
-        wit::Intent::Delete(d) => {
-            Intent::Delete(wasmcm_guest::DeleteTarget { target: ref_from_wit(d.target), uid: d.uid })
-        }
+        wit::Intent::Delete(d) => Intent::Delete(wasmcm_guest::DeleteTarget {
+            target: ref_from_wit(d.target),
+            uid: d.uid,
+            propagation: d.propagation.map(|p| match p {
+                wit::Propagation::Orphan => wasmcm_guest::Propagation::Orphan,
+                wit::Propagation::Background => wasmcm_guest::Propagation::Background,
+                wit::Propagation::Foreground => wasmcm_guest::Propagation::Foreground,
+            }),
+        }),
+        wit::Intent::Patch(p) => Intent::Patch(wasmcm_guest::Patch {
+            target: ref_from_wit(p.target),
+            patch_type: match p.patch_type {
+                wit::PatchType::Json => wasmcm_guest::PatchType::Json,
+                wit::PatchType::Merge => wasmcm_guest::PatchType::Merge,
+                wit::PatchType::Strategic => wasmcm_guest::PatchType::Strategic,
+            },
+            body: p.body,
+            resource_version: p.resource_version,
+            status: p.status,
+        }),
         wit::Intent::Event(e) => Intent::Event(wasmcm_guest::Event {
             regarding: ref_from_wit(e.regarding),
             event_type: match e.event_type {

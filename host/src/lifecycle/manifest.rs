@@ -84,6 +84,18 @@ items:
   spec:
     source: {builtin: rollback}
     scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
+- metadata: {name: job}
+  spec:
+    source: {builtin: job}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
+- metadata: {name: cronjob}
+  spec:
+    source: {builtin: cronjob}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
+- metadata: {name: ttlafterfinished}
+  spec:
+    source: {builtin: ttlafterfinished}
+    scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: ["*"], podSecurity: privileged}
 "#;
 
 /// One plugin as the manifest describes it, validated.
@@ -769,8 +781,19 @@ items:
         write("notes.txt", "ignored");
         let (specs, errors) = resolve_plugins(&[dir.path().to_path_buf()], "wasmcm");
         let names: Vec<_> = specs.iter().map(|s| (s.name.as_str(), s.enabled)).collect();
-        assert_eq!(names, [("replicaset", true), ("rollback", true), ("deployment", false), ("extra", true)]);
-        assert_eq!(specs[3].source, Source::File(dir.path().join("extra.wasm")));
+        assert_eq!(
+            names,
+            [
+                ("replicaset", true),
+                ("rollback", true),
+                ("job", true),
+                ("cronjob", true),
+                ("ttlafterfinished", true),
+                ("deployment", false),
+                ("extra", true)
+            ]
+        );
+        assert_eq!(specs[6].source, Source::File(dir.path().join("extra.wasm")));
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].file.ends_with("c.yaml"), "{}", errors[0]);
     }

@@ -59,6 +59,9 @@ pub struct ControllerConfig {
     pub host: HostIdentity,
     /// Refuse a new version declaring wider rights instead of holding it for an operator.
     pub strict: bool,
+    /// The cluster's clock: plugins' `now`, and what their `requeue-after` counts in (a test
+    /// clock runs faster, so a requeue waits less real time).
+    pub clock: wasmcm_core::clock::Clock,
 }
 
 impl Default for ControllerConfig {
@@ -70,6 +73,7 @@ impl Default for ControllerConfig {
             resync: None,
             host: HostIdentity::default(),
             strict: false,
+            clock: wasmcm_core::clock::Clock::system(),
         }
     }
 }
@@ -619,7 +623,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         let request = Request {
             namespace: key.namespace.clone(),
             name: key.name.clone(),
-            now: Instant::from_timestamp(jiff::Timestamp::now()),
+            now: Instant::from_timestamp(self.config.clock.now()),
             previous_failure,
             settings: live.spec.settings.clone(),
         };
@@ -653,6 +657,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         request: Request,
     ) -> &'static str {
         let info = live.plugin.info();
+        // `request.now`, give or take the microseconds since: a requeue counts from it.
+        let begun = std::time::Instant::now();
         // Objects outside the live version's scope do not exist for either version.
         let (version, host, namespaces) = (live.clone(), self.host.clone(), self.namespaces.get().cloned());
         let admits = move |ns: &str| {
@@ -719,7 +725,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             self.reverted(key, &reverted);
         }
         match result {
-            Ok(outcome) => self.write(key, live, &outcome).await,
+            Ok(outcome) => self.write(key, live, &outcome, begun).await,
             Err(e @ CallError::Plugin { retryable: false, .. }) => {
                 tracing::error!(plugin = %info.name, key = key.to_string(), "{e}; not retrying until the object changes");
                 self.queue.forget(key);
@@ -741,7 +747,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// Hands `outcome` to the writer, its writes fenced by the key's shard, and settles the key:
     /// retried with backoff unless the outcome was written in full, else forgotten (and queued
     /// again when the plugin asked); returns the outcome's metric label.
-    async fn write(&self, key: &Key, live: &Version, outcome: &Outcome) -> &'static str {
+    async fn write(&self, key: &Key, live: &Version, outcome: &Outcome, begun: std::time::Instant) -> &'static str {
         let info = live.plugin.info();
         let uid = self.primary().get(&key.namespace, &key.name).map(|o| o.uid.clone());
         let labels = |ns: &str| self.namespace_labels(ns);
@@ -778,7 +784,10 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
                 }
                 self.queue.forget(key);
                 if let Some(ms) = outcome.requeue_after_ms {
-                    self.queue.add_after(key.clone(), std::time::Duration::from_millis(ms));
+                    // Cluster time (a test clock runs faster), counted from the request's now:
+                    // what the reconcile and its writes took is already spent.
+                    let wait = self.config.clock.real(std::time::Duration::from_millis(ms));
+                    self.queue.add_after(key.clone(), wait.saturating_sub(begun.elapsed()));
                 }
                 "success"
             }

@@ -9,10 +9,10 @@
 
 use std::future::Future;
 
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
 use wasmcm_core::ApiError;
-use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
+use wasmcm_guest::{Event, EventType, Kind, ObjectRef, PatchType, Propagation};
 
 use crate::client::clients::{Deposed, deposed};
 use crate::client::discovery::Discovery;
@@ -132,15 +132,51 @@ impl WriteApi for KubeApi {
         Ok(self.resolve(kind).await?.namespaced)
     }
 
-    fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn delete(
+        &self,
+        target: &ObjectRef,
+        uid: Option<&str>,
+        propagation: Option<Propagation>,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
         let (target, uid) = (target.clone(), uid.map(String::from));
         async move {
             let (api, _permit) = self.api(&target.kind, &target.namespace).await?;
             let params = DeleteParams {
                 preconditions: uid.map(|uid| Preconditions { uid: Some(uid), resource_version: None }),
+                propagation_policy: propagation.map(|p| match p {
+                    Propagation::Orphan => PropagationPolicy::Orphan,
+                    Propagation::Background => PropagationPolicy::Background,
+                    Propagation::Foreground => PropagationPolicy::Foreground,
+                }),
                 ..DeleteParams::default()
             };
             api.delete(&target.name, &params).await.map(drop).map_err(api_error)
+        }
+    }
+
+    fn patch(
+        &self,
+        target: &ObjectRef,
+        patch_type: PatchType,
+        body: Value,
+        status: bool,
+    ) -> impl Future<Output = Result<Value, ApiError>> + Send {
+        let target = target.clone();
+        async move {
+            let patch = match patch_type {
+                PatchType::Json => Patch::Json(
+                    serde_json::from_value(body).map_err(|e| ApiError::bad_request(format!("JSON patch: {e}")))?,
+                ),
+                PatchType::Merge => Patch::Merge(body),
+                PatchType::Strategic => Patch::Strategic(body),
+            };
+            let (api, _permit) = self.api(&target.kind, &target.namespace).await?;
+            let params = PatchParams::default();
+            let patched = match status {
+                true => api.patch_status(&target.name, &params, &patch).await,
+                false => api.patch(&target.name, &params, &patch).await,
+            };
+            to_value(patched.map_err(api_error)?)
         }
     }
 

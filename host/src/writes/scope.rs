@@ -245,6 +245,70 @@ impl Tenancy<'_> {
     }
 }
 
+/// The places in an object that decide the pods it makes run, under its pod template's pointer:
+/// what `admits_pods` reads (the spec; the annotations, which Pod Security Standards read).
+const POD_FIELDS: [&str; 2] = ["/spec", "/metadata/annotations"];
+
+impl Tenancy<'_> {
+    /// Whether a patch of a `kind` may be sent: one that could change the pods it runs (its
+    /// pod template's spec or annotations, or what holds them) only when the scope lets the
+    /// plugin run any pod, since the host cannot check a patch's outcome as it checks a whole
+    /// object. `json`: `body` is an RFC 6902 list of operations; else a (strategic) merge patch.
+    pub(crate) fn admits_pod_patch(&self, kind: &Kind, json: bool, body: &Value) -> Result<(), String> {
+        let Some(template) = pod_template(kind) else { return Ok(()) };
+        let open = self.scope.service_accounts == ServiceAccounts::Any && self.scope.pod_security == Level::Privileged;
+        if open {
+            return Ok(());
+        }
+        let fields = POD_FIELDS.map(|f| format!("{template}{f}"));
+        let touched = fields.iter().find(|field| {
+            let field = tokens(field);
+            if json {
+                let ops = body.as_array().map(Vec::as_slice).unwrap_or_default();
+                ops.iter().any(|op| {
+                    ["path", "from"].iter().filter_map(|k| op.get(*k).and_then(Value::as_str)).any(|path| {
+                        let path = tokens(path);
+                        path.starts_with(&field) || field.starts_with(&path)
+                    })
+                })
+            } else {
+                merge_touches(body, &field)
+            }
+        });
+        match touched {
+            None => Ok(()),
+            Some(field) => Err(format!(
+                "the patch may change {} of the pods a {kind} runs, which the host checks only in a whole object \
+                 under a scope that limits them (scope.serviceAccounts: {}, scope.podSecurity: {}): send an update",
+                field.trim_start_matches('/').replace('/', "."),
+                self.scope.service_accounts,
+                self.scope.pod_security.as_str()
+            )),
+        }
+    }
+}
+
+/// The reference tokens of an RFC 6901 JSON pointer.
+fn tokens(pointer: &str) -> Vec<String> {
+    if pointer.is_empty() {
+        return Vec::new();
+    }
+    pointer.trim_start_matches('/').split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect()
+}
+
+/// Whether a merge or strategic merge patch `doc` reaches the field at `path`: it sets it, or
+/// replaces or deletes something holding it (a non-object on the way, or a directive there:
+/// `$patch`, `$retainKeys`, `$deleteFromPrimitiveList/<next>` and the like).
+fn merge_touches(doc: &Value, path: &[String]) -> bool {
+    let Some((next, rest)) = path.split_first() else { return true };
+    let Some(map) = doc.as_object() else { return true };
+    let directive = map.keys().any(|k| {
+        k.starts_with('$')
+            && (k == "$patch" || k == "$retainKeys" || k.rsplit_once('/').is_some_and(|(_, f)| f == next))
+    });
+    directive || map.get(next).is_some_and(|v| merge_touches(v, rest))
+}
+
 /// Where objects of `kind` hold the pods they make run: `""` for a Pod itself, else the JSON
 /// pointer of the pod template (its `metadata` and `spec`). `None`: no pods.
 fn pod_template(kind: &Kind) -> Option<&'static str> {
@@ -457,5 +521,60 @@ mod tests {
         builder["serviceAccountName"] = json!("builder");
         let e = t.admits_pods(&pod_kind, &pod(builder)).unwrap_err();
         assert!(e.contains("\"restricted:latest\"") && e.contains("allowPrivilegeEscalation != false"), "{e}");
+    }
+
+    #[test]
+    fn patches_may_change_the_pods_a_workload_runs_only_under_an_open_scope() {
+        let host = host();
+        let scope = Scope::default();
+        let t = Tenancy { scope: &scope, host: &host, namespace_labels: &labels };
+        let (pod, deployment) = (Kind::new("v1", "Pod"), Kind::new("apps/v1", "Deployment"));
+        let finalizer =
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["batch.kubernetes.io/job-tracking"]}});
+        assert!(t.admits_pod_patch(&pod, false, &finalizer).is_ok(), "metadata beside the annotations");
+        assert!(t.admits_pod_patch(&pod, false, &json!({"metadata": {"labels": {"a": "b"}}})).is_ok());
+        assert!(t.admits_pod_patch(&deployment, false, &json!({"spec": {"replicas": 3}})).is_ok());
+        assert!(t.admits_pod_patch(&Kind::new("v1", "ConfigMap"), false, &json!({"spec": 1})).is_ok());
+        let json_ok = json!([{"op": "remove", "path": "/metadata/finalizers/0"}, {"op": "replace", "path": "/spec/replicas", "value": 2}]);
+        assert!(t.admits_pod_patch(&deployment, true, &json_ok).is_ok());
+        for (kind, json, body) in [
+            (&pod, false, json!({"spec": {"containers": [{"name": "c", "securityContext": {"privileged": true}}]}})),
+            (
+                &pod,
+                false,
+                json!({"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}}}),
+            ),
+            (&pod, false, json!({"metadata": {"$patch": "replace", "name": "p"}})),
+            (&pod, false, json!({"spec": null})),
+            (&deployment, false, json!({"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}})),
+            (&deployment, false, json!({"spec": {"$retainKeys": ["replicas"], "replicas": 1}})),
+            (&deployment, false, json!({"spec": {"template": null}})),
+            (
+                &deployment,
+                true,
+                json!([{"op": "replace", "path": "/spec/template/spec/serviceAccountName", "value": "admin"}]),
+            ),
+            (&deployment, true, json!([{"op": "replace", "path": "/spec", "value": {}}])),
+            (
+                &deployment,
+                true,
+                json!([{"op": "copy", "from": "/metadata/annotations/x", "path": "/spec/template/metadata/annotations/y"}]),
+            ),
+            (&pod, true, json!([{"op": "add", "path": "", "value": {}}])),
+        ] {
+            let e = t.admits_pod_patch(kind, json, &body).unwrap_err();
+            assert!(e.contains(&format!("of the pods a {kind} runs")) && e.ends_with("send an update"), "{body}: {e}");
+        }
+        let e = t.admits_pod_patch(&deployment, false, &json!({"spec": {"template": {"spec": {}}}})).unwrap_err();
+        assert_eq!(
+            e,
+            "the patch may change spec.template.spec of the pods a apps/v1/Deployment runs, which the host checks \
+             only in a whole object under a scope that limits them (scope.serviceAccounts: [default], \
+             scope.podSecurity: baseline): send an update"
+        );
+        let open =
+            Scope { service_accounts: ServiceAccounts::Any, pod_security: Level::Privileged, ..Scope::default() };
+        let t = Tenancy { scope: &open, host: &host, namespace_labels: &labels };
+        assert!(t.admits_pod_patch(&deployment, false, &json!({"spec": {"template": {"spec": {}}}})).is_ok());
     }
 }

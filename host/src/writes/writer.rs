@@ -2,8 +2,10 @@
 //! what the plugin declared it may write, the namespace of the key and the plugin's scope, and
 //! refuses what no API call should carry: a name upstream's validation of the kind would refuse
 //! (before it reaches a URL path), an update without `metadata.resourceVersion` (an
-//! unconditional PUT overwrites whatever changed meanwhile), an object carrying the labels of
-//! the host's shard group. It runs each batch's writes concurrently and stops after a failing
+//! unconditional PUT overwrites whatever changed meanwhile), an object or patch carrying the
+//! labels of the host's shard group, a patch that is not a patch document of its type. A
+//! patch's resourceVersion precondition goes into the document as the API server reads one (a
+//! merge patch's `metadata.resourceVersion`, a JSON patch's leading `test`). It runs each batch's writes concurrently and stops after a failing
 //! batch, records the events KCM's PodControl records for the pods it creates and deletes, and
 //! tells the expectations what the informers should see next.
 //!
@@ -20,7 +22,7 @@ use serde_json::{Value, json};
 use wasmcm_core::group::{GROUP_LABEL as SHARD_GROUP_LABEL, ROLE_LABEL as SHARD_ROLE_LABEL};
 use wasmcm_core::str_at;
 use wasmcm_core::validation::{NameFormat, dns1123_label};
-use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PluginInfo};
+use wasmcm_guest::{Event, EventType, Intent, Kind, ObjectRef, Outcome, PatchType, PluginInfo, Propagation};
 
 use crate::key::Key;
 use crate::writes::expectations::Expectations;
@@ -35,7 +37,20 @@ pub trait WriteApi: Sync {
     fn create(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
     fn update(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
     fn update_status(&self, object: Value) -> impl Future<Output = Result<Value, ApiError>> + Send;
-    fn delete(&self, target: &ObjectRef, uid: Option<&str>) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn delete(
+        &self,
+        target: &ObjectRef,
+        uid: Option<&str>,
+        propagation: Option<Propagation>,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// PATCH of `target` (its status subresource when `status`); returns the object as stored.
+    fn patch(
+        &self,
+        target: &ObjectRef,
+        patch_type: PatchType,
+        body: Value,
+        status: bool,
+    ) -> impl Future<Output = Result<Value, ApiError>> + Send;
     /// Whether objects of `kind` live in namespaces (discovery's answer).
     fn namespaced(&self, kind: &Kind) -> impl Future<Output = Result<bool, ApiError>> + Send;
     /// `uid` is the regarding object's, when known (kubectl describe matches events by it).
@@ -48,6 +63,8 @@ pub enum Verb {
     Update,
     UpdateStatus,
     Delete,
+    Patch,
+    PatchStatus,
 }
 
 impl Verb {
@@ -57,6 +74,8 @@ impl Verb {
             Verb::Update => "update",
             Verb::UpdateStatus => "update-status",
             Verb::Delete => "delete",
+            Verb::Patch => "patch",
+            Verb::PatchStatus => "patch-status",
         }
     }
 }
@@ -104,7 +123,8 @@ pub(crate) fn deletion_id(kind: &Kind, namespace: &str, name: &str) -> String {
 /// A checked intent, ready to send.
 enum Op {
     Write { verb: Verb, kind: Kind, object: Value, name: String, counted: bool },
-    Delete { target: ObjectRef, uid: Option<String>, tracked: bool },
+    Delete { target: ObjectRef, uid: Option<String>, propagation: Option<Propagation>, tracked: bool },
+    Patch { target: ObjectRef, patch_type: PatchType, body: Value, status: bool },
     Event(Event),
 }
 
@@ -210,8 +230,9 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
                 target.namespace = primary.namespace.clone();
             }
             let tracked = plugin.owns.contains(&target.kind);
-            return Ok(Op::Delete { target, uid: d.uid.clone(), tracked });
+            return Ok(Op::Delete { target, uid: d.uid.clone(), propagation: d.propagation, tracked });
         }
+        Intent::Patch(p) => return check_patch(plugin, primary, p),
         Intent::Event(e) => {
             let what = || format!("event {}", e.reason);
             let r = &e.regarding;
@@ -279,6 +300,59 @@ fn check(plugin: &PluginInfo, primary: &ObjectRef, intent: &Intent) -> Result<Op
     Ok(Op::Write { verb, kind, object, name, counted })
 }
 
+/// A patch intent, checked: its target as a delete's, its document of its type, the
+/// resourceVersion precondition written into it, and no shard-group label named anywhere in it.
+fn check_patch(plugin: &PluginInfo, primary: &ObjectRef, p: &wasmcm_guest::Patch) -> Result<Op, Refusal> {
+    let t = &p.target;
+    let what = format!("{} {} {}/{}", if p.status { "patch-status" } else { "patch" }, t.kind, t.namespace, t.name);
+    let refuse = |reason: String| Refusal { intent: what.clone(), reason };
+    check_target(plugin, primary, &t.kind, &t.namespace).map_err(refuse)?;
+    if t.name.is_empty() {
+        return Err(refuse("a patch names its target (metadata.name)".into()));
+    }
+    check_names(&t.kind, &t.namespace, &t.name, "").map_err(refuse)?;
+    let mut body: Value = serde_json::from_str(&p.body).map_err(|e| refuse(format!("invalid JSON: {e}")))?;
+    match (p.patch_type, &mut body) {
+        (PatchType::Json, Value::Array(ops)) => {
+            if let Some(rv) = &p.resource_version {
+                ops.insert(0, json!({"op": "test", "path": "/metadata/resourceVersion", "value": rv}));
+            }
+        }
+        (PatchType::Json, _) => return Err(refuse("a JSON patch is a list of operations".into())),
+        (_, Value::Object(doc)) => {
+            if let Some(rv) = &p.resource_version {
+                let meta = doc.entry("metadata").or_insert_with(|| json!({}));
+                let Some(meta) = meta.as_object_mut() else {
+                    return Err(refuse("the patch's metadata is not an object".into()));
+                };
+                meta.insert("resourceVersion".into(), json!(rv));
+            }
+        }
+        _ => return Err(refuse("a merge or strategic merge patch is a JSON object".into())),
+    }
+    if let Some(label) = [SHARD_GROUP_LABEL, SHARD_ROLE_LABEL].into_iter().find(|l| names(&body, l)) {
+        return Err(refuse(format!("the label {label} marks the host's shard group, which no plugin writes")));
+    }
+    let mut target = t.clone();
+    if target.namespace.is_empty() {
+        target.namespace = primary.namespace.clone();
+    }
+    Ok(Op::Patch { target, patch_type: p.patch_type, body, status: p.status })
+}
+
+/// Whether `label` appears anywhere in `v`, as a key or in a string (a JSON patch names it in a
+/// path, escaped as RFC 6901 does).
+fn names(v: &Value, label: &str) -> bool {
+    let escaped = label.replace('~', "~0").replace('/', "~1");
+    let hit = |s: &str| s.contains(label) || s.contains(&escaped);
+    match v {
+        Value::String(s) => hit(s),
+        Value::Array(items) => items.iter().any(|i| names(i, label)),
+        Value::Object(map) => map.iter().any(|(k, v)| hit(k) || names(v, label)),
+        _ => false,
+    }
+}
+
 /// Upstream's `field.Invalid` message.
 fn invalid(field: &str, value: &str, why: &[String]) -> String {
     let why = if why.is_empty() { "must not be empty".to_string() } else { why.join(", ") };
@@ -313,6 +387,9 @@ async fn in_scope(api: &impl WriteApi, tenancy: Tenancy<'_>, primary: &ObjectRef
             (verb.as_str(), kind, str_at(object, "/metadata/namespace"), name)
         }
         Op::Delete { target, .. } => ("delete", &target.kind, target.namespace.as_str(), &target.name),
+        Op::Patch { target, status, .. } => {
+            (if *status { "patch-status" } else { "patch" }, &target.kind, target.namespace.as_str(), &target.name)
+        }
         Op::Event(e) if primary.namespace.is_empty() => {
             return match tenancy.admits_event(primary, &e.regarding) {
                 Ok(()) => Ok(op),
@@ -328,6 +405,10 @@ async fn in_scope(api: &impl WriteApi, tenancy: Tenancy<'_>, primary: &ObjectRef
     };
     let verdict = verdict.and_then(|()| match &op {
         Op::Write { verb: Verb::Create | Verb::Update, kind, object, .. } => tenancy.admits_pods(kind, object),
+        // A Pod's status subresource takes its annotations too: status patches are held to it.
+        Op::Patch { target, patch_type, body, .. } => {
+            tenancy.admits_pod_patch(&target.kind, *patch_type == PatchType::Json, body)
+        }
         _ => Ok(()),
     });
     verdict.map(|()| op).map_err(|reason| Refusal { intent: what, reason })
@@ -352,7 +433,12 @@ async fn send(api: &impl WriteApi, op: &Op) -> Sent {
         Op::Write { verb: Verb::Create, object, .. } => api.create(object.clone()).await.map(name_of),
         Op::Write { verb: Verb::Update, object, .. } => api.update(object.clone()).await.map(name_of),
         Op::Write { object, .. } => api.update_status(object.clone()).await.map(name_of),
-        Op::Delete { target, uid, .. } => api.delete(target, uid.as_deref()).await.map(|_| None),
+        Op::Delete { target, uid, propagation, .. } => {
+            api.delete(target, uid.as_deref(), *propagation).await.map(|_| None)
+        }
+        Op::Patch { target, patch_type, body, status } => {
+            api.patch(target, *patch_type, body.clone(), *status).await.map(|_| None)
+        }
         Op::Event(_) => Ok(None),
     }
 }
@@ -385,6 +471,11 @@ fn settle(
             }
             pod_event(report, primary, &target.kind, Verb::Delete, &target.name, result.as_ref().err());
             record(report, Verb::Delete, target.clone(), result)
+        }
+        // PodControl records no event for a patch.
+        Op::Patch { target, status, .. } => {
+            let verb = if *status { Verb::PatchStatus } else { Verb::Patch };
+            record(report, verb, target.clone(), result.map(drop))
         }
         Op::Write { verb, kind, name, counted, .. } => {
             let target =
@@ -479,9 +570,17 @@ mod tests {
             self.push(format!("update-status {}", str_at(&object, "/metadata/name")));
             Ok(object)
         }
-        async fn delete(&self, target: &ObjectRef, _: Option<&str>) -> Result<(), ApiError> {
-            self.push(format!("delete {}", target.name));
+        async fn delete(&self, target: &ObjectRef, _: Option<&str>, p: Option<Propagation>) -> Result<(), ApiError> {
+            match p {
+                Some(p) => self.push(format!("delete {} ({})", target.name, p.as_str())),
+                None => self.push(format!("delete {}", target.name)),
+            }
             Ok(())
+        }
+        async fn patch(&self, target: &ObjectRef, t: PatchType, body: Value, status: bool) -> Result<Value, ApiError> {
+            let status = if status { " status" } else { "" };
+            self.push(format!("patch{status} {} {t:?} {body}", target.name));
+            Ok(json!({}))
         }
         async fn namespaced(&self, kind: &Kind) -> Result<bool, ApiError> {
             Ok(kind.kind != "Namespace")
@@ -634,6 +733,7 @@ mod tests {
                 Intent::Delete(wasmcm_guest::DeleteTarget {
                     target: ObjectRef { kind: cm.clone(), namespace: String::new(), name: "a/b".into() },
                     uid: None,
+                    propagation: None,
                 }),
                 "metadata.name: Invalid value: \"a/b\"",
             ),
@@ -641,6 +741,7 @@ mod tests {
                 Intent::Delete(wasmcm_guest::DeleteTarget {
                     target: ObjectRef { kind: cm.clone(), namespace: String::new(), name: String::new() },
                     uid: None,
+                    propagation: None,
                 }),
                 "a delete names its target",
             ),
@@ -701,5 +802,82 @@ mod tests {
         let (sent, refused) = write(cm, "team-a", "k", vec![Intent::Update(deployment)]);
         assert!(sent.is_empty());
         assert!(refused[0].contains("spec.template.spec.serviceAccount \"admin\""), "{refused:?}");
+    }
+
+    #[test]
+    fn patches_carry_their_precondition_in_the_document_and_are_held_to_the_plugins_bounds() {
+        use wasmcm_guest::Patch;
+        let cm = Kind::new("v1", "ConfigMap");
+        let target = |kind: &Kind, ns: &str, name: &str| ObjectRef {
+            kind: kind.clone(),
+            namespace: ns.into(),
+            name: name.into(),
+        };
+        let pod = Kind::new("v1", "Pod");
+        let intents = vec![
+            Intent::Patch(wasmcm_guest::finalizer::remove_patch(
+                target(&pod, "", "p1"),
+                "batch.kubernetes.io/job-tracking",
+            )),
+            Intent::Patch(
+                Patch::merge(target(&cm, "team-a", "c"), &json!({"data": {"k": "v"}})).with_resource_version("7"),
+            ),
+            Intent::Patch(
+                Patch::json(target(&cm, "", "c"), &json!([{"op": "remove", "path": "/data/k"}]))
+                    .with_resource_version("8")
+                    .to_status(),
+            ),
+            Intent::Delete(wasmcm_guest::DeleteTarget {
+                propagation: Some(Propagation::Background),
+                ..wasmcm_guest::DeleteTarget::new(target(&cm, "", "old"), None)
+            }),
+        ];
+        let (sent, refused) = write(cm.clone(), "team-a", "k", intents);
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(
+            sent,
+            [
+                r#"patch p1 Strategic {"metadata":{"$deleteFromPrimitiveList/finalizers":["batch.kubernetes.io/job-tracking"]}}"#,
+                r#"patch c Merge {"data":{"k":"v"},"metadata":{"resourceVersion":"7"}}"#,
+                r#"patch status c Json [{"op":"test","path":"/metadata/resourceVersion","value":"8"},{"op":"remove","path":"/data/k"}]"#,
+                "delete old (Background)",
+            ]
+        );
+
+        for (intent, expected) in [
+            (
+                Patch::json(target(&cm, "", "c"), &json!({"op": "remove"})),
+                "patch v1/ConfigMap /c: a JSON patch is a list of operations",
+            ),
+            (Patch::merge(target(&cm, "", "c"), &json!([1])), "a merge or strategic merge patch is a JSON object"),
+            (Patch { body: "{".into(), ..Patch::merge(target(&cm, "", "c"), &json!({})) }, "invalid JSON"),
+            (Patch::merge(target(&cm, "", ""), &json!({})), "a patch names its target (metadata.name)"),
+            (Patch::merge(target(&cm, "other", "c"), &json!({})), "writes are confined to namespace \"team-a\""),
+            (Patch::merge(target(&Kind::new("v1", "Secret"), "", "s"), &json!({})), "may not write v1/Secret"),
+            (Patch::merge(target(&cm, "", "a/b"), &json!({})), "metadata.name: Invalid value: \"a/b\""),
+            (
+                Patch::merge(target(&cm, "", "c"), &json!({"metadata": "x"})).with_resource_version("1"),
+                "the patch's metadata is not an object",
+            ),
+            (
+                Patch::merge(target(&cm, "", "c"), &json!({"metadata": {"labels": {SHARD_GROUP_LABEL: "g"}}})),
+                "which no plugin writes",
+            ),
+            (
+                Patch::json(
+                    target(&cm, "", "c"),
+                    &json!([{"op": "add", "path": format!("/metadata/labels/{}", SHARD_ROLE_LABEL.replace('/', "~1")), "value": "x"}]),
+                ),
+                "which no plugin writes",
+            ),
+            (
+                Patch::strategic(target(&pod, "", "p"), &json!({"spec": {"serviceAccountName": "admin"}})),
+                "the patch may change spec of the pods a v1/Pod runs",
+            ),
+        ] {
+            let (sent, refused) = write(cm.clone(), "team-a", "k", vec![Intent::Patch(intent)]);
+            assert!(sent.is_empty(), "{expected}: {sent:?}");
+            assert!(refused.first().is_some_and(|r| r.contains(expected)), "{expected}: {refused:?}");
+        }
     }
 }

@@ -320,7 +320,16 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
     assert_known_fields(&rendered);
 
     // The "must agree" check: the RBAC rules, exactly.
-    let roles = ["wasmcm", "wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback"].map(|n| ("ClusterRole", n));
+    let roles = [
+        "wasmcm",
+        "wasmcm-replicaset",
+        "wasmcm-deployment",
+        "wasmcm-rollback",
+        "wasmcm-job",
+        "wasmcm-cronjob",
+        "wasmcm-ttlafterfinished",
+    ]
+    .map(|n| ("ClusterRole", n));
     for (kind, name) in [("Role", "wasmcm")].into_iter().chain(roles) {
         let chart_rules = &find(&rendered, kind, name)["rules"];
         let manifest_rules = &find(&manifests, kind, name)["rules"];
@@ -363,11 +372,25 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
     let on = |name: &str, enabled: bool| (name.to_string(), enabled);
     assert_eq!(
         plugins_enabled(&plugin_list(&overridden)),
-        [on("replicaset", true), on("deployment", true), on("rollback", false)]
+        [
+            on("replicaset", true),
+            on("deployment", true),
+            on("rollback", false),
+            on("job", true),
+            on("cronjob", true),
+            on("ttlafterfinished", true)
+        ]
     );
     assert_eq!(
         plugins_enabled(&plugin_list(&rendered)),
-        [on("replicaset", true), on("deployment", true), on("rollback", true)]
+        [
+            on("replicaset", true),
+            on("deployment", true),
+            on("rollback", true),
+            on("job", true),
+            on("cronjob", true),
+            on("ttlafterfinished", true)
+        ]
     );
     // A built-in turned off gets no identity, and the host may not impersonate one for it.
     let accounts = |objects: &[Value]| -> Vec<String> {
@@ -379,17 +402,36 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
         found.sort();
         found
     };
-    assert_eq!(accounts(&overridden), ["wasmcm", "wasmcm-deployment", "wasmcm-replicaset"]);
+    assert_eq!(
+        accounts(&overridden),
+        ["wasmcm", "wasmcm-cronjob", "wasmcm-deployment", "wasmcm-job", "wasmcm-replicaset", "wasmcm-ttlafterfinished"]
+    );
     assert!(!names(&overridden).contains(&"ClusterRole/wasmcm-rollback".to_string()));
     let impersonable = |objects: &[Value]| -> Value {
         let rules = find(objects, "Role", "wasmcm")["rules"].as_array().unwrap().clone();
         let rule = rules.into_iter().find(|r| r["verbs"] == serde_json::json!(["impersonate"]));
         rule.expect("an impersonate rule")["resourceNames"].clone()
     };
-    assert_eq!(impersonable(&overridden), serde_json::json!(["wasmcm-replicaset", "wasmcm-deployment"]));
+    assert_eq!(
+        impersonable(&overridden),
+        serde_json::json!([
+            "wasmcm-replicaset",
+            "wasmcm-deployment",
+            "wasmcm-job",
+            "wasmcm-cronjob",
+            "wasmcm-ttlafterfinished"
+        ])
+    );
     assert_eq!(
         impersonable(&rendered),
-        serde_json::json!(["wasmcm-replicaset", "wasmcm-deployment", "wasmcm-rollback"])
+        serde_json::json!([
+            "wasmcm-replicaset",
+            "wasmcm-deployment",
+            "wasmcm-rollback",
+            "wasmcm-job",
+            "wasmcm-cronjob",
+            "wasmcm-ttlafterfinished"
+        ])
     );
     // Shards: the flag, the Lease flags naming the group, and deploy/sharding's Role exactly.
     let sharded = documents(&helm_template(&["--set", "shards.count=32,replicaCount=3"]));
@@ -447,9 +489,16 @@ async fn load_plugin_manifest(objects: &[Value], what: &str) -> (Vec<(String, bo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plugin_manifest_in_the_configmap_loads() {
-    let all = ["replicaset", "deployment", "rollback"];
+    let all = ["replicaset", "deployment", "rollback", "job", "cronjob", "ttlafterfinished"];
     let on = |name: &str, enabled: bool| (name.to_string(), enabled);
-    let every_one = [on("replicaset", true), on("deployment", true), on("rollback", true)];
+    let every_one = [
+        on("replicaset", true),
+        on("deployment", true),
+        on("rollback", true),
+        on("job", true),
+        on("cronjob", true),
+        on("ttlafterfinished", true),
+    ];
 
     let (resolved, loaded) = load_plugin_manifest(&manifest_objects(), "deploy/manifests").await;
     assert_eq!(resolved, every_one);
@@ -462,8 +511,18 @@ async fn the_plugin_manifest_in_the_configmap_loads() {
     // A built-in turned off in the chart is off in the host, not brought back by the default manifest.
     let rendered = documents(&helm_template(&["--set", "plugins.builtin.rollback=false"]));
     let (resolved, loaded) = load_plugin_manifest(&rendered, "the chart, rollback off").await;
-    assert_eq!(resolved, [on("replicaset", true), on("deployment", true), on("rollback", false)]);
-    assert_eq!(loaded, ["replicaset", "deployment"]);
+    assert_eq!(
+        resolved,
+        [
+            on("replicaset", true),
+            on("deployment", true),
+            on("rollback", false),
+            on("job", true),
+            on("cronjob", true),
+            on("ttlafterfinished", true)
+        ]
+    );
+    assert_eq!(loaded, ["replicaset", "deployment", "job", "cronjob", "ttlafterfinished"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -511,7 +570,7 @@ async fn a_plugin_shipped_in_the_chart_loads_from_its_configmap_as_the_service_a
     .await;
     assert!(failures.is_empty(), "{failures:?}");
     let names: Vec<&str> = versions.iter().map(|v| v.name()).collect();
-    assert_eq!(names, ["replicaset", "deployment", "rollback", "stamp"]);
+    assert_eq!(names, ["replicaset", "deployment", "rollback", "job", "cronjob", "ttlafterfinished", "stamp"]);
     let loaded = versions.iter().find(|v| v.name() == "stamp").unwrap();
     assert_eq!(loaded.plugin.digest(), digest);
     assert_eq!(

@@ -99,6 +99,7 @@ fn components_importing_anything_beyond_the_contract_are_refused() {
 #[test]
 fn plugins_built_for_another_contract_are_refused_with_the_versions() {
     let this = wasmcm_guest::CONTRACT_VERSION;
+    assert_eq!(wasmcm::CONTRACTS, [this, "0.3.0"]);
     let components = [
         // A plugin of contract 0.2.0, which read the cache through `list` only.
         r#"(component (import "wasmcm:reconciler/cache@0.2.0" (instance)))"#,
@@ -110,11 +111,57 @@ fn plugins_built_for_another_contract_are_refused_with_the_versions() {
         let err = load_err(&wat::parse_str(wat).unwrap());
         assert!(matches!(&err, LoadError::ContractInterface { contract, .. } if contract == theirs), "{err}");
         let expected = format!(
-            "test.wasm: built for contract {theirs}; this host implements {this}: rebuild the plugin against the \
-             wasmcm-guest crate of contract {this}"
+            "test.wasm: built for contract {theirs}; this host implements contracts 0.4.0 and 0.3.0: rebuild the \
+             plugin against the wasmcm-guest crate of contract {this}"
         );
         assert_eq!(err.to_string(), expected);
     }
+    // One component speaks one contract.
+    let mixed = r#"(component (import "wasmcm:reconciler/cache@0.3.0" (instance))
+        (instance $i) (export "wasmcm:reconciler/controller@0.4.0" (instance $i)))"#;
+    let err = load_err(&wat::parse_str(mixed).unwrap());
+    assert!(matches!(err, LoadError::Metadata { .. }), "{err}");
+    assert!(err.to_string().ends_with("it mixes the interfaces of contracts 0.3.0 and 0.4.0"), "{err}");
+    // And declares the contract it exports.
+    let stamp = std::fs::read(common::guest("wasmcm_stamp.wasm")).unwrap();
+    let declares_older = wasmcm_stamp::variant(&stamp, "v1", "contract-0.3.0").unwrap();
+    let err = common::engine().load("stamp.wasm", &declares_older, Limits::default()).err().expect("refused");
+    assert_eq!(
+        err.to_string(),
+        "stamp.wasm: invalid plugin metadata: describe() declares contract 0.3.0, but the component exports the \
+         interfaces of contract 0.4.0"
+    );
+}
+
+/// A plugin built against contract 0.3.0 before 0.4.0 existed loads and runs unchanged: its
+/// reads are served, its intents arrive as the current contract's (a delete without a
+/// propagation), and only the current contract's plugins are offered `patch`.
+#[test]
+fn plugins_of_contract_0_3_0_load_and_run_unchanged() {
+    let bytes = std::fs::read(common::guest("wasmcm_legacy.wasm")).unwrap();
+    let plugin = common::engine().load("legacy.wasm", &bytes, Limits::default()).expect("a 0.3.0 plugin loads");
+    assert_eq!(plugin.info().contract, "0.3.0");
+    assert_eq!(
+        plugin.info().watches,
+        [wasmcm_guest::Watch::new(Kind::new("v1", "Secret"), wasmcm_guest::Changes::DELETED)]
+    );
+    assert!(plugin.imports().iter().all(|i| i.ends_with("@0.3.0")), "{:?}", plugin.imports());
+    let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "demo", "resourceVersion": "3"}});
+    let cache = wasmcm_guest::MemoryCache::from_objects(&[cm("a"), cm("b")]).unwrap();
+    let request =
+        wasmcm_guest::Request::new("demo", "a", wasmcm_guest::Instant { seconds: 1_800_000_000, nanoseconds: 0 });
+    let outcome = plugin.reconcile(&request, Arc::new(cache)).expect("reconciles");
+    assert_eq!(outcome.requeue_after_ms, Some(1500));
+    let [first, second] = outcome.batches.as_slice() else { panic!("{outcome:#?}") };
+    let [wasmcm_guest::Intent::Update(updated)] = first.as_slice() else { panic!("{outcome:#?}") };
+    let updated: serde_json::Value = serde_json::from_str(updated).unwrap();
+    assert_eq!(updated["data"], json!({"seen-by": "legacy 0.3.0", "listed": "2"}));
+    assert_eq!(updated["metadata"]["resourceVersion"], "3");
+    let [wasmcm_guest::Intent::Delete(delete), wasmcm_guest::Intent::Event(event)] = second.as_slice() else {
+        panic!("{outcome:#?}")
+    };
+    assert_eq!((delete.target.name.as_str(), delete.uid.as_ref(), delete.propagation), ("a-old", None, None));
+    assert_eq!((event.reason.as_str(), event.message.as_str()), ("Legacy", "reconciled by a 0.3.0 plugin"));
 }
 
 #[test]

@@ -23,7 +23,7 @@ use wasmcm::Version;
 use wasmcm::{Engine, EngineConfig};
 use wasmcm::{Host, HostConfig};
 
-const BUILTINS: [&str; 3] = ["replicaset", "deployment", "rollback"];
+const BUILTINS: [&str; 6] = ["replicaset", "deployment", "rollback", "job", "cronjob", "ttlafterfinished"];
 
 fn stamp_path() -> PathBuf {
     common::guest("wasmcm_stamp.wasm")
@@ -103,7 +103,11 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
     let (versions, failures) =
         wasmcm::load_all(common::engine(), &[d.to_path_buf()], &wasmcm::Trust::of("default"), None).await;
 
-    assert_eq!(names(&versions), ["deployment", "replicaset", "rollback", "stamp"], "failures: {failures:#?}");
+    assert_eq!(
+        names(&versions),
+        ["cronjob", "deployment", "job", "replicaset", "rollback", "stamp", "ttlafterfinished"],
+        "failures: {failures:#?}"
+    );
     let good = versions.iter().find(|v| v.name() == "stamp").unwrap();
     assert_eq!(good.plugin.digest(), pin, "the pinned digest is the component's");
     assert_eq!(good.spec.sha256.as_deref(), Some(pin.as_str()));
@@ -146,7 +150,7 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
             vec![
                 future.display().to_string(),
                 "plugin future".into(),
-                format!("built for contract 9.0.0; this host implements {}", wasmcm_guest::CONTRACT_VERSION),
+                "built for contract 9.0.0; this host implements contracts 0.4.0 and 0.3.0".to_string(),
             ],
         ),
         ("unknown field", vec![unknown, "plugin colourful".into(), "unknown field `colour`".into()]),
@@ -256,7 +260,7 @@ fn strict_makes_any_failure_fatal() {
             }
         }
     };
-    assert!(running.contains("replicaset, deployment, rollback, stamp"), "{running}");
+    assert!(running.contains("replicaset, deployment, rollback, job, cronjob, ttlafterfinished, stamp"), "{running}");
     assert!(!running.contains("pinned"), "{running}");
     assert!(child.0.try_wait().unwrap().is_none(), "the host keeps running");
     drop(child);
@@ -567,7 +571,11 @@ async fn unpinned_foreign_or_endless_plugin_sources_are_refused() {
 
     let (versions, failures) = wasmcm::load_all(common::engine(), &[d.to_path_buf()], &trust, None).await;
 
-    assert_eq!(names(&versions), ["deployment", "pinned", "replicaset", "rollback"], "{failures:#?}");
+    assert_eq!(
+        names(&versions),
+        ["cronjob", "deployment", "job", "pinned", "replicaset", "rollback", "ttlafterfinished"],
+        "{failures:#?}"
+    );
     let failure = |name: &str| failure_of(&failures, name);
     assert!(failure("unpinned").ends_with("--require-pins: the manifest entry pins no sha256"), "{failures:#?}");
     assert!(
@@ -695,7 +703,7 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
     write(dir.path(), "stamp.wasm", stamp_bytes());
     write(dir.path(), "replicaset.wasm", &replicaset);
     let mut plugins = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
-    for builtin in ["deployment", "rollback"] {
+    for builtin in ["deployment", "rollback", "job", "cronjob", "ttlafterfinished"] {
         plugins +=
             &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
     }

@@ -52,7 +52,7 @@ helm.sh/chart: {{ include "wasmcm.chart" . }}
 
 {{/* The built-in plugins, in the order of the default manifest compiled into the binary. */}}
 {{- define "wasmcm.builtins" -}}
-replicaset deployment rollback
+replicaset deployment rollback job cronjob ttlafterfinished
 {{- end }}
 
 {{/* Fails on values that would render a broken or unsafe install. */}}

@@ -163,7 +163,7 @@ impl World {
                 Intent::Delete(d) => {
                     self.objects.remove(&(d.target.kind.kind.clone(), d.target.name.clone()));
                 }
-                Intent::Event(_) => {}
+                Intent::Event(_) | Intent::Patch(_) => {}
             }
         }
     }

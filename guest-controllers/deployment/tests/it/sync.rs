@@ -454,3 +454,41 @@ fn no_input_scales_a_replica_set_past_replicas_plus_max_surge() {
     }
     assert!(rounds > 3000 && scaled > 1000, "the inputs exercised too little: {rounds} syncs, {scaled} sizes");
 }
+
+/// Upstream's `cleanupDeployment` skips a ReplicaSet whose spec change its controller has not
+/// observed (`generation > status.observedGeneration`), and a scale-down is such a change: the
+/// update that scales an old ReplicaSet to 0 returns it with a new generation, so the same sync
+/// never deletes it. Here a paused deployment's scaling event sizes the old ReplicaSet (which has
+/// no pods, all observed) to 0, and history cleanup follows in the same sync.
+#[test]
+fn an_old_replica_set_scaled_down_in_this_sync_is_not_deleted_in_it() {
+    let d = deployment(
+        3,
+        json!({"spec": {"paused": true, "revisionHistoryLimit": 0, "template": template("nginx:9")},
+               "status": {"replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3}}),
+    );
+    let new = sized("web-9", "nginx:9", 9, 3, 3, 4);
+    let mut new = new;
+    new["status"] = json!({"replicas": 3, "fullyLabeledReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
+                           "observedGeneration": 1});
+    // Sized for the previous size; its pod is gone (status 0), everything observed.
+    let mut old = sized("web-1", "nginx:1", 1, 1, 2, 3);
+    old["status"] = json!({"replicas": 0, "observedGeneration": 1});
+    let o = reconcile(&[d, new, old]);
+    assert_eq!(sizes(&o).get("web-1"), Some(&0), "scaled down: {o:?}");
+    assert!(deletes(&o).is_empty(), "deleted in the sync that scaled it down: {:?}", deletes(&o));
+
+    // Once its controller has observed the scale-down, the next sync deletes it.
+    let d = deployment(
+        3,
+        json!({"spec": {"paused": true, "revisionHistoryLimit": 0, "template": template("nginx:9")},
+               "status": {"replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3}}),
+    );
+    let mut new = sized("web-9", "nginx:9", 9, 3, 3, 4);
+    new["status"] = json!({"replicas": 3, "fullyLabeledReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
+                           "observedGeneration": 1});
+    let mut observed = sized("web-1", "nginx:1", 1, 0, 3, 4);
+    observed["metadata"]["generation"] = json!(2);
+    observed["status"] = json!({"replicas": 0, "observedGeneration": 2});
+    assert_eq!(deletes(&reconcile(&[d, new, observed])), ["web-1"]);
+}

@@ -168,7 +168,7 @@ impl Controller for Hostile {
                 let target =
                     ObjectRef { kind: Kind::new("v1", "Namespace"), namespace: String::new(), name: "victim".into() };
                 Ok(Outcome {
-                    batches: vec![vec![Intent::Delete(DeleteTarget { target, uid: None })]],
+                    batches: vec![vec![Intent::Delete(DeleteTarget::new(target, None))]],
                     requeue_after_ms: None,
                 })
             }
@@ -279,7 +279,7 @@ fn pod(namespace: &str, name: &str, account: &str, privileged: bool) -> serde_js
 /// number is excessive.
 fn deletes(n: usize) -> Vec<Intent> {
     let target = ObjectRef { kind: Kind::new("", ""), namespace: String::new(), name: String::new() };
-    vec![Intent::Delete(DeleteTarget { target, uid: None }); n]
+    vec![Intent::Delete(DeleteTarget::new(target, None)); n]
 }
 
 /// Exhausts the wasm call stack.
