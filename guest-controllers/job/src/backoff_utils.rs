@@ -11,8 +11,6 @@
 //! adds the new ones. Pods deleted before they finished are left out of the rebuilt history
 //! (upstream counted them as failures when it saw them), so the delay can only come out shorter.
 
-use std::collections::BTreeSet;
-
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use wasmcm_guest::Instant;
@@ -90,13 +88,7 @@ pub fn finished_time(pod: &Pod) -> Timestamp {
 /// has not finished. Init containers that ran to completion before the others are not looked at.
 fn finish_time_from_containers(pod: &Pod) -> Option<Timestamp> {
     let status = pod.status.as_ref()?;
-    let sidecars: BTreeSet<&str> = pod
-        .spec
-        .iter()
-        .flat_map(|s| s.init_containers.iter().flatten())
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
-        .map(|c| c.name.as_str())
-        .collect();
+    let sidecars = wasmcm_guest::pod::sidecar_names(pod);
     let regular = status.container_statuses.iter().flatten();
     let init = status.init_container_statuses.iter().flatten().filter(|c| sidecars.contains(c.name.as_str()));
     let mut latest: Option<Timestamp> = None;

@@ -15,6 +15,8 @@
 //! assert!(!pod::is_available(&ready, 60, now), "not yet for 60 s");
 //! ```
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use k8s_openapi::jiff::SignedDuration;
@@ -72,18 +74,23 @@ pub fn phase_ordinal(pod: &Pod) -> u8 {
     }
 }
 
+/// The names of the pod's sidecars: its restartable init containers (`restartPolicy: Always`),
+/// which run beside the regular containers rather than before them.
+pub fn sidecar_names(pod: &Pod) -> BTreeSet<&str> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+        .map(|c| c.name.as_str())
+        .collect()
+}
+
 /// `maxContainerRestarts`: the highest restart count of the regular containers, then of the
 /// restartable init (sidecar) containers.
 pub fn max_container_restarts(pod: &Pod) -> (i32, i32) {
     let Some(status) = pod.status.as_ref() else { return (0, 0) };
     let regular = status.container_statuses.iter().flatten().map(|c| c.restart_count).max().unwrap_or(0);
-    let sidecars: Vec<&str> = pod
-        .spec
-        .iter()
-        .flat_map(|s| s.init_containers.iter().flatten())
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
-        .map(|c| c.name.as_str())
-        .collect();
+    let sidecars = sidecar_names(pod);
     let sidecar = status
         .init_container_statuses
         .iter()

@@ -15,7 +15,7 @@ use serde_json::Value;
 use wasmcm::Source;
 
 /// The objects of deploy/manifests, as kubectl names them in its output.
-const MANIFEST_OBJECTS: [&str; 19] = [
+const MANIFEST_OBJECTS: [&str; 28] = [
     "namespace/wasmcm",
     "serviceaccount/wasmcm",
     "clusterrole.rbac.authorization.k8s.io/wasmcm",
@@ -31,6 +31,15 @@ const MANIFEST_OBJECTS: [&str; 19] = [
     "serviceaccount/wasmcm-rollback",
     "clusterrole.rbac.authorization.k8s.io/wasmcm-rollback",
     "clusterrolebinding.rbac.authorization.k8s.io/wasmcm-rollback",
+    "serviceaccount/wasmcm-job",
+    "clusterrole.rbac.authorization.k8s.io/wasmcm-job",
+    "clusterrolebinding.rbac.authorization.k8s.io/wasmcm-job",
+    "serviceaccount/wasmcm-cronjob",
+    "clusterrole.rbac.authorization.k8s.io/wasmcm-cronjob",
+    "clusterrolebinding.rbac.authorization.k8s.io/wasmcm-cronjob",
+    "serviceaccount/wasmcm-ttlafterfinished",
+    "clusterrole.rbac.authorization.k8s.io/wasmcm-ttlafterfinished",
+    "clusterrolebinding.rbac.authorization.k8s.io/wasmcm-ttlafterfinished",
     "configmap/wasmcm-plugins",
     "deployment.apps/wasmcm",
     "service/wasmcm-metrics",

@@ -443,7 +443,7 @@ async fn the_image_runs_as_the_manifests_pod() {
         let out = inspect.log();
         assert!(status.success(), "{status}: {out}");
         let loads: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("  load:    ")).collect();
-        assert_eq!(loads.len(), 3, "{out}");
+        assert_eq!(loads.len(), wasmcm::builtin::names().count(), "{out}");
         assert!(loads.iter().all(|l| l.starts_with("from the precompiled cache")), "{out}");
     }
 
@@ -552,7 +552,7 @@ async fn the_image_runs_as_the_manifests_pod() {
 
     assert_eq!(
         container.loads_cached(),
-        [false; 3],
+        vec![false; wasmcm::builtin::names().count()],
         "JSON logs, one line per plugin loaded; a new emptyDir: compiled at the first start:\n{}",
         container.log()
     );
@@ -570,7 +570,7 @@ async fn the_image_runs_as_the_manifests_pod() {
         (lease_holder(&admin).await.as_deref() == Some(POD)).then_some(())
     })
     .await;
-    assert_eq!(container.loads_cached(), [true; 3], "{}", container.log());
+    assert_eq!(container.loads_cached(), vec![true; wasmcm::builtin::names().count()], "{}", container.log());
 
     // A hostile plugin beside the built-ins, added as README says (a pinned ConfigMap source, an
     // entry in wasmcm-plugins, a restart): five workers, each filling 240 MiB of its 256 MiB and

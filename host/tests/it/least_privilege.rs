@@ -4,7 +4,7 @@
 //! it impersonate, as the plugin ConfigMap (07-configmap-plugins.yaml) says:
 //!   - sufficient: a host acting as the ServiceAccount wasmcm/wasmcm (its token, the manifests'
 //!     RBAC objects applied with the real kubectl, leader election through the Role) runs the
-//!     three built-in plugins of the ConfigMap through a whole Deployment rollout: create, new
+//!     built-in plugins of the ConfigMap through a whole Deployment rollout: create, new
 //!     image, scale, rollback annotation; and the host itself may write nothing;
 //!   - necessary (for the rules checked here): the replicaset plugin's ClusterRole minus one rule
 //!     makes a scenario fail visibly with the API server's 403 Forbidden for that plugin's
@@ -60,7 +60,7 @@ async fn host(deployed: common::Deployed, controller: ControllerConfig) -> (Host
     let (versions, failures) =
         wasmcm::load_all(common::engine(), &paths, &wasmcm::Trust::of("wasmcm"), Some(&client)).await;
     assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(versions.len(), 3, "the three built-ins");
+    assert_eq!(versions.len(), wasmcm::builtin::names().count(), "every built-in");
     assert!(versions.iter().all(|v| v.spec.service_account.is_some()), "each with its own account");
     let mut config = deployed.config;
     config.controller = ControllerConfig { host: config.controller.host.clone(), ..controller };
