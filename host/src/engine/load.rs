@@ -21,7 +21,7 @@ use super::call::{CallError, CallState};
 use super::compat;
 use super::config::{EPOCH_TICK, EngineConfig, Limits};
 use super::plugin::{Instance, Plugin, Pre, readable};
-use super::precompiled::Precompiled;
+use super::precompiled::{CacheDir, Precompiled};
 use super::wit::{bindings, plugin_info_from_wit};
 
 /// The contracts this host implements, newest first: each plugin is called in the one it was
@@ -92,10 +92,28 @@ impl Engine {
             .linear_memory_keep_resident(1 << 20)
             .pagemap_scan(wasmtime::Enabled::Auto)
             .table_keep_resident(64 << 10);
+        // Without a trustworthy cache the host still runs: it compiles at each start.
+        let cache = config.precompiled_dir.as_ref().and_then(|dir| {
+            let key = config.precompiled_key.clone().unwrap_or_else(|| {
+                let mut file = dir.as_os_str().to_os_string();
+                file.push(".key");
+                file.into()
+            });
+            CacheDir::open(dir, &key)
+                .inspect_err(|e| tracing::warn!("not using the precompiled cache {}: {e:#}", dir.display()))
+                .ok()
+        });
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        match cache.as_ref().map(CacheDir::functions) {
+            Some(Ok(functions)) => {
+                wasm.enable_incremental_compilation(Arc::new(functions))?;
+            }
+            Some(Err(e)) => tracing::warn!("compiling every function of every plugin: {e:#}"),
+            None => {}
+        }
         let engine = wasmtime::Engine::new(&wasm)?;
 
         let mut linker = Linker::new(&engine);
@@ -111,24 +129,7 @@ impl Engine {
             }
         })?;
 
-        let precompiled = match &config.precompiled_dir {
-            Some(dir) => {
-                let key = config.precompiled_key.clone().unwrap_or_else(|| {
-                    let mut file = dir.as_os_str().to_os_string();
-                    file.push(".key");
-                    file.into()
-                });
-                // Without a trustworthy cache the host still runs: it compiles at each start.
-                match Precompiled::new(&engine, dir, &key) {
-                    Ok(p) => Some(Arc::new(p)),
-                    Err(e) => {
-                        tracing::warn!("not using the precompiled cache {}: {e:#}", dir.display());
-                        None
-                    }
-                }
-            }
-            None => None,
-        };
+        let precompiled = cache.map(|c| Arc::new(c.precompiled(&engine)));
         let budget = Arc::new(MemoryBudget::new(config.memory_budget.unwrap_or(usize::MAX)));
         Ok(Engine { engine, linker: Arc::new(linker), precompiled, max_memory_bytes: config.max_memory_bytes, budget })
     }

@@ -165,7 +165,11 @@ fn precompiled_cache_is_reused_and_survives_corruption() {
     let (dir, engine, _key) = cached_engine();
     let bytes = std::fs::read(common::guest("wasmcm_hostile.wasm")).unwrap();
     let first = engine.load("hostile", &bytes, Limits::default()).unwrap();
-    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].file_name().unwrap().to_str().unwrap().starts_with(first.digest()));
 
@@ -184,6 +188,68 @@ fn cached_engine() -> (tempfile::TempDir, Engine, tempfile::TempDir) {
         ..EngineConfig::default()
     };
     (dir, Engine::new(&config).unwrap(), key)
+}
+
+/// Each compiled function of `dir`'s cache, sorted, with its content.
+fn compiled_functions(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for shard in std::fs::read_dir(dir.join("functions")).unwrap() {
+        for file in std::fs::read_dir(shard.unwrap().path()).unwrap() {
+            let path = file.unwrap().path();
+            files.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A new release of a plugin compiles only the functions that changed: the rest come from the
+/// compiled functions on disk (what makes a rebuilt Python or JavaScript plugin, whose
+/// interpreter is the same in every build, compile in a third of the time). Each is used only
+/// with this host's tag over its key and content, from a file no one else may write: a swapped,
+/// garbled or exposed one is compiled again, and the plugin runs all the same.
+#[test]
+fn a_new_release_reuses_the_compiled_functions_and_refuses_tampered_ones() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, engine, _key) = cached_engine();
+    let stamp = std::fs::read(common::guest("wasmcm_stamp.wasm")).unwrap();
+    let release = |n: u32| {
+        let bytes = wasmcm_stamp::variant(&stamp, &format!("v{n}"), &format!("{n}.0.0")).unwrap();
+        let plugin = engine.load("stamp", &bytes, Limits::default()).unwrap();
+        assert_eq!(plugin.info().version, format!("{n}.0.0"));
+        assert!(!plugin.compiled().cached, "release {n} is new to the precompiled cache");
+    };
+    release(1);
+    let first = compiled_functions(dir.path());
+    assert!(first.len() > 100, "every function of the first release is kept: {}", first.len());
+    assert!(first.iter().all(|(p, _)| std::fs::metadata(p).unwrap().permissions().mode() & 0o777 == 0o600));
+
+    // Cranelift's keys of a few functions differ from one compile of the same code to the next
+    // (wasmtime 48), so a few are compiled again: but most are reused, none is changed.
+    release(2);
+    let second = compiled_functions(dir.path());
+    let compiled = second.len() - first.len();
+    assert!(compiled * 4 < first.len(), "the second release, its data changed, compiled {compiled} of {}", first.len());
+    assert!(first.iter().all(|f| second.contains(f)), "and changed none");
+
+    // Every function swapped for the next one's (each file a valid tag for another function),
+    // every fifth also open to others.
+    for (i, (path, _)) in first.iter().enumerate() {
+        std::fs::write(path, &first[(i + 1) % first.len()].1).unwrap();
+        if i % 5 == 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }
+    }
+    release(3);
+    let third = compiled_functions(dir.path());
+    let restored: Vec<_> = first.iter().filter(|f| third.contains(f)).collect();
+    assert!(
+        restored.len() * 4 > first.len() * 3,
+        "compiled again, as they were: {} of {}",
+        restored.len(),
+        first.len()
+    );
+    assert!(restored.iter().all(|(p, _)| std::fs::metadata(p).unwrap().permissions().mode() & 0o777 == 0o600));
 }
 
 /// Whoever can write the cache directory cannot make the host run other native code: an
