@@ -37,7 +37,8 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
 # those features are part of the hash: on a node whose CPU differs, the host does not find (or
 # wasmtime refuses) the baked artefact, logs it and compiles the plugin, as without a cache.
 FROM builder AS warm
-RUN /out/wasmcm --cache-dir /out/cache plugins inspect
+# The compiled functions (for recompiling changed plugins) are left out: the artefacts only.
+RUN /out/wasmcm --cache-dir /out/cache plugins inspect && rm -rf /out/cache/functions
 
 # --- runtime ---
 FROM ${RUNTIME_IMAGE}

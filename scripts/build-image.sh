@@ -92,6 +92,9 @@ EOF
 
 log "precompiling the built-in plugins into /opt/wasmcm/cache (authenticated by /opt/wasmcm/cache.key)"
 "$binary" --cache-dir "$rootfs/opt/wasmcm/cache" plugins inspect >/dev/null
+# The compiled functions are for recompiling changed plugins on the machine that compiles: the
+# image carries the plugins' artefacts only.
+rm -rf "$rootfs/opt/wasmcm/cache/functions"
 
 rootless=()
 if [[ $(id -u) == 0 ]]; then

@@ -17,6 +17,9 @@ const WORKSPACE_MANIFEST: &str = include_str!("../../Cargo.toml");
 const WORKSPACE_LOCK: &str = include_str!("../../Cargo.lock");
 const CARGO_CONFIG: &str = include_str!("../../.cargo/config.toml");
 const TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
+/// The repository's formatting, which the templates are written in: a new plugin passes
+/// `cargo fmt --check` as made.
+const RUSTFMT: &str = include_str!("../../rustfmt.toml");
 
 const T_CARGO_TOML: &str = include_str!("../templates/plugin/Cargo.toml.tmpl");
 const T_CARGO_CONFIG: &str = include_str!("../templates/plugin/cargo-config.toml.tmpl");
@@ -391,6 +394,7 @@ fn render(name: &str, kind: &KindSpec, plural: &str, sdk: Option<&Path>) -> Resu
         ("README.md".into(), fill(T_README)?),
         ("plugin.yaml".into(), fill(T_PLUGIN)?),
         ("rust-toolchain.toml".into(), TOOLCHAIN.to_string()),
+        ("rustfmt.toml".into(), RUSTFMT.to_string()),
     ];
     if kind.custom {
         let crd = fill(T_CRD)?;
