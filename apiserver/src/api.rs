@@ -456,19 +456,26 @@ pub(crate) fn apply(
         custom::check_apply_fields(&t.rt, &config)?;
     }
     check_kind(&t.rt, &mut config)?;
-    let name = str_at(&config, "/metadata/name");
-    if name != t.name {
-        return Err(ApiError::bad_request(if name.is_empty() {
-            "metadata.name: Required value: name is required for server-side apply".to_string()
-        } else {
-            format!("the name of the object ({name}) does not match the name on the URL ({})", t.name)
-        }));
+    // kube-apiserver checks the name of the object the apply made (its checkName): a
+    // configuration without one applies to the object of the URL, and cannot create one.
+    let name = str_at(&config, "/metadata/name").to_string();
+    let mismatch = |name: &str| {
+        ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            t.name
+        ))
+    };
+    if !name.is_empty() && name != t.name {
+        return Err(mismatch(&name));
     }
     if part == Part::Scale {
         return Err(ApiError::unsupported_media_type("server-side apply of the scale subresource is not supported"));
     }
     let ty = Ty::of_kind(&t.rt.api_version(), &t.rt.kind);
     if part == Part::Main && state.store.get(&t.key()).is_none() {
+        if name.is_empty() {
+            return Err(mismatch(""));
+        }
         let object = managed::apply(None, &config, ty, writer, force, t.rt.status)?;
         match create(state, &t.rt, &t.namespace, object, dry_run, Ownership::Applied) {
             Ok(created) => return Ok((created, true)),

@@ -100,7 +100,7 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
         if t.id() == "certificates.k8s.io/certificatesigningrequests" {
             resources.push(json!({
                 "name": format!("{}/approval", t.resource), "singularName": "", "namespaced": t.namespaced,
-                "kind": t.kind, "verbs": ["get", "update"],
+                "kind": t.kind, "verbs": ["get", "patch", "update"],
             }));
         }
         if has_eviction(t) {
@@ -148,7 +148,7 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
                                 subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": SUB_VERBS}));
                             }
                             if t.id() == "certificates.k8s.io/certificatesigningrequests" {
-                                subresources.push(json!({"subresource": "approval", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": ["get", "update"]}));
+                                subresources.push(json!({"subresource": "approval", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": ["get", "patch", "update"]}));
                             }
                             if has_eviction(&t) {
                                 subresources.push(json!({"subresource": "ephemeralcontainers", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": SUB_VERBS}));

@@ -412,6 +412,29 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
         let written = match ctx.method {
             Method::GET => api::get(state, &target)?,
             Method::PUT => certificates::update_approval(state, &target, parse_object(&ctx, body)?, ctx.dry_run())?,
+            // What kube-rs's `patch_approval` sends: the patch applied to the object as it is,
+            // then the approval strategy as for a PUT, again if the object changed meanwhile.
+            Method::PATCH => {
+                let ty = patch_type(&ctx)?;
+                if ty == PatchType::Apply {
+                    return Err(ApiError::unsupported_media_type(
+                        "the approval subresource takes json, merge and strategic merge patches",
+                    ));
+                }
+                let mut attempts = 0;
+                loop {
+                    let current = api::get(state, &target)?;
+                    let patched =
+                        crate::patch::apply(ty, &rt.api_version(), &rt.kind, &current, body).map_err(|e| match e {
+                            crate::patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
+                            crate::patch::PatchError::Unsupported(m) => ApiError::unsupported_media_type(m),
+                        })?;
+                    match certificates::update_approval(state, &target, patched, ctx.dry_run()) {
+                        Err(e) if e.code == 409 && attempts < 5 => attempts += 1,
+                        result => break result?,
+                    }
+                }
+            }
             _ => return Err(ApiError::method_not_allowed()),
         };
         return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
@@ -448,14 +471,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
             })?
         }
         (Method::PATCH, part) => {
-            let media = ctx.content_type.split(';').next().unwrap_or("").trim();
-            let ty = PatchType::from_content_type(media).ok_or_else(|| {
-                ApiError::unsupported_media_type(format!(
-                    "the body of the request was in an unknown format - accepted media types include: \
-                     application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, \
-                     application/strategic-merge-patch+json (got {media:?})"
-                ))
-            })?;
+            let ty = patch_type(&ctx)?;
             let force = ctx.flag("force");
             if ty != PatchType::Apply {
                 if force {
@@ -500,6 +516,18 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
         return Ok(json_response(StatusCode::OK, &written));
     }
     Ok(with_warning(object_response(code, &rt, &written, &ctx), warning))
+}
+
+/// The patch a request's Content-Type names, or upstream's 415.
+fn patch_type(ctx: &Ctx) -> Result<PatchType, ApiError> {
+    let media = ctx.content_type.split(';').next().unwrap_or("").trim();
+    PatchType::from_content_type(media).ok_or_else(|| {
+        ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, \
+             application/strategic-merge-patch+json (got {media:?})"
+        ))
+    })
 }
 
 /// Adds a `Warning` header as kube-apiserver writes them (code 299, no agent), which client-go

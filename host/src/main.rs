@@ -23,6 +23,16 @@ struct Cli {
     #[arg(long, global = true, env = "WASMCM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
 
+    /// What to log: a level for wasmcm's own logs (error, warn, info, debug, trace; other crates
+    /// stay at warn), or directives as RUST_LOG takes them (`warn,wasmcm::writes=debug`).
+    /// Default: $RUST_LOG, else `warn,wasmcm=info`.
+    #[arg(long, global = true, value_name = "LEVEL|DIRECTIVES", value_parser = log_filter)]
+    log_level: Option<String>,
+
+    /// More of wasmcm's own logs: -v for debug, -vv for trace (--log-level wins).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -66,13 +76,36 @@ enum Command {
     New(new::NewArgs),
 }
 
+/// `--log-level`'s value as a filter: a bare level is wasmcm's own, anything else directives.
+fn log_filter(value: &str) -> Result<String, String> {
+    let directives = match value {
+        "error" | "warn" | "info" | "debug" | "trace" => format!("warn,wasmcm={value}"),
+        _ => value.to_string(),
+    };
+    tracing_subscriber::EnvFilter::try_new(&directives)
+        .map_err(|e| format!("{e} (a level or RUST_LOG's directives)"))?;
+    Ok(directives)
+}
+
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
-    let filter = || tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,wasmcm=info".into());
+    let directives = match (&cli.log_level, cli.verbose) {
+        (Some(d), _) => d.clone(),
+        (None, 0) => std::env::var("RUST_LOG").ok().filter(|d| !d.is_empty()).unwrap_or("warn,wasmcm=info".into()),
+        (None, 1) => "warn,wasmcm=debug".into(),
+        (None, _) => "warn,wasmcm=trace".into(),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|e| {
+        eprintln!("warning: RUST_LOG={directives:?} is not a filter ({e}); logging warn,wasmcm=info");
+        "warn,wasmcm=info".into()
+    });
     if cli.log_format == "json" {
-        tracing_subscriber::fmt().json().with_env_filter(filter()).with_writer(std::io::stderr).init();
+        tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).init();
     } else {
-        tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).init();
+        // Colour only for a person at a terminal: never in a file, a pipe or `kubectl logs`.
+        use std::io::IsTerminal;
+        let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        tracing_subscriber::fmt().with_ansi(ansi).with_env_filter(filter).with_writer(std::io::stderr).init();
     }
     // `wasmcm` alone runs the host.
     let command = match cli.command.take() {

@@ -201,3 +201,35 @@ fn helm_installs_and_upgrades_the_chart_by_server_side_apply() {
         d["metadata"]["managedFields"].as_array().unwrap().iter().filter_map(|e| e["manager"].as_str()).collect();
     assert!(managers.contains(&"helm"), "{managers:?}");
 }
+
+/// A configuration without `metadata.name` applies to the object the URL names (kube-rs's
+/// cluster tests send one); it cannot create one, as kube-apiserver's checkName refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_without_a_name_applies_to_the_object_of_the_url() {
+    let (_cluster, client) = wasmcm_test_support::cluster().await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let mut config = web(1, json!([{"name": "a", "image": "a:1"}]));
+    let refused = deployments
+        .patch(
+            "web",
+            &apply_as("owner"),
+            &Patch::Apply(&json!({"apiVersion": "apps/v1",
+        "kind": "Deployment", "spec": config["spec"].clone()})),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = refused else { panic!("{refused:?}") };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (400, "the name of the object () does not match the name on the URL (web)")
+    );
+    deployments.patch("web", &apply_as("owner"), &Patch::Apply(&config)).await.unwrap();
+    config["metadata"].as_object_mut().unwrap().remove("name");
+    config["spec"]["replicas"] = json!(2);
+    let d = deployments.patch("web", &apply_as("owner"), &Patch::Apply(&config)).await.unwrap();
+    assert_eq!((d.metadata.name.as_deref(), d.spec.replicas), (Some("web"), Some(2)));
+    let config = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "other"}});
+    let refused = deployments.patch("web", &apply_as("owner"), &Patch::Apply(&config)).await.unwrap_err();
+    let kube::Error::Api(status) = refused else { panic!("{refused:?}") };
+    assert_eq!(status.message, "the name of the object (other) does not match the name on the URL (web)");
+}

@@ -450,6 +450,19 @@ async fn certificate_signing_requests_are_approved_or_denied_with_kubectl() {
     let conditions: Vec<&str> = printed.lines().filter_map(|l| l.split_whitespace().last()).collect();
     assert_eq!(conditions, ["Approved", "Denied"]);
 
+    // kube-rs approves by a patch of the approval subresource; it touches the conditions only.
+    let carol: CertificateSigningRequest = serde_json::from_value(csr_manifest("carol", &csr_pem())).unwrap();
+    csrs.create(&PostParams::default(), &carol).await.unwrap();
+    let approve = json!({
+        "spec": {"signerName": "example.com/other"},
+        "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "KubeRsApprove", "message": "by kube-rs"}]},
+    });
+    let approved = csrs.patch_approval("carol", &PatchParams::default(), &Patch::Merge(approve)).await.unwrap();
+    let conditions = approved.status.and_then(|s| s.conditions).unwrap_or_default();
+    let [condition] = conditions.as_slice() else { panic!("{conditions:?}") };
+    assert_eq!((condition.type_.as_str(), condition.reason.as_deref()), ("Approved", Some("KubeRsApprove")));
+    assert_eq!(approved.spec.signer_name, "kubernetes.io/kube-apiserver-client", "the spec is not the approval's");
+
     // Approved and Denied exclude each other; kubectl refuses to flip one without --force, the
     // server refuses both at once.
     let out = kubectl(&kubeconfig, &["certificate", "deny", "alice"]).await;

@@ -88,6 +88,16 @@ pub(crate) struct AdminArgs {
 }
 
 /// A host's text answer (which quotes plugins), shown, never obeyed.
+/// A duration flag as kube-controller-manager takes one (Go's syntax: `15s`, `2m`, `1h30m`), or
+/// whole seconds, as wasmcm took them before.
+pub(crate) fn duration(value: &str) -> Result<std::time::Duration, String> {
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(seconds));
+    }
+    let nanos = wasmcm_core::cron::parse_go_duration(value)?;
+    u64::try_from(nanos).map(std::time::Duration::from_nanos).map_err(|_| format!("{value:?} is negative"))
+}
+
 pub(crate) fn print_body(body: &str) -> anyhow::Result<()> {
     print!("{}", terminal_safe_lines(body));
     Ok(())
@@ -211,5 +221,22 @@ impl StopSignal {
             _ = self.interrupt.recv() => {}
             _ = self.terminate.recv() => tracing::info!("SIGTERM: shutting down"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn durations_take_gos_syntax_and_whole_seconds() {
+        assert_eq!(super::duration("15"), Ok(Duration::from_secs(15)));
+        assert_eq!(super::duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(super::duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(super::duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(super::duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(super::duration("0"), Ok(Duration::ZERO));
+        assert_eq!(super::duration("15x"), Err("time: unknown unit \"x\" in duration \"15x\"".into()));
+        assert_eq!(super::duration("-2s"), Err("\"-2s\" is negative".into()));
     }
 }

@@ -58,9 +58,10 @@ pub(crate) struct RunArgs {
     /// Client-side API burst.
     #[arg(long, env = "WASMCM_KUBE_API_BURST", default_value_t = 30)]
     kube_api_burst: u32,
-    /// Reconcile every object this often (seconds) even without changes; 0 = off.
-    #[arg(long, env = "WASMCM_RESYNC_PERIOD", default_value_t = 0)]
-    resync_period: u64,
+    /// Reconcile every object this often even without changes (`10m`; a bare number is seconds);
+    /// 0 = off.
+    #[arg(long, env = "WASMCM_RESYNC_PERIOD", default_value = "0", value_parser = super::duration)]
+    resync_period: Duration,
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, env = "WASMCM_METRICS_BIND_ADDRESS", default_value = "127.0.0.1:8080")]
     metrics_bind_address: std::net::SocketAddr,
@@ -86,19 +87,20 @@ pub(crate) struct RunArgs {
     /// Name of the leader-election Lease.
     #[arg(long, env = "WASMCM_LEADER_ELECT_RESOURCE_NAME", default_value = "wasmcm")]
     leader_elect_resource_name: String,
-    /// Seconds a standby waits after the leader's last renewal before taking over.
-    #[arg(long, env = "WASMCM_LEADER_ELECT_LEASE_DURATION", default_value_t = 15)]
-    leader_elect_lease_duration: u64,
-    /// Seconds the leader keeps trying to renew before giving up.
-    #[arg(long, env = "WASMCM_LEADER_ELECT_RENEW_DEADLINE", default_value_t = 10)]
-    leader_elect_renew_deadline: u64,
-    /// Seconds a stopping host waits for reconciles in flight before exiting anyway; keep it
-    /// below the pod's terminationGracePeriodSeconds.
-    #[arg(long, env = "WASMCM_SHUTDOWN_GRACE_PERIOD", default_value_t = 25)]
-    shutdown_grace_period: u64,
-    /// Seconds between attempts to acquire or renew.
-    #[arg(long, env = "WASMCM_LEADER_ELECT_RETRY_PERIOD", default_value_t = 2)]
-    leader_elect_retry_period: u64,
+    /// How long a standby waits after the leader's last renewal before taking over (Go's
+    /// syntax, as kube-controller-manager: `15s`; a bare number is seconds).
+    #[arg(long, env = "WASMCM_LEADER_ELECT_LEASE_DURATION", default_value = "15s", value_parser = super::duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before giving up (`10s`).
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RENEW_DEADLINE", default_value = "10s", value_parser = super::duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How long a stopping host waits for reconciles in flight before exiting anyway (`25s`);
+    /// keep it below the pod's terminationGracePeriodSeconds.
+    #[arg(long, env = "WASMCM_SHUTDOWN_GRACE_PERIOD", default_value = "25s", value_parser = super::duration)]
+    shutdown_grace_period: Duration,
+    /// How long between attempts to acquire or renew (`2s`).
+    #[arg(long, env = "WASMCM_LEADER_ELECT_RETRY_PERIOD", default_value = "2s", value_parser = super::duration)]
+    leader_elect_retry_period: Duration,
 }
 
 /// client-go's rules for election timings (its `NewLeaderElector`): a lease longer than the
@@ -128,10 +130,16 @@ pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let (config, cluster) = connect(&args).await?;
-    let client = kube::Client::try_from(config.clone())?;
+    // Bound first: a second `make run` stops here, before it starts a cluster and prints what to try.
+    let listener = tokio::net::TcpListener::bind(args.metrics_bind_address)
+        .await
+        .map_err(|e| metrics_address_error(args.metrics_bind_address, &e))?;
+    // The flags checked before anything starts.
     let namespace =
         wasmcm::host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
+    let host_config = host_config(&args, namespace.clone())?;
+    let (config, cluster) = connect(&args).await?;
+    let client = kube::Client::try_from(config.clone())?;
     tracing::info!("the host's namespace: {namespace}");
     if cluster.is_some() {
         // The embedded cluster starts with the system namespaces only; the host's is made
@@ -160,9 +168,8 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no plugin to run: every one is disabled or failed to load");
     }
     let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
-    let host_config = host_config(&args, namespace)?;
     let metrics = Arc::new(wasmcm::Metrics::default());
-    let shown = serve_admin(&args, metrics.clone()).await?;
+    let shown = serve_admin(listener, &args, metrics.clone()).await?;
     let host = Host::start(config, versions, host_config, metrics).await?;
     shown.plugins.send_replace(host.controllers().to_vec());
     let mut group = host.standing();
@@ -203,7 +210,7 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     reloader.abort();
     // Stop taking work, let reconciles in flight finish, release the lease; a reconcile
     // stuck past the grace period is abandoned (its key is retried by the next leader).
-    let grace = Duration::from_secs(args.shutdown_grace_period);
+    let grace = args.shutdown_grace_period;
     if tokio::time::timeout(grace, host.shutdown()).await.is_err() {
         tracing::warn!("reconciles still running after the {grace:?} grace period; exiting without waiting");
     }
@@ -269,9 +276,9 @@ async fn embedded() -> anyhow::Result<(kube::Config, Option<Embedded>)> {
 fn host_config(args: &RunArgs, namespace: String) -> anyhow::Result<HostConfig> {
     let identity = wasmcm::default_identity();
     let lease = LeaderConfig {
-        lease_duration: Duration::from_secs(args.leader_elect_lease_duration),
-        renew_deadline: Duration::from_secs(args.leader_elect_renew_deadline),
-        retry_period: Duration::from_secs(args.leader_elect_retry_period),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
         ..LeaderConfig::new(&args.leader_elect_resource_namespace, &args.leader_elect_resource_name, &identity)
     };
     check_lease_timing(&lease)?;
@@ -283,7 +290,7 @@ fn host_config(args: &RunArgs, namespace: String) -> anyhow::Result<HostConfig> 
     Ok(HostConfig {
         controller: ControllerConfig {
             workers: args.workers,
-            resync: Some(Duration::from_secs(args.resync_period)).filter(|d| !d.is_zero()),
+            resync: Some(args.resync_period).filter(|d| !d.is_zero()),
             strict: args.strict,
             // Protected whether or not this host elects or shards: another replica may.
             host: wasmcm::HostIdentity {
@@ -299,6 +306,19 @@ fn host_config(args: &RunArgs, namespace: String) -> anyhow::Result<HostConfig> 
     })
 }
 
+/// Why `--metrics-bind-address` cannot be bound, and what to do about it.
+fn metrics_address_error(address: std::net::SocketAddr, e: &std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::AddrInUse {
+        anyhow::anyhow!(
+            "cannot serve metrics on {address}: the address is in use, perhaps by another wasmcm (a second `make \
+             run`?): stop it, or give --metrics-bind-address another address (127.0.0.1:0 takes a free port and \
+             prints it)"
+        )
+    } else {
+        anyhow::anyhow!("cannot serve metrics on {address} (--metrics-bind-address): {e}")
+    }
+}
+
 /// What the metrics and admin endpoint shows of the host, filled in as it starts.
 struct Shown {
     ready: watch::Sender<bool>,
@@ -308,7 +328,11 @@ struct Shown {
 
 /// Serves `/metrics`, `/healthz`, `/readyz` and the plugin admin API (when its token is
 /// usable) on `--metrics-bind-address`.
-async fn serve_admin(args: &RunArgs, metrics: Arc<wasmcm::Metrics>) -> anyhow::Result<Shown> {
+async fn serve_admin(
+    listener: tokio::net::TcpListener,
+    args: &RunArgs,
+    metrics: Arc<wasmcm::Metrics>,
+) -> anyhow::Result<Shown> {
     let (ready, ready_rx) = watch::channel(false);
     let (plugins, plugins_rx) = watch::channel(Vec::new());
     let token = match args.admin_token_file.clone().or_else(default_admin_token_file) {
@@ -323,7 +347,7 @@ async fn serve_admin(args: &RunArgs, metrics: Arc<wasmcm::Metrics>) -> anyhow::R
     };
     let (standing, standing_rx) = watch::channel(wasmcm::Agreement::Unknown);
     let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins: plugins_rx, token, standing: standing_rx };
-    let bound = wasmcm::serve_admin(args.metrics_bind_address, admin)
+    let bound = wasmcm::serve_admin(listener, admin)
         .await
         .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
     println!("metrics: http://{bound}/metrics");

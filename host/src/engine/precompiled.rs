@@ -30,10 +30,11 @@ use wasmtime::component::Component;
 const TAG: usize = 32;
 /// Larger files are not read: no compiled plugin comes near.
 const MAX_ARTEFACT_BYTES: u64 = 1 << 30;
-/// The compiled functions kept: a Python plugin's are about 60 MB, a JavaScript one's 90 MB, and
-/// each build adds those that changed (and a few whose keys differ between compiles). Past this,
-/// the oldest are removed at start until half remain.
-const MAX_FUNCTION_BYTES: u64 = 1 << 30;
+/// The disk the compiled functions may take (blocks, as an emptyDir's `sizeLimit` counts): the
+/// built-ins' take about 36 MiB, an interpreter's (a Python or JavaScript plugin) 50 to 90 MiB,
+/// and each build adds those that changed (and a few whose keys differ between compiles). Past
+/// this, the oldest are removed at start until half remain, well within deploy/'s 256 MiB cache.
+const MAX_FUNCTION_BYTES: u64 = 128 << 20;
 
 /// The cache's directory and key, opened before the engine exists: the engine is built with
 /// the [`Functions`] it compiles through.
@@ -214,14 +215,14 @@ impl CacheStore for Functions {
     }
 }
 
-/// Removes the oldest files of `dir`'s shards, oldest first (then by name), until they hold at
-/// most half of `budget`, if they hold more; returns how many.
+/// Removes the oldest files of `dir`'s shards, oldest first (then by name), until their blocks
+/// take at most half of `budget`, if they take more; returns how many.
 fn prune(dir: &Path, budget: u64) -> usize {
     let mut files = Vec::new();
     for shard in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         for file in std::fs::read_dir(shard.path()).into_iter().flatten().flatten() {
             if let Ok(meta) = file.metadata() {
-                files.push((meta.modified().unwrap_or(std::time::UNIX_EPOCH), file.path(), meta.len()));
+                files.push((meta.modified().unwrap_or(std::time::UNIX_EPOCH), file.path(), meta.blocks() * 512));
             }
         }
     }
@@ -359,12 +360,13 @@ mod tests {
         for (i, shard) in ["aa", "bb", "aa", "cc"].iter().enumerate() {
             std::fs::create_dir_all(dir.path().join(shard)).unwrap();
             let path = dir.path().join(shard).join(format!("f{i}"));
-            std::fs::write(&path, [0u8; 100]).unwrap();
+            std::fs::write(&path, [1u8; 100]).unwrap();
             let file = std::fs::File::options().write(true).open(&path).unwrap();
             file.set_modified(now - std::time::Duration::from_secs(100 - i as u64)).unwrap();
         }
-        assert_eq!(prune(dir.path(), 400), 0, "within the budget");
-        assert_eq!(prune(dir.path(), 399), 3, "down to half of it");
+        let block = std::fs::metadata(dir.path().join("aa/f0")).unwrap().blocks() * 512;
+        assert_eq!(prune(dir.path(), 4 * block), 0, "within the budget");
+        assert_eq!(prune(dir.path(), 4 * block - 1), 3, "down to half of it");
         assert!(dir.path().join("cc/f3").exists(), "the newest is kept");
         assert!(!dir.path().join("aa/f2").exists());
     }

@@ -342,9 +342,8 @@ impl Drop for InFlight {
     }
 }
 
-/// Listens on `addr` and serves until the runtime stops; returns the bound address.
-pub async fn serve_admin(addr: SocketAddr, admin: Admin) -> anyhow::Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+/// Serves on `listener` until the runtime stops; returns its address.
+pub async fn serve_admin(listener: tokio::net::TcpListener, admin: Admin) -> anyhow::Result<SocketAddr> {
     let bound = listener.local_addr()?;
     let connections = Arc::new(Connections::default());
     tokio::spawn(async move {

@@ -26,6 +26,9 @@ const WORKSPACE_MANIFEST: &str = include_str!("../../../Cargo.toml");
 const WORKSPACE_LOCK: &str = include_str!("../../../Cargo.lock");
 const CARGO_CONFIG: &str = include_str!("../../../.cargo/config.toml");
 const TOOLCHAIN: &str = include_str!("../../../rust-toolchain.toml");
+/// The repository's formatting, which the templates are written in: a new plugin passes
+/// `cargo fmt --check` as made.
+const RUSTFMT: &str = include_str!("../../../rustfmt.toml");
 
 const T_CARGO_TOML: &str = include_str!("../../templates/plugin/Cargo.toml.tmpl");
 const T_CARGO_CONFIG: &str = include_str!("../../templates/plugin/cargo-config.toml.tmpl");
@@ -507,6 +510,7 @@ fn render(context: &Context) -> Result<Vec<(String, String)>, String> {
         ("Cargo.toml".into(), fill(T_CARGO_TOML)?),
         ("README.md".into(), fill(T_README)?),
         ("rust-toolchain.toml".into(), TOOLCHAIN.to_string()),
+        ("rustfmt.toml".into(), RUSTFMT.to_string()),
     ];
     files.extend(context.shared_files()?);
     let lib = if context.kind.custom { T_LIB_CUSTOM } else { T_LIB_BUILTIN };

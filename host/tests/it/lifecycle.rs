@@ -452,7 +452,7 @@ async fn the_admin_endpoint_lists_and_promotes() {
     let standing = tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1;
     let admin =
         wasmcm::Admin { metrics: f.metrics.clone(), ready, plugins, token: Some(token.clone().into()), standing };
-    let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), admin).await.unwrap();
+    let addr = wasmcm::serve_admin(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), admin).await.unwrap();
     f.wait_stamped(N, "v1", 2).await;
 
     // A candidate that disagrees is never promoted on its own.

@@ -8,6 +8,7 @@ mod common;
 
 mod admin;
 mod chaos;
+mod cli;
 mod cluster_files;
 mod cronjob;
 mod custom_resource;

@@ -634,7 +634,8 @@ async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
         token: None,
         standing: tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1,
     };
-    let addr = wasmcm::serve_admin("127.0.0.1:0".parse().unwrap(), endpoint).await.unwrap();
+    let addr =
+        wasmcm::serve_admin(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), endpoint).await.unwrap();
     let (status, body) = wasmcm::admin_request(addr, hyper::Method::GET, "/readyz", None).await.unwrap();
     assert_eq!(status, 200, "the others run: {body}");
     assert!(body.contains("[+]plugin/replicaset ok"), "{body}");

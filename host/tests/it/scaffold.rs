@@ -89,6 +89,11 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     );
     steps.done("unit-test");
 
+    // Formatted as made, by the repository's rustfmt.toml it carries (seen failing before:
+    // rustfmt's default width rewrapped four statements and reordered an import).
+    let formatted = common::plugin_cargo(&dir, &["fmt", "--check"]);
+    assert!(formatted.status.success(), "cargo fmt --check: {}", text(&formatted));
+
     // Simulate on the snapshot: one status update, Ready.
     let out = wasmcm(
         &dir,

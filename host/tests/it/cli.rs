@@ -1,0 +1,88 @@
+//! The binary's habits whatever the command: its logs carry no colour codes off a terminal (a
+//! file, a pipe, `kubectl logs`), and their level comes from `--log-level`, `-v` or `RUST_LOG`,
+//! in that order. Owns these flags only; each command's own behaviour is its area's.
+
+use crate::common;
+
+/// The exit code and standard error of `wasmcm <args> plugins inspect` of a missing file with a
+/// cache directory that cannot be created: one WARN line (the cache), then the error (the file).
+fn inspect_with_a_broken_cache(args: &[&str], rust_log: &str) -> (Option<i32>, String) {
+    let out = common::host_command()
+        .args(args)
+        .args(["--cache-dir", "/proc/wasmcm-no-such-dir", "plugins", "inspect", "/nonexistent/plugin.wasm"])
+        .env("RUST_LOG", rust_log)
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("the binary runs");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn logs_carry_no_colour_off_a_terminal_and_take_their_level_from_log_level_v_or_rust_log() {
+    let (code, log) = inspect_with_a_broken_cache(&[], "");
+    assert!(code == Some(2) && log.contains("/nonexistent/plugin.wasm: cannot read"), "{log}");
+    assert!(log.contains(" WARN ") && log.contains("not using the precompiled cache"), "{log}");
+    assert!(!log.contains('\x1b'), "no colour codes in a pipe: {log:?}");
+
+    let warns = |args: &[&str], rust_log: &str| {
+        let (code, log) = inspect_with_a_broken_cache(args, rust_log);
+        assert!(code == Some(2) && log.contains("cannot read"), "{args:?} {rust_log}: {log}");
+        log.contains(" WARN ")
+    };
+    assert!(!warns(&["--log-level", "error"], ""), "a bare level is wasmcm's own");
+    assert!(!warns(&[], "error"), "RUST_LOG when no flag is given");
+    assert!(warns(&["--log-level", "warn"], "error"), "--log-level wins over RUST_LOG");
+    assert!(warns(&["-v"], "error") && warns(&["-vv"], "error"), "-v raises wasmcm's level over RUST_LOG");
+    assert!(!warns(&["--log-level", "error,wasmcm=error"], ""), "directives as RUST_LOG takes them");
+
+    let (code, log) = inspect_with_a_broken_cache(&["--log-level", "wasmcm=loud"], "");
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("invalid value 'wasmcm=loud' for '--log-level"), "{log}");
+}
+
+/// A second `make run` beside the first: its metrics address is taken, so it stops before it
+/// starts a cluster or prints a `try:` line, and says what to do.
+#[test]
+fn a_run_whose_metrics_address_is_taken_stops_first_saying_what_to_do() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let out = common::host_command()
+        .args(["run", "--leader-elect=false", "--metrics-bind-address", &address])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the binary runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("try:") && !stdout.contains("embedded cluster"), "nothing started: {stdout}");
+    assert!(
+        stderr.contains(&format!("cannot serve metrics on {address}: the address is in use"))
+            && stderr.contains("127.0.0.1:0 takes a free port"),
+        "{stderr}"
+    );
+}
+
+/// Duration flags take Go's syntax, as kube-controller-manager's do, and whole seconds as before.
+#[test]
+fn duration_flags_take_gos_syntax() {
+    let run = |args: &[&str]| {
+        let out = common::host_command()
+            .args(["run", "--metrics-bind-address", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "off")
+            .output()
+            .expect("the binary runs");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, stderr) = run(&["--leader-elect-lease-duration", "15x"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("invalid value '15x' for '--leader-elect-lease-duration"), "{stderr}");
+    assert!(stderr.contains("unknown unit \"x\""), "{stderr}");
+    // Parsed and compared as durations (1m30s is not more than 2m), before anything starts.
+    let (code, stderr) = run(&["--leader-elect-lease-duration", "1m30s", "--leader-elect-renew-deadline", "2m"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("--leader-elect-lease-duration (90s) must be greater than --leader-elect-renew-deadline (120s)"),
+        "{stderr}"
+    );
+}
