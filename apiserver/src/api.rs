@@ -718,7 +718,10 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
             Ok(Some(v))
         },
     )?;
-    Ok(if state.store.get(&t.key()).is_some() { Deleted::Pending(updated) } else { Deleted::Gone(updated) })
+    // Gone only if this update finished the deletion: a garbage collector that removes the object
+    // a moment later (a foreground deletion with no dependents) does not change the answer,
+    // which upstream's registry gives from the update it made.
+    Ok(if crate::store::deletion_complete(&updated) { Deleted::Gone(updated) } else { Deleted::Pending(updated) })
 }
 
 fn after_seconds(state: &State, seconds: i64) -> String {

@@ -688,7 +688,7 @@ impl<'a> Subscription<'a> {
 
 /// Deleting, no finalizers left (a Namespace also waits on `spec.finalizers`, cleared once its
 /// content is gone), and no grace period for a kubelet to finish.
-fn deletion_complete(object: &Value) -> bool {
+pub(crate) fn deletion_complete(object: &Value) -> bool {
     let meta = &object["metadata"];
     let empty = |v: Option<&Value>| v.and_then(Value::as_array).is_none_or(Vec::is_empty);
     meta.get("deletionTimestamp").is_some_and(|t| !t.is_null())
