@@ -122,3 +122,25 @@ fn a_stop_signal_while_the_plugins_compile_stops_the_host_cleanly() {
     assert!(status.success(), "{status}: {seen}{stderr}");
     assert!(stderr.contains("SIGTERM: shutting down"), "{stderr}");
 }
+
+/// `wasmcm plugins inspect x.wasm | head`: a reader that stops early ends the command quietly,
+/// as it does any Unix tool, instead of a panic about a broken pipe.
+#[test]
+fn a_closed_pipe_ends_a_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let plugin = common::guest("wasmcm_replicaset.wasm");
+    let plugin = plugin.to_str().unwrap();
+    let mut child = common::host_command()
+        .args(["plugins", "inspect", plugin])
+        .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // The reader is gone before the first line is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{}", out.status);
+}
