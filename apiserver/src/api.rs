@@ -418,10 +418,7 @@ pub(crate) fn patch(
 ) -> Result<Arc<Value>, ApiError> {
     let api_version = t.rt.api_version();
     let apply = |doc: &Value, api_version: &str, kind: &str| {
-        patch::apply(ty, api_version, kind, doc, body).map_err(|e| match e {
-            patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
-            patch::PatchError::Unsupported(m) => ApiError::unsupported_media_type(m),
-        })
+        patch::apply(ty, api_version, kind, doc, body).map_err(ApiError::from)
     };
     let result = write(state, t, dry_run, |current| match part {
         Part::Main => {

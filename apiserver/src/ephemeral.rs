@@ -96,10 +96,7 @@ pub(crate) fn patch(
         ));
     }
     write(state, target, dry_run, |current| {
-        let patched = patch::apply(ty, "v1", "Pod", current, body).map_err(|e| match e {
-            patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
-            patch::PatchError::Unsupported(m) => ApiError::unsupported_media_type(m),
-        })?;
+        let patched = patch::apply(ty, "v1", "Pod", current, body)?;
         let mut sent = patched;
         // A patch is applied to the stored pod: its version is the one it was based on.
         sent["metadata"]["resourceVersion"] = json!(str_at(current, "/metadata/resourceVersion"));

@@ -46,6 +46,15 @@ pub(crate) enum PatchError {
     Unsupported(String),
 }
 
+impl From<PatchError> for wasmcm_core::ApiError {
+    fn from(e: PatchError) -> Self {
+        match e {
+            PatchError::BadRequest(m) => Self::bad_request(m),
+            PatchError::Unsupported(m) => Self::unsupported_media_type(m),
+        }
+    }
+}
+
 /// Applies `patch` (raw request body bytes, JSON) of `patch_type` to `original` (the stored object, JSON) of the
 /// given apiVersion/kind. Returns the patched object. Must never panic on any input.
 pub(crate) fn apply(

@@ -424,11 +424,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
                 let mut attempts = 0;
                 loop {
                     let current = api::get(state, &target)?;
-                    let patched =
-                        crate::patch::apply(ty, &rt.api_version(), &rt.kind, &current, body).map_err(|e| match e {
-                            crate::patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
-                            crate::patch::PatchError::Unsupported(m) => ApiError::unsupported_media_type(m),
-                        })?;
+                    let patched = crate::patch::apply(ty, &rt.api_version(), &rt.kind, &current, body)?;
                     match certificates::update_approval(state, &target, patched, ctx.dry_run()) {
                         Err(e) if e.code == 409 && attempts < 5 => attempts += 1,
                         result => break result?,

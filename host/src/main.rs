@@ -76,6 +76,12 @@ enum Command {
     New(new::NewArgs),
 }
 
+/// Whether `command` only prints what it computes locally (to a reader that may stop early).
+fn prints_for_a_pipe(command: &Command) -> bool {
+    use plugins::PluginsCommand;
+    matches!(command, Command::Simulate(_) | Command::New(_) | Command::Plugins(PluginsCommand::Inspect(_)))
+}
+
 /// `--log-level`'s value as a filter: a bare level is wasmcm's own, anything else directives.
 fn log_filter(value: &str) -> Result<String, String> {
     let directives = match value {
@@ -132,6 +138,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
+    if prints_for_a_pipe(&command) {
+        // Rust ignores SIGPIPE, so `wasmcm plugins inspect x.wasm | head` panicked on the closed
+        // pipe; a command that only prints ends quietly then, as any Unix tool. The host and
+        // the commands that talk to one keep ignoring it: a peer closing a socket is an error
+        // to handle, never a reason to die.
+        // SAFETY: setting a signal's disposition to its default, before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     match command {
         #[cfg(feature = "embedded-cluster")]
         Command::Cluster(args) => cluster::cluster(args),

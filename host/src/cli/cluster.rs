@@ -73,7 +73,7 @@ pub(crate) fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         // Listened for before the kubeconfig is shown: a Ctrl-C right after it (a script
         // that waits for that line, then stops) must still remove the cluster's files.
-        let stop = super::StopSignal::listen()?;
+        let mut stop = super::StopSignal::listen()?;
         let cluster = Cluster::start(config).await?;
         println!("wasmcm cluster serving at {}", cluster.url);
         println!("kubeconfig: {}", cluster.kubeconfig.display());

@@ -204,7 +204,9 @@ pub(crate) fn kubectl_for_try() -> String {
 }
 
 /// Ctrl-C, or SIGTERM (what the kubelet sends a pod's container to stop it), caught from the
-/// moment it is made; before that, either kills the process as the default disposition does.
+/// moment it is made, and kept until [`StopSignal::received`] is awaited; before that, either
+/// kills the process as the default disposition does (but as a container's PID 1, which the
+/// kernel sends no signal it does not handle).
 pub(crate) struct StopSignal {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
@@ -216,7 +218,7 @@ impl StopSignal {
         Ok(StopSignal { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
     }
 
-    pub(crate) async fn received(mut self) {
+    pub(crate) async fn received(&mut self) {
         tokio::select! {
             _ = self.interrupt.recv() => {}
             _ = self.terminate.recv() => tracing::info!("SIGTERM: shutting down"),

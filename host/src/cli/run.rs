@@ -134,6 +134,10 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     let listener = tokio::net::TcpListener::bind(args.metrics_bind_address)
         .await
         .map_err(|e| metrics_address_error(args.metrics_bind_address, &e))?;
+    // Caught from the start: as a container's PID 1 the kernel drops a signal the process has
+    // no handler for, so a kubelet's SIGTERM sent while the plugins compile or the host takes
+    // its Lease was lost and the pod killed at the end of its grace period (seen in CI).
+    let mut stop = super::StopSignal::listen()?;
     // The flags checked before anything starts.
     let namespace =
         wasmcm::host_namespace(args.namespace.as_deref(), args.kubeconfig.as_deref(), args.context.as_deref())?;
@@ -141,32 +145,21 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     let (config, cluster) = connect(&args).await?;
     let client = kube::Client::try_from(config.clone())?;
     tracing::info!("the host's namespace: {namespace}");
-    if cluster.is_some() {
-        // The embedded cluster starts with the system namespaces only; the host's is made
-        // so that what is said of it (plugin ConfigMaps, the grant) means something there.
-        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
-        let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
-        if let Err(e) = namespaces.create(&kube::api::PostParams::default(), &object).await
-            && !matches!(&e, kube::Error::Api(s) if s.code == 409)
-        {
-            tracing::warn!("creating the host's namespace {namespace} on the embedded cluster: {e}");
-        }
-    }
     let trust = wasmcm::Trust {
         namespace: namespace.clone(),
         configmap_namespaces: args.plugin_configmap_namespaces.clone(),
         require_pins: args.require_pins,
     };
-    let (versions, failures) = wasmcm::load_all(engine, &args.plugins, &trust, Some(&client)).await;
-    for f in &failures {
-        tracing::error!("not loaded: {f}");
-    }
-    if args.strict && !failures.is_empty() {
-        anyhow::bail!("--strict: {} failed to load:\n  {}", failures.len(), failures.join("\n  "));
-    }
-    if versions.is_empty() {
-        anyhow::bail!("no plugin to run: every one is disabled or failed to load");
-    }
+    // Loading may compile for a while; a stop meanwhile ends it there, before any Lease is taken.
+    let versions = tokio::select! {
+        loaded = load(engine, &args, &client, cluster.is_some(), &trust) => loaded?,
+        () = stop.received() => {
+            if let Some(c) = cluster {
+                c.shutdown().await;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
     let metrics = Arc::new(wasmcm::Metrics::default());
     let shown = serve_admin(listener, &args, metrics.clone()).await?;
@@ -201,7 +194,7 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     // already refuses every write, so reconciles in flight have nothing left to finish, and
     // its restart rejoins as a standby with fresh state.
     tokio::select! {
-        r = super::StopSignal::listen()?.received() => r,
+        r = stop.received() => r,
         _ = lost => {
             tracing::error!("leadership lost; exiting");
             std::process::exit(1);
@@ -218,6 +211,38 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         c.shutdown().await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The host's plugins, loaded (the embedded cluster first given the host's namespace).
+async fn load(
+    engine: &Engine,
+    args: &RunArgs,
+    client: &kube::Client,
+    embedded: bool,
+    trust: &wasmcm::Trust,
+) -> anyhow::Result<Vec<wasmcm::Version>> {
+    if embedded {
+        // The embedded cluster starts with the system namespaces only; the host's is made
+        // so that what is said of it (plugin ConfigMaps, the grant) means something there.
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+        let object = serde_json::from_value(serde_json::json!({"metadata": {"name": trust.namespace}}))?;
+        if let Err(e) = namespaces.create(&kube::api::PostParams::default(), &object).await
+            && !matches!(&e, kube::Error::Api(s) if s.code == 409)
+        {
+            tracing::warn!("creating the host's namespace {} on the embedded cluster: {e}", trust.namespace);
+        }
+    }
+    let (versions, failures) = wasmcm::load_all(engine, &args.plugins, trust, Some(client)).await;
+    for f in &failures {
+        tracing::error!("not loaded: {f}");
+    }
+    if args.strict && !failures.is_empty() {
+        anyhow::bail!("--strict: {} failed to load:\n  {}", failures.len(), failures.join("\n  "));
+    }
+    if versions.is_empty() {
+        anyhow::bail!("no plugin to run: every one is disabled or failed to load");
+    }
+    Ok(versions)
 }
 
 /// The cluster of `--kubeconfig` or of in-cluster credentials, else a new embedded one (kept

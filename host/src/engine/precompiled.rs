@@ -33,7 +33,8 @@ const MAX_ARTEFACT_BYTES: u64 = 1 << 30;
 /// The disk the compiled functions may take (blocks, as an emptyDir's `sizeLimit` counts): the
 /// built-ins' take about 36 MiB, an interpreter's (a Python or JavaScript plugin) 50 to 90 MiB,
 /// and each build adds those that changed (and a few whose keys differ between compiles). Past
-/// this, the oldest are removed at start until half remain, well within deploy/'s 256 MiB cache.
+/// this, the oldest are removed (at a process's first new function) until half remain, well
+/// within deploy/'s 256 MiB cache.
 const MAX_FUNCTION_BYTES: u64 = 128 << 20;
 
 /// The cache's directory and key, opened before the engine exists: the engine is built with
@@ -54,6 +55,9 @@ pub(crate) struct Precompiled {
 pub(crate) struct Functions {
     dir: PathBuf,
     key: hmac::Key,
+    /// Pruned at this process's first new function: a process that compiles nothing new (a
+    /// one-shot command, a host whose plugins are all cached) neither grows the store nor walks it.
+    pruned: std::sync::Once,
 }
 
 /// This process's effective user, which must own the cache and its files.
@@ -102,11 +106,7 @@ impl CacheDir {
             .create(&dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
         private(&std::fs::symlink_metadata(&dir)?, &dir, false)?;
-        let removed = prune(&dir, MAX_FUNCTION_BYTES);
-        if removed > 0 {
-            tracing::info!(dir = %dir.display(), removed, "removed the oldest compiled functions");
-        }
-        Ok(Functions { dir, key: self.key.clone() })
+        Ok(Functions { dir, key: self.key.clone(), pruned: std::sync::Once::new() })
     }
 
     /// The compiled plugins of `engine`.
@@ -201,6 +201,12 @@ impl CacheStore for Functions {
     }
 
     fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
+        self.pruned.call_once(|| {
+            let removed = prune(&self.dir, MAX_FUNCTION_BYTES);
+            if removed > 0 {
+                tracing::info!(dir = %self.dir.display(), removed, "removed the oldest compiled functions");
+            }
+        });
         let path = self.path(key);
         let tag = hmac::sign(&self.key, &Self::message(key, &value));
         let written = path

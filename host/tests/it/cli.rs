@@ -86,3 +86,61 @@ fn duration_flags_take_gos_syntax() {
         "{stderr}"
     );
 }
+
+/// The kubelet's SIGTERM may come while the plugins still compile (a new pod's cache is empty):
+/// the host stops there, exit 0, rather than dying of it (or, as a container's PID 1 with no
+/// handler yet, ignoring it until the kubelet kills the pod at the end of its grace period).
+#[test]
+fn a_stop_signal_while_the_plugins_compile_stops_the_host_cleanly() {
+    use std::io::BufRead;
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = common::host_command()
+        .args(["run", "--leader-elect=false", "--metrics-bind-address", "127.0.0.1:0"])
+        .env("WASMCM_CACHE_DIR", cache.path())
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("embedded cluster at") {
+        assert!(stdout.read_line(&mut seen).unwrap() > 0, "the host ended before its cluster started: {seen}");
+    }
+    // Cold, the built-ins take seconds to compile: the signal lands while they do.
+    assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "not stopped within 120 s of SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status}: {seen}{stderr}");
+    assert!(stderr.contains("SIGTERM: shutting down"), "{stderr}");
+}
+
+/// `wasmcm plugins inspect x.wasm | head`: a reader that stops early ends the command quietly,
+/// as it does any Unix tool, instead of a panic about a broken pipe.
+#[test]
+fn a_closed_pipe_ends_a_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let plugin = common::guest("wasmcm_replicaset.wasm");
+    let plugin = plugin.to_str().unwrap();
+    let mut child = common::host_command()
+        .args(["plugins", "inspect", plugin])
+        .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // The reader is gone before the first line is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{}", out.status);
+}

@@ -344,10 +344,28 @@ impl World {
         Some((group(i), history.current().unwrap_or(0), history.recent_most()))
     }
 
-    /// (live, ready) pods of a Deployment.
+    /// (live, ready) pods of a Deployment, where live counts no more pods of a ReplicaSet than it
+    /// asks for now. Upstream's Deployment controller bounds what its ReplicaSets ask for, not
+    /// their pods (NewRSNewReplicas sums spec.replicas); pods beyond a ReplicaSet's ask are its
+    /// controller's to delete, and whether they should have been made at all is
+    /// [`World::check_created`]'s to judge. Counting them here flagged a race upstream runs too:
+    /// a ReplicaSet scaled down while its controller still created for the old ask.
     fn counts(&self, namespace: &str, app: &str) -> (i64, i64) {
-        let live = self.in_namespace(namespace).filter(|p| p.app == app && !p.terminating);
-        live.fold((0, 0), |(l, r), p| (l + 1, r + i64::from(p.ready)))
+        let mut live_by_owner: BTreeMap<Option<&str>, i64> = BTreeMap::new();
+        let mut ready = 0;
+        for p in self.in_namespace(namespace).filter(|p| p.app == app && !p.terminating) {
+            *live_by_owner.entry(p.owner.as_deref()).or_default() += 1;
+            ready += i64::from(p.ready);
+        }
+        let asked = |rs: &str| self.rss.get(&(namespace.to_string(), rs.to_string())).and_then(|(_, h)| h.current());
+        let live = live_by_owner
+            .into_iter()
+            .map(|(owner, live)| match owner.and_then(asked) {
+                Some(asked) => live.min(asked),
+                None => live,
+            })
+            .sum();
+        (live, ready)
     }
 
     /// The bounds on a Deployment's pods: where its replicas do not change, live pods and ready
@@ -1131,6 +1149,44 @@ mod tests {
         // A third is one too many even for 2.
         f.pod("d-001", "d-001-a", "p3", EventType::Added, false);
         assert_eq!(f.world.violations.len(), 1, "{:?}", f.world.violations);
+    }
+
+    #[test]
+    fn pods_a_replica_set_no_longer_asks_for_are_its_own_to_delete() {
+        // As in a fresh-clone CI run: ReplicaSet b went 1 → 3 and, 20 ms later, 3 → 0 (the
+        // Deployment's template moved on); its controller, acting on the 3, created two pods
+        // after the 0 was stored. The Deployment controller bounds what ReplicaSets ask for, not
+        // their pods (upstream's NewRSNewReplicas sums spec.replicas), so it scaled a up to the
+        // new replicas meanwhile: 8 pods for 5 + 2 for a moment, as upstream would run.
+        let mut f = Feed::new();
+        f.deployment(1, 5);
+        f.replica_set("d-001", "d-001-a", 3);
+        for p in ["a1", "a2", "a3"] {
+            f.pod("d-001", "d-001-a", p, EventType::Added, true);
+        }
+        f.replica_set("d-001", "d-001-c", 1);
+        f.pod("d-001", "d-001-c", "c1", EventType::Added, true);
+        f.replica_set("d-001", "d-001-b", 1);
+        f.pod("d-001", "d-001-b", "b1", EventType::Added, true);
+        f.replica_set("d-001", "d-001-b", 3);
+        f.replica_set("d-001", "d-001-b", 0);
+        f.pod("d-001", "d-001-b", "b2", EventType::Added, true);
+        f.pod("d-001", "d-001-b", "b3", EventType::Added, true);
+        f.deployment(1, 4);
+        f.replica_set("d-001", "d-001-a", 4);
+        f.pod("d-001", "d-001-a", "a4", EventType::Added, false);
+        assert!(f.world.violations.is_empty(), "{:?}", f.world.violations);
+        // Pods a ReplicaSet asks for still count: 5 + 3 is past 5 + 2.
+        f.replica_set("d-001", "d-001-a", 5);
+        f.pod("d-001", "d-001-a", "a5", EventType::Added, false);
+        f.replica_set("d-001", "d-001-c", 3);
+        f.pod("d-001", "d-001-c", "c2", EventType::Added, false);
+        f.pod("d-001", "d-001-c", "c3", EventType::Added, false);
+        assert!(
+            f.world.violations.iter().any(|v| v.contains("8 live pods > replicas + maxSurge = 7")),
+            "{:?}",
+            f.world.violations
+        );
     }
 
     #[test]
