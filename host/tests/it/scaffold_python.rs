@@ -9,6 +9,7 @@
 //! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold/`.
 
 use crate::common;
+use crate::scaffold::{text, wasmcm};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -20,20 +21,6 @@ use serde_json::Value;
 const NAME: &str = "hello-python";
 const WASM: &str = "build/hello_python.wasm";
 const PLURAL: &str = "hellopythons";
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-fn wasmcm(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-        .current_dir(dir)
-        .args(args)
-        .env("WASMCM_CACHE_DIR", common::precompiled_dir())
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("the binary runs")
-}
 
 fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
     Command::new(dir.join(program)).current_dir(dir).args(args).output().expect("the script runs")

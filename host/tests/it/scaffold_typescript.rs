@@ -4,7 +4,10 @@
 //! snapshot, `plugins inspect` (nothing imported but the contract), then `wasmcm run` with its
 //! plugin.yaml on the embedded cluster, the `try:` line pasted, its CRD and example applied with
 //! the real kubectl and reconciled; a key recorded, replayed identically, and replayed again after
-//! a change to the plugin's code, which shows the difference. It prints how long each step took.
+//! a change to the plugin's code, which shows the difference; and the same rebuild's keys that
+//! misbehave (an exception, with its stack in the log; the clock, randomness, timers, the
+//! network, each failing saying what the sandbox offers instead). It prints how long each step
+//! took.
 //!
 //! Owns this flow only; what the scaffold contains is unit-tested in
 //! `host/src/scaffold/typescript.rs`. Writes nothing outside its temporary directory but npm's
@@ -171,10 +174,18 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
     assert!(text(&out).contains("identical to example.json"), "{}", text(&out));
     steps.done("replay it");
 
+    // A change, and the bad input of a TypeScript plugin behind keys of its own (one build for
+    // both: a component build is the slow step).
     let index = dir.join("src/index.ts");
     let code = std::fs::read_to_string(&index).unwrap();
     assert!(code.contains(r#"reason: "Reconciled","#), "the skeleton's reason");
-    std::fs::write(&index, code.replace(r#"reason: "Reconciled","#, r#"reason: "Served","#)).unwrap();
+    let entry = "  reconcile(request: Request, cache: Cache): Outcome {\n";
+    assert!(code.contains(entry), "the skeleton's reconcile");
+    let code = code
+        .replace(r#"reason: "Reconciled","#, r#"reason: "Served","#)
+        .replace(entry, &format!("{entry}    misbehave(request.name);\n"))
+        + MISBEHAVE;
+    std::fs::write(&index, code).unwrap();
     build(&dir);
     let out = wasmcm(&dir, &replay);
     assert_eq!(out.status.code(), Some(1), "the changed plugin differs: {}", text(&out));
@@ -182,5 +193,71 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
     let replayed: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
     assert_eq!(replayed["outcome"]["batches"][0][0]["updateStatus"]["status"]["conditions"][0]["reason"], "Served");
     steps.done("change, rebuild, replay");
+
+    let snapshot = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
+    let example = snapshot.rfind("- apiVersion: ").expect("the example, last in the snapshot");
+    let mut state = snapshot.clone();
+    let keys = ["throws", "clock", "random", "timer", "fetch"];
+    for key in keys {
+        state.push_str(&snapshot[example..].replace("name: example", &format!("name: {key}")));
+    }
+    std::fs::write(dir.join("bad.yaml"), state).unwrap();
+    let simulate = |key: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+            .current_dir(&dir)
+            .args(["simulate", "--plugin", WASM, "--state", "bad.yaml", "--key", &format!("default/{key}")])
+            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+            .env("RUST_LOG", "error")
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("the binary runs");
+        (out.status.code(), text(&out))
+    };
+    // An exception: a failed reconcile with its message, and where it was thrown in the log.
+    let (code, log) = simulate("throws");
+    assert_eq!(code, Some(3), "{log}");
+    assert!(log.contains("failed: uncaught SyntaxError: JSON.parse: expected property name"), "{log}");
+    assert!(log.contains("(its stack is in the host's log)"), "{log}");
+    assert!(log.contains("ERROR") && log.contains("misbehave@"), "the stack, in the bundle built: {log}");
+    // What the sandbox lacks: what to use instead.
+    for (key, says) in [
+        ("clock", "Date.now(): the wasmcm sandbox has no clock: use the request's `now` (request.now"),
+        ("random", "Math.random(): the wasmcm sandbox has no randomness"),
+        (
+            "timer",
+            "setTimeout(): the wasmcm sandbox has no timers: a reconcile returns at once; to come back later, return an outcome with requeueAfter",
+        ),
+        ("fetch", "fetch(): the wasmcm sandbox has no network"),
+    ] {
+        let (code, log) = simulate(key);
+        assert_eq!(code, Some(3), "{key}: {log}");
+        assert!(log.contains(&format!("failed: uncaught SandboxError: {says}")), "{key}: {log}");
+    }
+    steps.done("bad input");
     eprintln!("{}", steps.report());
 }
+
+/// Appended to the scaffold's src/index.ts: keys that misbehave, each in its own way.
+const MISBEHAVE: &str = r#"
+const sandbox = globalThis as unknown as { setTimeout(f: () => void, ms: number): unknown; fetch(url: string): unknown };
+
+function misbehave(name: string): void {
+  switch (name) {
+    case "throws":
+      JSON.parse("{not json");
+      break;
+    case "clock":
+      log("info", `now: ${Date.now()}`);
+      break;
+    case "random":
+      log("info", `dice: ${Math.random()}`);
+      break;
+    case "timer":
+      sandbox.setTimeout(() => {}, 10);
+      break;
+    case "fetch":
+      sandbox.fetch("http://example.com/");
+      break;
+  }
+}
+"#;

@@ -7,14 +7,12 @@
 //!   Website stays in the state the test made it (fresh, new, a child of someone else, stale
 //!   children and registry, being deleted) and each recording is a reconcile with writes to
 //!   compare;
-//! - its component imports nothing but the contract (`plugins inspect`);
-//! - a plugin that throws fails its reconcile with the exception's message, its stack in the
-//!   host's log; one that reaches for the clock, randomness, timers or the network fails saying
-//!   what the sandbox offers instead.
+//! - its component imports nothing but the contract (`plugins inspect`).
 //!
-//! Owns this module, the example's build (`npm ci`, `npm run build` in its directory, when its
-//! component is missing or older than its sources or the SDK's) and a throwaway misbehaving
-//! plugin built in a temporary directory with the toolchain of `scripts/install-js-tools.sh`.
+//! A TypeScript plugin's bad input (an exception, the clock, randomness, timers, the network)
+//! is `scaffold_typescript`'s, on the scaffold's own rebuild. Owns this module and the example's
+//! build (`npm ci`, `npm run build` in its directory, when its component is missing or older
+//! than its sources or the SDK's).
 
 use crate::common;
 use crate::record::start_host;
@@ -267,105 +265,4 @@ async fn the_typescript_website_imports_only_the_contract_and_replays_the_rust_p
         }
     }
     eprintln!("replayed identically against the TypeScript build: {}", replayed.join("; "));
-}
-
-/// A plugin whose every key misbehaves in its own way, built as a plugin's `npm run build` does.
-const MISBEHAVING: &str = r#"
-import { exportPlugin } from "SDK/dist/component.js";
-import { CONTRACT_VERSION, Outcome, kind } from "SDK/dist/index.js";
-
-const ConfigMaps = kind("v1", "ConfigMap");
-
-function nameFrom(seed) {
-  return `web-${seed}`;
-}
-
-export const controller = exportPlugin({
-  describe: () => ({ name: "misbehaving", version: "0.1.0", primary: ConfigMaps, owns: [], watches: [], writes: [ConfigMaps], contract: CONTRACT_VERSION }),
-  reconcile(request) {
-    switch (request.name) {
-      case "throws":
-        return JSON.parse("{not json").spec;
-      case "clock":
-        return new Outcome().requeueAfter(Date.now() % 1000);
-      case "random":
-        return new Outcome().requeueAfter(nameFrom(Math.random()).length);
-      case "timer":
-        setTimeout(() => {}, 10);
-        return new Outcome();
-      case "fetch":
-        fetch("http://example.com/");
-        return new Outcome();
-      default:
-        return new Outcome();
-    }
-  },
-});
-"#;
-
-#[test]
-fn a_typescript_plugin_that_throws_or_reaches_for_what_the_sandbox_lacks_fails_saying_so() {
-    let tools = js_tools();
-    let sdk = sdk_dir();
-    let built = Command::new(tools.join("node_modules/.bin/tsc")).arg("-b").arg(&sdk).output().expect("tsc runs");
-    assert!(built.status.success(), "tsc -b {}: {}", sdk.display(), text(&built));
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("misbehaving.js"), MISBEHAVING.replace("SDK/", &format!("{}/", sdk.display())))
-        .unwrap();
-    let wasm = dir.path().join("misbehaving.wasm");
-    let built = Command::new("node")
-        .arg(sdk.join("bin/componentize.mjs"))
-        .arg(dir.path().join("misbehaving.js"))
-        .arg("-o")
-        .arg(&wasm)
-        .arg("--tools")
-        .arg(&tools)
-        .output()
-        .expect("node runs");
-    assert!(built.status.success(), "wasmcm-componentize: {}", text(&built));
-    let keys = ["throws", "clock", "random", "timer", "fetch"];
-    let state: Vec<Value> = keys
-        .iter()
-        .map(|k| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": k, "namespace": "default"}}))
-        .collect();
-    let state_file = dir.path().join("state.json");
-    std::fs::write(&state_file, json!({"apiVersion": "v1", "kind": "List", "items": state}).to_string()).unwrap();
-
-    let simulate = |key: &str| {
-        let out = common::host_command()
-            .args(["simulate", "--plugin"])
-            .arg(&wasm)
-            .arg("--state")
-            .arg(&state_file)
-            .args(["--key", &format!("default/{key}")])
-            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("the binary runs");
-        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
-    };
-    // An exception: a failed reconcile with its message, and where it was thrown in the log.
-    let (code, log) = simulate("throws");
-    assert_eq!(code, Some(3), "{log}");
-    assert!(log.contains("failed: uncaught SyntaxError: JSON.parse: expected property name"), "{log}");
-    assert!(log.contains("(its stack is in the host's log)"), "{log}");
-    assert!(
-        log.contains("ERROR") && log.contains("reconcile@misbehaving.js:"),
-        "the stack, in the bundle the component was built from: {log}"
-    );
-    // What the sandbox lacks: what to use instead.
-    for (key, says) in [
-        ("clock", "Date.now(): the wasmcm sandbox has no clock: use the request's `now` (request.now"),
-        ("random", "Math.random(): the wasmcm sandbox has no randomness"),
-        (
-            "timer",
-            "setTimeout(): the wasmcm sandbox has no timers: a reconcile returns at once; to come back later, return an outcome with requeueAfter",
-        ),
-        ("fetch", "fetch(): the wasmcm sandbox has no network"),
-    ] {
-        let (code, log) = simulate(key);
-        assert_eq!(code, Some(3), "{key}: {log}");
-        assert!(log.contains(&format!("failed: uncaught SandboxError: {says}")), "{key}: {log}");
-    }
 }
