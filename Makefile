@@ -31,7 +31,8 @@ cluster: toolchain
 TEST_THREADS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? n : 4 )))
 
 # The example plugin is a crate of its own, outside the workspace as a team's plugin would be:
-# checked, unit-tested and built (both releases) in its directory, into the target dir the
+# checked (natively: for wasm32 it adds only the export macro, which clippy does not lint),
+# unit-tested and built (both releases) in its directory, into the target dir the
 # custom_resource test builds it in, so that test finds it built instead of compiling beside
 # the other tests (cold: about 1.5 minutes on 2 cores; then seconds).
 EXAMPLE := examples/website
@@ -47,7 +48,6 @@ test: toolchain
 	RUSTDOCFLAGS="-D warnings" cargo doc -p wasmcm-guest --no-deps --locked
 	cd $(EXAMPLE) && cargo fmt --check
 	cd $(EXAMPLE) && cargo clippy --locked --all-targets --target-dir ../../target/plugins -- -D warnings
-	cd $(EXAMPLE) && cargo clippy --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins -- -D warnings
 	cd $(EXAMPLE) && cargo test --locked --target-dir ../../target/plugins
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins --features v2

@@ -10,7 +10,7 @@ use wasmcm::terminal_safe_lines;
 
 #[cfg(feature = "embedded-cluster")]
 use cli::cluster;
-use cli::{new, plugins, run, shards, simulate};
+use cli::{new, plugins, run, shards, simulate, version};
 
 /// wasmcm — a WebAssembly controller manager for Kubernetes.
 #[derive(Parser)]
@@ -74,12 +74,24 @@ enum Command {
     /// Create a standalone plugin crate to start from: describe(), a reconcile skeleton with
     /// unit tests, a simulate snapshot, a plugin manifest and, for a custom kind, its CRD.
     New(new::NewArgs),
+    /// This wasmcm's version and the plugin contracts it runs.
+    Version(version::VersionArgs),
+    /// A shell's completion script: `source <(wasmcm completion bash)`, or save it where the
+    /// shell loads completions from (bash, zsh, fish, elvish, powershell).
+    Completion { shell: clap_complete::Shell },
 }
 
 /// Whether `command` only prints what it computes locally (to a reader that may stop early).
 fn prints_for_a_pipe(command: &Command) -> bool {
     use plugins::PluginsCommand;
-    matches!(command, Command::Simulate(_) | Command::New(_) | Command::Plugins(PluginsCommand::Inspect(_)))
+    matches!(
+        command,
+        Command::Simulate(_)
+            | Command::New(_)
+            | Command::Version(_)
+            | Command::Completion { .. }
+            | Command::Plugins(PluginsCommand::Inspect(_))
+    )
 }
 
 /// `--log-level`'s value as a filter: a bare level is wasmcm's own, anything else directives.
@@ -156,6 +168,12 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
         ),
         Command::Shards(args) => shards::shards(args),
         Command::New(args) => new::new(args),
+        Command::Version(args) => version::version(args),
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "wasmcm", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Run(args) => run::run(&cli.engine.engine(true)?, args),
         Command::Simulate(args) => simulate::simulate(&cli.engine.engine(false)?, args),
         Command::Plugins(command) => plugins::plugins(&cli.engine.engine(false)?, command),

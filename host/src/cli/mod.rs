@@ -15,6 +15,7 @@ pub(crate) mod plugins;
 pub(crate) mod run;
 pub(crate) mod shards;
 pub(crate) mod simulate;
+pub(crate) mod version;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -144,3 +144,52 @@ fn a_closed_pipe_ends_a_printing_command_quietly() {
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{}", out.status);
 }
+
+/// `wasmcm version` for a bug report (text) or a script (JSON), `--version` its first line, and
+/// `wasmcm completion <shell>` a script the shell loads.
+#[test]
+fn version_and_completion_say_what_a_user_and_a_shell_need() {
+    let version = env!("CARGO_PKG_VERSION");
+    let run = common::wasmcm(&["version"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.starts_with(&format!("wasmcm {version}\n")), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("plugin contracts: wasmcm:reconciler@") && run.stdout.contains("@0.3.0"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("built-in plugins: ") && run.stdout.contains("deployment"), "{}", run.stdout);
+    let json: serde_json::Value = serde_json::from_str(&common::wasmcm(&["version", "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["version"], version);
+    assert!(json["contracts"].as_array().is_some_and(|c| c.iter().any(|v| v == "0.3.0")), "{json}");
+    assert_eq!(json["embeddedCluster"], true, "{json}");
+    assert_eq!(common::wasmcm(&["--version"]).stdout.trim(), format!("wasmcm {version}"));
+
+    let script = common::wasmcm(&["completion", "bash"]);
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    let mut bash = std::process::Command::new("bash")
+        .args(["-c", "source /dev/stdin && complete -p wasmcm"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bash runs");
+    std::io::Write::write_all(&mut bash.stdin.take().unwrap(), script.stdout.as_bytes()).unwrap();
+    let loaded = bash.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&loaded.stdout);
+    assert!(
+        loaded.status.success() && said.contains("-F _wasmcm wasmcm"),
+        "{said}{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    for word in ["simulate", "plugins", "completion", "--log-level"] {
+        assert!(script.stdout.contains(word), "bash completes {word}");
+    }
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        let script = common::wasmcm(&["completion", shell]);
+        assert!(script.code == 0 && script.stdout.contains("simulate"), "{shell}: {}", script.stderr);
+    }
+    let bad = common::wasmcm(&["completion", "tcsh"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("invalid value 'tcsh'") && bad.stderr.contains("bash"), "{}", bad.stderr);
+}

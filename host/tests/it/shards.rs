@@ -1,6 +1,6 @@
 //! Active-active replicas (`wasmcm run --shards`): `wasmcm run` processes on one cluster split
 //! the keys between them by shard Leases, as deploy/sharding configures them (the host's
-//! ServiceAccount with deploy/manifests' RBAC plus deploy/sharding's Role). 600 Deployments in
+//! ServiceAccount with deploy/manifests' RBAC plus deploy/sharding's Role). 240 Deployments in
 //! 30 namespaces stay reconciled while replicas are killed (SIGKILL), frozen past their leases
 //! (SIGSTOP, then resumed), added (3 → 5) and stopped (5 → 2, SIGTERM), under continuous
 //! changes. The API server audits every plugin write against the Lease of its shard, and each
@@ -21,8 +21,11 @@ use serde_json::{Value, json};
 use wasmcm_apiserver::{AuditLease, Cluster, ClusterConfig};
 
 const SHARDS: u32 = 12;
-/// Lease timing of the hosts (seconds): duration, renew deadline, retry period.
-const LEASE: (u64, u64, u64) = (4, 3, 1);
+/// Lease timing of the hosts (seconds): duration, renew deadline, retry period. The fence
+/// stops a write at the renew deadline, as it leaves; the audit judges it as the server reads
+/// it, which on a starved 2-core machine came at least 1.3 s later (a fresh-clone CI run, 4 s and
+/// 3 s). The gap between the two is that allowance: 2 s here, 5 s at KCM's 15 s and 10 s.
+const LEASE: (u64, u64, u64) = (5, 3, 1);
 
 struct Group {
     /// Namespaces and Deployments in each.
@@ -309,21 +312,23 @@ fn reconciles(host: &str, log: &Path) -> Vec<Reconcile> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_split_the_keys_and_hand_shards_over_without_overlap() {
-    let mut group = Group::start((30, 20), true).await;
+    // 30 namespaces over 12 shards, 8 Deployments each: 240, where 600 took this test to 8 minutes
+    // of a 2-core CI run (its longest), with nothing more to show.
+    let mut group = Group::start((30, 8), true).await;
     group.create_workload().await;
     for h in ["wasmcm-a", "wasmcm-b", "wasmcm-c"] {
         group.start_host(h);
     }
     group.balanced_over(&["wasmcm-a", "wasmcm-b", "wasmcm-c"]).await;
-    group.converged("600 Deployments to converge on three replicas").await;
+    group.converged("240 Deployments to converge on three replicas").await;
 
     // The server filters: each replica caches the Deployments of its shards' namespaces alone.
     let mut cached = Vec::new();
     for h in ["wasmcm-a", "wasmcm-b", "wasmcm-c"] {
         cached.push(group.cached_deployments(h).await);
     }
-    assert_eq!(cached.iter().sum::<u64>(), 600, "every Deployment cached by exactly one replica: {cached:?}");
-    assert!(cached.iter().all(|c| *c < 400), "about a third each: {cached:?}");
+    assert_eq!(cached.iter().sum::<u64>(), 240, "every Deployment cached by exactly one replica: {cached:?}");
+    assert!(cached.iter().all(|c| *c < 160), "about a third each: {cached:?}");
 
     // `wasmcm shards` tells who holds what.
     let shown = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
@@ -393,7 +398,7 @@ async fn replicas_split_the_keys_and_hand_shards_over_without_overlap() {
     // The audit: every plugin write came from the valid holder of its shard's Lease.
     let audit = group.cluster.take_audit();
     let writes: Vec<_> = audit.iter().filter(|r| r.user_agent.contains(" plugin/")).collect();
-    assert!(writes.len() > 3000, "{} plugin writes audited", writes.len());
+    assert!(writes.len() > 2000, "{} plugin writes audited", writes.len());
     let by_non_holder: Vec<_> =
         writes.iter().filter(|r| r.valid_holder().map(str::to_string) != identity(&r.user_agent)).collect();
     assert!(
@@ -500,8 +505,9 @@ async fn replicas_in_another_shape_take_nothing_and_say_why() {
     group.start_host_as("wasmcm-c", &["--shards", "3"]);
     group.start_host_as("wasmcm-d", &["--leader-elect=true"]);
     let (c, d) = (group.disagreeing("wasmcm-c").await, group.disagreeing("wasmcm-d").await);
-    assert!(c.contains("runs as 4 shards with 4s leases") && c.contains("run as 3 shards with 4s leases"), "{c}");
-    assert!(d.contains("runs as 4 shards with 4s leases") && d.contains("run as one leader"), "{d}");
+    let (four, three) = (format!("4 shards with {}s leases", LEASE.0), format!("3 shards with {}s leases", LEASE.0));
+    assert!(c.contains(&format!("runs as {four}")) && c.contains(&format!("run as {three}")), "{c}");
+    assert!(d.contains(&format!("runs as {four}")) && d.contains("run as one leader"), "{d}");
     group.patch_all(json!({"spec": {"replicas": 2}})).await;
     group.converged("the scale-up beside two disagreeing replicas").await;
     group.balanced(&["wasmcm-a", "wasmcm-b"], 4).await;
@@ -531,9 +537,9 @@ async fn replicas_in_another_shape_take_nothing_and_say_why() {
     })
     .await;
     let table = group.shards_table();
-    assert!(table.starts_with("GROUP wasmcm: 4 shards with 4s leases"), "{table}");
+    assert!(table.starts_with(&format!("GROUP wasmcm: {four}")), "{table}");
     let line = |who: &str| table.lines().find(|l| l.starts_with(who)).unwrap_or_else(|| panic!("{who} in:\n{table}"));
-    assert!(line("wasmcm-c").contains("3 shards with 4s leases") && line("wasmcm-c").contains("DISAGREES"), "{table}");
+    assert!(line("wasmcm-c").contains(&three) && line("wasmcm-c").contains("DISAGREES"), "{table}");
     assert!(line("wasmcm-d").contains("one leader") && line("wasmcm-d").contains("DISAGREES"), "{table}");
     assert!(!line("wasmcm-a").contains("DISAGREES"), "{table}");
 
