@@ -20,7 +20,6 @@ use crate::scaffold::text;
 use crate::scaffold_typescript::npm;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -77,13 +76,6 @@ pub(crate) fn example_component() -> PathBuf {
         assert!(out.status.success(), "npm run build in {}: {}", dir.display(), text(&out));
     }
     wasm
-}
-
-/// The pinned toolchain's directory (scripts/install-js-tools.sh, idempotent).
-fn js_tools() -> PathBuf {
-    let out = Command::new(workspace_root().join("scripts/install-js-tools.sh")).output().expect("the script runs");
-    assert!(out.status.success(), "install-js-tools: {}", text(&out));
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
 fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
