@@ -2,7 +2,7 @@
 # Builds the website plugin into a component with the project's pinned componentize-py
 # (scripts/install-componentize-py.sh): `./build.sh [v1|v2] [OUTPUT]`, by default v1 into
 # build/website.wasm (v2: build/website-v2.wasm). --stub-wasi: the component imports nothing but
-# the plugin contract (../../wit/0.3.0: the SDK speaks contract 0.3.0, which the host still loads). Written beside OUTPUT and renamed into place, so a host
+# the plugin contract (../../wit). Written beside OUTPUT and renamed into place, so a host
 # watching the file swaps in complete builds only.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +21,6 @@ case $out in /*) ;; *) out=$(pwd)/$out ;; esac
 componentize_py=${COMPONENTIZE_PY:-$("$root/scripts/install-componentize-py.sh")}
 mkdir -p "$(dirname "$out")"
 cd "$here"
-"$componentize_py" --quiet --wit-path "$root/wit/0.3.0" --world plugin componentize "$app" \
+"$componentize_py" --quiet --wit-path "$root/wit" --world plugin componentize "$app" \
     --python-path "$here" --python-path "$root/guest-controllers/sdk-python" --stub-wasi --output "$out.new"
 mv -f "$out.new" "$out"

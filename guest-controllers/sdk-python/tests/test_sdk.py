@@ -2,6 +2,7 @@
 ownership and adoption, the outcome builder, errors and JSON, as the Rust SDK's native tests
 check them."""
 
+import json
 import unittest
 
 import wasmcm_guest as wg
@@ -223,6 +224,32 @@ class ContractTests(unittest.TestCase):
         self.assertEqual((len(o.batches), len(list(o.intents())), o.requeue_after_ms), (2, 2, 30_000))
         with self.assertRaises(wg.Permanent):
             wg.Update("[1]")
+
+    def test_patches_and_deletes_carry_what_contract_0_4_0_added(self) -> None:
+        self.assertEqual(wg.CONTRACT_VERSION, "0.4.0")
+        pod = wg.ObjectRef(Kind("v1", "Pod"), "demo", "pi-x7k2q")
+        labelled = wg.Patch.merge(pod, {"metadata": {"labels": {"tier": "web"}}}).with_resource_version("42")
+        self.assertEqual(
+            (labelled.patch_type, labelled.body, labelled.resource_version, labelled.status),
+            (wg.PatchType.MERGE, '{"metadata":{"labels":{"tier":"web"}}}', "42", False),
+        )
+        status = wg.Patch.strategic(pod, {"status": {"phase": "Failed"}}).to_status()
+        self.assertEqual((status.patch_type, status.status, status.resource_version), (wg.PatchType.STRATEGIC, True, None))
+        ops = wg.Patch.json(pod, ({"op": "remove", "path": "/metadata/annotations/old"},))
+        self.assertEqual((ops.patch_type, ops.body), (wg.PatchType.JSON, '[{"op":"remove","path":"/metadata/annotations/old"}]'))
+        # A JSON patch is a list of operations, the others an object: a slip fails the reconcile
+        # for good, here rather than as the server's 400 later.
+        with self.assertRaises(wg.Permanent):
+            wg.Patch.json(pod, {"op": "remove"})
+        with self.assertRaises(wg.Permanent):
+            wg.Patch.merge(pod, [{"op": "remove"}])
+        unpinned = wg.remove_finalizer_patch(pod, "batch.kubernetes.io/job-tracking")
+        self.assertEqual(unpinned.patch_type, wg.PatchType.STRATEGIC)
+        self.assertEqual(json.loads(unpinned.body), {"metadata": {"$deleteFromPrimitiveList/finalizers": ["batch.kubernetes.io/job-tracking"]}})
+        self.assertIsNone(wg.Delete(pod).propagation)
+        self.assertEqual(wg.Delete(pod, propagation=wg.Propagation.BACKGROUND).propagation.value, "Background")
+        o = Outcome().push_batch([labelled, wg.Delete(pod, "u1", wg.Propagation.ORPHAN)])
+        self.assertEqual([type(i).__name__ for i in o.intents()], ["Patch", "Delete"])
 
     def test_errors_say_whether_to_retry(self) -> None:
         self.assertTrue(wg.Retryable("later").retryable)

@@ -51,7 +51,10 @@ from .types import (
     Kind,
     Level,
     Outcome,
+    Patch,
+    PatchType,
     PluginInfo,
+    Propagation,
     Request,
     SandboxError,
     Selector,
@@ -134,6 +137,19 @@ def _wit_ref(ref: Any) -> _wt.ObjectRef:
     return _wt.ObjectRef(_wit_kind(ref.kind), ref.namespace, ref.name)
 
 
+_PROPAGATIONS = {
+    Propagation.ORPHAN: _wc.Propagation.ORPHAN,
+    Propagation.BACKGROUND: _wc.Propagation.BACKGROUND,
+    Propagation.FOREGROUND: _wc.Propagation.FOREGROUND,
+}
+
+_PATCH_TYPES = {
+    PatchType.JSON: _wc.PatchType.JSON,
+    PatchType.MERGE: _wc.PatchType.MERGE,
+    PatchType.STRATEGIC: _wc.PatchType.STRATEGIC,
+}
+
+
 def _wit_intent(intent: Any) -> Any:
     if isinstance(intent, Create):
         return _wc.Intent_Create(dumps(intent.object))
@@ -142,11 +158,22 @@ def _wit_intent(intent: Any) -> Any:
     if isinstance(intent, UpdateStatus):
         return _wc.Intent_UpdateStatus(dumps(intent.object))
     if isinstance(intent, Delete):
-        return _wc.Intent_Delete(_wc.DeleteTarget(_wit_ref(intent.target), intent.uid))
+        propagation = None if intent.propagation is None else _PROPAGATIONS[intent.propagation]
+        return _wc.Intent_Delete(_wc.DeleteTarget(_wit_ref(intent.target), intent.uid, propagation))
+    if isinstance(intent, Patch):
+        return _wc.Intent_Patch(
+            _wc.Patch(
+                _wit_ref(intent.target),
+                _PATCH_TYPES[intent.patch_type],
+                intent.body,
+                intent.resource_version,
+                intent.status,
+            )
+        )
     if isinstance(intent, Event):
         event_type = _wc.EventType.WARNING if intent.event_type is EventType.WARNING else _wc.EventType.NORMAL
         return _wc.Intent_Event(_wc.Event(_wit_ref(intent.regarding), event_type, intent.reason, intent.message))
-    raise TypeError(f"{intent!r} is not an intent (Create, Update, UpdateStatus, Delete or Event)")
+    raise TypeError(f"{intent!r} is not an intent (Create, Update, UpdateStatus, Delete, Patch or Event)")
 
 
 def _wit_outcome(outcome: Any) -> _wc.Outcome:

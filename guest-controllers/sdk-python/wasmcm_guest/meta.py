@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Mapping, MutableMapping, Optional
 
-from .types import Instant, Permanent
+from .types import Instant, ObjectRef, Patch, Permanent
 
 # ---- conditions ---------------------------------------------------------------------------
 
@@ -113,6 +113,16 @@ def remove_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
     before = len(finalizers)
     finalizers[:] = [f for f in finalizers if f != finalizer]
     return len(finalizers) != before
+
+
+def remove_finalizer_patch(target: ObjectRef, finalizer: str) -> Patch:
+    """A patch taking ``finalizer`` off ``target`` without reading it first, as KCM's Job
+    controller takes its tracking finalizer off pods: the strategic merge patch
+    ``{"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}}`` removes that one entry
+    from the list as it stands on the server, whatever else changed meanwhile, and is a no-op
+    when it is not there. Built-in kinds only: for a custom resource, :func:`remove_finalizer`
+    and an ``Update``."""
+    return Patch.strategic(target, {"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}})
 
 
 # ---- ownership ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The contract's types (``wit/reconciler.wit``, ``wasmcm:reconciler@0.3.0``) as plain Python.
+"""The contract's types (``wit/reconciler.wit``, ``wasmcm:reconciler@0.4.0``) as plain Python.
 
 A plugin works with these; ``wasmcm_guest.component`` converts them to and from
 componentize-py's bindings at the component's boundary, so the same code runs natively in unit
@@ -10,6 +10,7 @@ Owns the types and their conversions to JSON; it must not touch the host's impor
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import re
@@ -20,7 +21,7 @@ from . import validation
 
 #: The contract version these types implement; a plugin declares it in
 #: :attr:`PluginInfo.contract`, and the host refuses one of another major or minor version.
-CONTRACT_VERSION = "0.3.0"
+CONTRACT_VERSION = "0.4.0"
 
 #: A Kubernetes object as decoded JSON.
 JsonObject = dict
@@ -394,13 +395,95 @@ class UpdateStatus:
         self.object = _object(object)
 
 
+class Propagation(enum.Enum):
+    """``DeleteOptions.propagationPolicy``: what a delete does with the objects whose
+    ownerReferences name the deleted one."""
+
+    #: They stay, their ownerReference to it removed.
+    ORPHAN = "Orphan"
+    #: The object goes at once; the garbage collector deletes them after.
+    BACKGROUND = "Background"
+    #: The object stays (with a ``foregroundDeletion`` finalizer) until they are gone.
+    FOREGROUND = "Foreground"
+
+
 @dataclass
 class Delete:
     """DELETE the object (an empty namespace is the key's), only the one of ``uid`` when given;
-    already gone counts as done."""
+    already gone counts as done. ``propagation`` ``None`` is the server's default for the kind
+    (batch/v1 Jobs orphan their pods)."""
 
     target: ObjectRef
     uid: Optional[str] = None
+    propagation: Optional[Propagation] = None
+
+
+class PatchType(enum.Enum):
+    """How the API server applies a :class:`Patch`: the Content-Type it is sent with."""
+
+    #: RFC 6902 JSON patch (``application/json-patch+json``): a list of operations.
+    JSON = "json"
+    #: RFC 7386 JSON merge patch (``application/merge-patch+json``).
+    MERGE = "merge"
+    #: Kubernetes strategic merge patch (``application/strategic-merge-patch+json``): lists of
+    #: built-in kinds merge by their keys; the server refuses it for custom resources (415).
+    STRATEGIC = "strategic"
+
+
+@dataclass
+class Patch:
+    """PATCH one object (an empty namespace is the key's), or its status subresource: the API
+    server applies ``body`` to the object as it stands, so only what the patch names changes and
+    nothing needs to be read first. A target that is gone fails the batch (404). Made with
+    :meth:`merge`, :meth:`strategic` or :meth:`json`::
+
+        Patch.merge(pod, {"metadata": {"labels": {"tier": "web"}}}).with_resource_version("42")
+    """
+
+    target: ObjectRef
+    patch_type: PatchType
+    #: The patch document as JSON: a list of operations for ``JSON``, an object otherwise.
+    body: str
+    #: Applied only while the object is at this resourceVersion (409 Conflict otherwise).
+    resource_version: Optional[str] = None
+    #: Patch the status subresource instead of the object.
+    status: bool = False
+
+    @staticmethod
+    def merge(target: ObjectRef, body: Mapping[str, Any]) -> Patch:
+        """An RFC 7386 merge patch: objects merge key by key, ``None`` removes a key, anything
+        else (lists included) replaces."""
+        return Patch(target, PatchType.MERGE, dumps(_patch_body(body, Mapping, "an object")))
+
+    @staticmethod
+    def strategic(target: ObjectRef, body: Mapping[str, Any]) -> Patch:
+        """A strategic merge patch: as a merge patch, but lists of built-in kinds merge by their
+        keys and ``$patch``, ``$deleteFromPrimitiveList/<field>`` and ``$setElementOrder/<field>``
+        directives apply. Built-in kinds only."""
+        return Patch(target, PatchType.STRATEGIC, dumps(_patch_body(body, Mapping, "an object")))
+
+    @staticmethod
+    def json(target: ObjectRef, operations: Sequence[Mapping[str, Any]]) -> Patch:
+        """An RFC 6902 JSON patch: ``operations`` is the list of operations."""
+        return Patch(target, PatchType.JSON, dumps(list(_patch_body(operations, list, "a list of operations"))))
+
+    def with_resource_version(self, resource_version: str) -> Patch:
+        """The same patch, applied only while the object is at ``resource_version``."""
+        return dataclasses.replace(self, resource_version=resource_version)
+
+    def to_status(self) -> Patch:
+        """The same patch, of the status subresource."""
+        return dataclasses.replace(self, status=True)
+
+
+def _patch_body(body: Any, expected: type, what: str) -> Any:
+    # A tuple of operations is as good as a list; a string is not (it would be sent as one JSON
+    # string, which every server refuses).
+    if expected is list and isinstance(body, tuple):
+        body = list(body)
+    if not isinstance(body, expected):
+        raise Permanent(f"a patch's body must be {what}, not {type(body).__name__}")
+    return body
 
 
 class EventType(enum.Enum):
@@ -418,7 +501,7 @@ class Event:
     message: str
 
 
-Intent = Union[Create, Update, UpdateStatus, Delete, Event]
+Intent = Union[Create, Update, UpdateStatus, Delete, Event, Patch]
 
 
 @dataclass
@@ -427,7 +510,8 @@ class Outcome:
     failure stops every later batch), and whether to come back without a change."""
 
     batches: list[list[Intent]] = field(default_factory=list)
-    #: Reconcile this key again after this many milliseconds even if nothing changes.
+    #: Reconcile this key again this many milliseconds after the request's ``now``, even if
+    #: nothing changes; honoured once every write succeeded.
     requeue_after_ms: Optional[int] = None
 
     def push_batch(self, batch: Sequence[Intent]) -> Outcome:

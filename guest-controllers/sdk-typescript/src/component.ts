@@ -9,22 +9,27 @@
  * @module
  */
 
-import * as host from "wasmcm:reconciler/cache@0.3.0";
-import * as wit from "wasmcm:reconciler/controller@0.3.0";
-import { log as hostLog } from "wasmcm:reconciler/log@0.3.0";
-import type * as types from "wasmcm:reconciler/types@0.3.0";
+import * as host from "wasmcm:reconciler/cache@0.4.0";
+import * as wit from "wasmcm:reconciler/controller@0.4.0";
+import { log as hostLog } from "wasmcm:reconciler/log@0.4.0";
+import type * as types from "wasmcm:reconciler/types@0.4.0";
 
 import { Cache } from "./cache.js";
-import { type Controller, type Intent, type Kind, Outcome, ReconcileError } from "./contract.js";
+import { type Controller, type Intent, type Kind, type ObjectRef, Outcome, ReconcileError } from "./contract.js";
 import { log, setLogSink } from "./log.js";
 import { installSandbox } from "./sandbox.js";
 import { Selector } from "./selector.js";
 import { Instant } from "./time.js";
 
 const OPERATORS = { In: "in", NotIn: "not-in", Exists: "exists", DoesNotExist: "does-not-exist" } as const;
+const PROPAGATIONS = { Orphan: "orphan", Background: "background", Foreground: "foreground" } as const;
 
 function kindToWit(k: Kind): types.Kind {
   return { apiVersion: k.apiVersion, kind: k.kind };
+}
+
+function refToWit(r: ObjectRef): types.ObjectRef {
+  return { kind: kindToWit(r.kind), namespace: r.namespace, name: r.name };
 }
 
 /** The host's cache, seen through the SDK's {@link Cache}. */
@@ -59,19 +64,27 @@ function intentToWit(intent: Intent): wit.Intent {
       return {
         tag: "delete",
         val: {
-          target: { kind: kindToWit(intent.target.kind), namespace: intent.target.namespace, name: intent.target.name },
+          target: refToWit(intent.target),
           uid: intent.uid,
+          propagation: intent.propagation === undefined ? undefined : PROPAGATIONS[intent.propagation],
+        },
+      };
+    case "patch":
+      return {
+        tag: "patch",
+        val: {
+          target: refToWit(intent.patch.target),
+          patchType: intent.patch.patchType,
+          body: intent.patch.body,
+          resourceVersion: intent.patch.resourceVersion,
+          status: intent.patch.status,
         },
       };
     case "event":
       return {
         tag: "event",
         val: {
-          regarding: {
-            kind: kindToWit(intent.event.regarding.kind),
-            namespace: intent.event.regarding.namespace,
-            name: intent.event.regarding.name,
-          },
+          regarding: refToWit(intent.event.regarding),
           eventType: intent.event.type === "Warning" ? "warning" : "normal",
           reason: intent.event.reason,
           message: intent.event.message,

@@ -1,5 +1,5 @@
 /**
- * The contract (`wit/reconciler.wit`, `wasmcm:reconciler@0.3.0`) as plain TypeScript: what a
+ * The contract (`wit/reconciler.wit`, `wasmcm:reconciler@0.4.0`) as plain TypeScript: what a
  * plugin declares ({@link PluginInfo}), is asked ({@link Request}) and answers
  * ({@link Outcome}, {@link Intent}, {@link ReconcileError}), and the {@link Controller} it
  * implements. The generated WIT types (`src/wit/`, from `jco guest-types`) are used only by the
@@ -14,10 +14,10 @@ import type { Instant } from "./time.js";
 
 /**
  * The contract version these types implement (`wasmcm:reconciler@…` in `wit/reconciler.wit`).
- * A plugin declares it in {@link PluginInfo.contract}; the host refuses one built for a version
- * of another major or minor.
+ * A plugin declares it in {@link PluginInfo.contract}; the host loads plugins of this contract
+ * and of 0.3.0 (without the `patch` intent and a delete's `propagation`) and refuses any other.
  */
-export const CONTRACT_VERSION = "0.3.0";
+export const CONTRACT_VERSION = "0.4.0";
 
 /** A kind as the API names it: `apiVersion` (`v1`, `apps/v1`) and `kind` (`Pod`). */
 export interface Kind {
@@ -102,7 +102,7 @@ export interface PluginInfo {
   readonly owns: readonly Kind[];
   /** Other kinds it reads, and which of their changes wake the primary above the object. */
   readonly watches: readonly Watch[];
-  /** Kinds it may create, update, update the status of, or delete. Events may always be recorded. */
+  /** Kinds it may create, update, patch, update the status of, or delete. Events may always be recorded. */
   readonly writes: readonly Kind[];
   /** The contract it was built against: {@link CONTRACT_VERSION}. */
   readonly contract: string;
@@ -141,6 +141,107 @@ export interface Event {
 }
 
 /**
+ * `DeleteOptions.propagationPolicy`, as the API names it: what a delete does with the objects
+ * whose ownerReferences name the deleted one.
+ *
+ * - `Orphan`: leaves them, without the ownerReference.
+ * - `Background`: deletes the object now, its dependents after (the garbage collector).
+ * - `Foreground`: deletes the dependents first; the object stays, being deleted, until they are
+ *   gone.
+ */
+export type Propagation = "Orphan" | "Background" | "Foreground";
+
+/**
+ * How the API server applies a {@link Patch}: the Content-Type it is sent with.
+ *
+ * - `json`: an RFC 6902 JSON patch (`application/json-patch+json`), a list of operations.
+ * - `merge`: an RFC 7386 JSON merge patch (`application/merge-patch+json`).
+ * - `strategic`: a Kubernetes strategic merge patch (`application/strategic-merge-patch+json`);
+ *   built-in kinds only (the API server refuses it for custom resources).
+ */
+export type PatchType = "json" | "merge" | "strategic";
+
+/** An object as an intent carries it: its JSON text, taken now. */
+function objectText(object: object | string): string {
+  return typeof object === "string" ? object : JSON.stringify(object);
+}
+
+/**
+ * What a `patch` intent sends: a patch of one object, or of its status subresource, which the
+ * API server applies to the object as it stands, so nothing needs reading first and only what
+ * the patch names changes (contract 0.4.0). The host refuses a patch that could change the pods
+ * a Pod or workload runs when the plugin's scope limits them (an update is checked whole
+ * instead), or that touches the host's shard-group labels; a target already gone fails its
+ * batch (404). A patch never changes once made: its methods return new ones.
+ *
+ * ```ts
+ * const pod = { kind: kind("v1", "Pod"), namespace: "demo", name: "web-1" };
+ * // A label set without reading the pod; only if it is still at resourceVersion 42.
+ * const labelled = Patch.merge(pod, { metadata: { labels: { tier: "web" } } }).withResourceVersion("42");
+ * // A condition added to the status subresource.
+ * const status = Patch.strategic(pod, { status: { conditions: [{ type: "Checked", status: "True" }] } }).toStatus();
+ * // RFC 6902 operations.
+ * const ops = Patch.json(pod, [{ op: "remove", path: "/metadata/annotations/old" }]);
+ * new Outcome().batch(Intent.patch(labelled), Intent.patch(status), Intent.patch(ops));
+ * ```
+ */
+export class Patch {
+  /** The object; an empty namespace means the key's. */
+  readonly target: ObjectRef;
+  /** How the API server applies {@link Patch.body}. */
+  readonly patchType: PatchType;
+  /** The patch document, JSON text: a list of operations for `json`, an object otherwise. */
+  readonly body: string;
+  /**
+   * When given, a precondition: the patch applies only while the object is still at this
+   * resourceVersion (409 Conflict otherwise, retried as any conflict).
+   */
+  readonly resourceVersion: string | undefined;
+  /** Patch the status subresource instead of the object. */
+  readonly status: boolean;
+
+  private constructor(target: ObjectRef, patchType: PatchType, body: string, resourceVersion: string | undefined, status: boolean) {
+    this.target = target;
+    this.patchType = patchType;
+    this.body = body;
+    this.resourceVersion = resourceVersion;
+    this.status = status;
+  }
+
+  /**
+   * An RFC 7386 JSON merge patch of `target` (a JS object, or its JSON text): objects merge key
+   * by key, `null` removes a key, anything else (lists included) replaces.
+   */
+  static merge(target: ObjectRef, body: object | string): Patch {
+    return new Patch(target, "merge", objectText(body), undefined, false);
+  }
+
+  /**
+   * A Kubernetes strategic merge patch of `target`: as a merge patch, but lists of built-in kinds
+   * merge by their keys (containers by name, …) and `$patch`, `$deleteFromPrimitiveList/<field>`
+   * and `$setElementOrder/<field>` directives apply. Built-in kinds only.
+   */
+  static strategic(target: ObjectRef, body: object | string): Patch {
+    return new Patch(target, "strategic", objectText(body), undefined, false);
+  }
+
+  /** An RFC 6902 JSON patch of `target`: `operations` is the list of operations (or its JSON text). */
+  static json(target: ObjectRef, operations: readonly object[] | string): Patch {
+    return new Patch(target, "json", objectText(operations), undefined, false);
+  }
+
+  /** The same patch, applied only while the object is at `resourceVersion`. */
+  withResourceVersion(resourceVersion: string): Patch {
+    return new Patch(this.target, this.patchType, this.body, resourceVersion, this.status);
+  }
+
+  /** The same patch, of the status subresource. */
+  toStatus(): Patch {
+    return new Patch(this.target, this.patchType, this.body, this.resourceVersion, true);
+  }
+}
+
+/**
  * One write a reconcile asks for. Objects are Kubernetes JSON text with `apiVersion` and `kind`
  * (a missing `metadata.namespace` is the key's), taken as they were when the intent was made.
  * Make them with {@link Intent.create} and its siblings.
@@ -152,15 +253,21 @@ export type Intent =
   | { readonly type: "update"; readonly object: string }
   /** PUT to the status subresource: status changes, never spec. */
   | { readonly type: "update-status"; readonly object: string }
-  /** DELETE; already gone counts as done; `uid`, when given, deletes only that incarnation. */
-  | { readonly type: "delete"; readonly target: ObjectRef; readonly uid?: string | undefined }
+  /**
+   * DELETE; already gone counts as done; `uid`, when given, deletes only that incarnation;
+   * `propagation`, when given, is how its dependents go (else the server's default for the kind:
+   * batch/v1 Jobs and CronJobs orphan theirs).
+   */
+  | {
+      readonly type: "delete";
+      readonly target: ObjectRef;
+      readonly uid?: string | undefined;
+      readonly propagation?: Propagation | undefined;
+    }
+  /** PATCH an object, or its status (contract 0.4.0). */
+  | { readonly type: "patch"; readonly patch: Patch }
   /** Record an Event. */
   | { readonly type: "event"; readonly event: Event };
-
-/** An object as an intent carries it: its JSON text, taken now. */
-function objectText(object: object | string): string {
-  return typeof object === "string" ? object : JSON.stringify(object);
-}
 
 /** Makes {@link Intent}s. */
 export const Intent = {
@@ -170,8 +277,13 @@ export const Intent = {
   update: (object: object | string): Intent => ({ type: "update", object: objectText(object) }),
   /** PUT `object` to the status subresource. */
   updateStatus: (object: object | string): Intent => ({ type: "update-status", object: objectText(object) }),
-  /** DELETE `target`; with `uid`, only the object of that uid. */
-  delete: (target: ObjectRef, uid?: string): Intent => ({ type: "delete", target, uid }),
+  /**
+   * DELETE `target`; with `uid`, only the object of that uid; with `propagation`, its dependents
+   * as that says (a Job and, in the background, its pods: `Intent.delete(job, undefined, "Background")`).
+   */
+  delete: (target: ObjectRef, uid?: string, propagation?: Propagation): Intent => ({ type: "delete", target, uid, propagation }),
+  /** PATCH as `patch` says: make it with {@link Patch.merge} and its siblings. */
+  patch: (patch: Patch): Intent => ({ type: "patch", patch }),
   /** Record an Event about `regarding`. */
   event: (regarding: ObjectRef, type: EventType, reason: string, message: string): Intent => ({
     type: "event",
@@ -181,17 +293,24 @@ export const Intent = {
 
 /** The object of a create, update or update-status intent, parsed (for tests); throws otherwise. */
 export function intentObject(intent: Intent): Record<string, any> {
-  if (intent.type === "delete" || intent.type === "event") {
+  if (intent.type === "delete" || intent.type === "patch" || intent.type === "event") {
     throw new TypeError(`a ${intent.type} intent carries no object`);
   }
   return JSON.parse(intent.object) as Record<string, any>;
 }
 
-/** "update ConfigMap web/hello-content", for messages and test failures. */
+/**
+ * "update ConfigMap web/hello-content" (a patch as the host names it: "patch-status v1/Pod web/a"),
+ * for messages and test failures.
+ */
 export function describeIntent(intent: Intent): string {
   switch (intent.type) {
     case "delete":
       return `delete ${kindName(intent.target.kind)} ${intent.target.namespace}/${intent.target.name}`;
+    case "patch": {
+      const t = intent.patch.target;
+      return `${intent.patch.status ? "patch-status" : "patch"} ${kindName(t.kind)} ${t.namespace}/${t.name}`;
+    }
     case "event":
       return `event ${intent.event.reason}`;
     default: {
@@ -218,7 +337,10 @@ export function describeIntent(intent: Intent): string {
 export class Outcome {
   /** The writes, batch by batch. */
   readonly batches: Intent[][] = [];
-  /** Reconcile the key again after this many milliseconds even if nothing changes. */
+  /**
+   * Reconcile the key again this many milliseconds after the request's `now` even if nothing
+   * changes: the time the reconcile and its writes took counts towards it.
+   */
   requeueAfterMs: number | undefined = undefined;
 
   /** Adds a batch of `intents`, skipping an empty one so the host sees only real steps. */
@@ -235,8 +357,8 @@ export class Outcome {
   }
 
   /**
-   * Asks for another reconcile of the key after `millis` (a whole number of milliseconds, not
-   * negative), honoured once every write succeeded; `undefined` asks for none.
+   * Asks for another reconcile of the key `millis` after the request's `now` (a whole number of
+   * milliseconds, not negative), honoured once every write succeeded; `undefined` asks for none.
    */
   requeueAfter(millis: number | undefined): this {
     if (millis !== undefined && (!Number.isSafeInteger(millis) || millis < 0)) {

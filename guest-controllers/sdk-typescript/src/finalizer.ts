@@ -9,12 +9,14 @@
  * 2. A delete sets `metadata.deletionTimestamp` ({@link isDeleting}) and the API server keeps the
  *    object while any finalizer remains. Clean up in one batch, then in the next batch
  *    {@link remove} with an `update` intent: the host runs a batch only after the previous
- *    one succeeded, so the finalizer goes only once the cleanup is written.
+ *    one succeeded, so the finalizer goes only once the cleanup is written. For an object of a
+ *    built-in kind the plugin did not read, {@link removePatch} takes the finalizer off without
+ *    the object.
  *
  * @module
  */
 
-import { ReconcileError } from "./contract.js";
+import { type ObjectRef, Patch, ReconcileError } from "./contract.js";
 import type { ObjectMeta } from "./meta.js";
 
 /** Whether the object carries `finalizer`. */
@@ -62,4 +64,21 @@ export function remove(object: object, finalizer: string): boolean {
   const changed = kept.length !== list.length;
   list.splice(0, list.length, ...kept);
   return changed;
+}
+
+/**
+ * A patch taking `finalizer` off the object `target` without reading it first, as KCM's Job
+ * controller takes its tracking finalizer off pods: a strategic merge patch
+ * `{"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}}`, which removes that one
+ * entry from the list as it stands on the server, whatever else was added or removed meanwhile,
+ * and is a no-op when it is not there. Strategic merge serves built-in kinds only: for a custom
+ * resource, {@link remove} and an `update` intent.
+ *
+ * ```ts
+ * const pod = { kind: kind("v1", "Pod"), namespace: "demo", name: "pi-x7k2q" };
+ * outcome.batch(Intent.patch(finalizer.removePatch(pod, "batch.kubernetes.io/job-tracking")));
+ * ```
+ */
+export function removePatch(target: ObjectRef, finalizer: string): Patch {
+  return Patch.strategic(target, { metadata: { "$deleteFromPrimitiveList/finalizers": [finalizer] } });
 }

@@ -14,6 +14,7 @@ export {
   Changes,
   Intent,
   Outcome,
+  Patch,
   ReconcileError,
   describeIntent,
   intentObject,
@@ -23,7 +24,18 @@ export {
   request,
   sameKind,
 } from "./contract.js";
-export type { Controller, Event, EventType, Kind, ObjectRef, PluginInfo, Request, Watch } from "./contract.js";
+export type {
+  Controller,
+  Event,
+  EventType,
+  Kind,
+  ObjectRef,
+  PatchType,
+  PluginInfo,
+  Propagation,
+  Request,
+  Watch,
+} from "./contract.js";
 export { Cache, Cached, MemoryCache, controllerUid, resource } from "./cache.js";
 export type { Resource } from "./cache.js";
 export type { Condition, KubeObject, ObjectMeta, OwnerReference } from "./meta.js";

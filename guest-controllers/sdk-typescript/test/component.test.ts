@@ -35,6 +35,28 @@ test("describe and an outcome cross as the WIT's records and variants", () => {
   });
 });
 
+test("a patch and a delete's propagation cross as the WIT's records and enums", () => {
+  const [[deleteJob], patches] = answers["patches"].val.batches;
+  assert.deepEqual(deleteJob, {
+    tag: "delete",
+    val: { target: { kind: { apiVersion: "batch/v1", kind: "Job" }, namespace: "", name: "nightly" }, propagation: "background" },
+  });
+  const pod = { kind: { apiVersion: "v1", kind: "Pod" }, namespace: "", name: "web-1" };
+  assert.deepEqual(patches, [
+    {
+      tag: "patch",
+      val: {
+        target: pod,
+        patchType: "strategic",
+        body: '{"metadata":{"$deleteFromPrimitiveList/finalizers":["batch.kubernetes.io/job-tracking"]}}',
+        status: false,
+      },
+    },
+    { tag: "patch", val: { target: pod, patchType: "merge", body: '{"metadata":{"labels":{"tier":"web"}}}', resourceVersion: "42", status: false } },
+    { tag: "patch", val: { target: pod, patchType: "json", body: '[{"op":"remove","path":"/status/message"}]', status: true } },
+  ]);
+});
+
 test("a thrown exception is a failed reconcile with its message, and its stack in the log", () => {
   assert.deepEqual(answers["throws"], {
     tag: "err",

@@ -9,12 +9,14 @@ import {
   Intent,
   MemoryCache,
   Outcome,
+  Patch,
   ReconcileError,
   Selector,
   conditions,
   controllerUid,
   describeIntent,
   finalizer,
+  intentObject,
   json,
   kind,
   kindGroup,
@@ -164,6 +166,37 @@ test("finalizers are added once, removed keeping the others, and bad shapes refu
   assert.ok(finalizer.isDeleting({ deletionTimestamp: "2026-11-26T08:00:00Z" }) && !finalizer.isDeleting({}));
   assert.throws(() => finalizer.add({ kind: "NoMetadata" }, "x.io/y"), (e: unknown) => e instanceof ReconcileError && !e.retryable);
   assert.throws(() => finalizer.add({ metadata: { finalizers: "a.io/b" } }, "a.io/b"), /metadata.finalizers is not a list/);
+});
+
+test("a finalizer's remove patch is a strategic $deleteFromPrimitiveList of that finalizer", () => {
+  const pod = { kind: kind("v1", "Pod"), namespace: "demo", name: "pi-x7k2q" };
+  const patch = finalizer.removePatch(pod, "batch.kubernetes.io/job-tracking");
+  assert.equal(patch.patchType, "strategic");
+  assert.equal(patch.body, '{"metadata":{"$deleteFromPrimitiveList/finalizers":["batch.kubernetes.io/job-tracking"]}}');
+  assert.deepEqual([patch.target, patch.resourceVersion, patch.status], [pod, undefined, false]);
+});
+
+test("patches carry their type and JSON taken when made; preconditions and status make new ones", () => {
+  const pod = { kind: kind("v1", "Pod"), namespace: "demo", name: "web-1" };
+  const labels = { tier: "web" };
+  const merge = Patch.merge(pod, { metadata: { labels } });
+  labels.tier = "changed after";
+  assert.deepEqual([merge.patchType, JSON.parse(merge.body)], ["merge", { metadata: { labels: { tier: "web" } } }]);
+  const guarded = merge.withResourceVersion("42");
+  assert.deepEqual([guarded.resourceVersion, guarded.status, guarded.body], ["42", false, merge.body]);
+  assert.equal(merge.resourceVersion, undefined, "the patch it came from is unchanged");
+  const status = Patch.strategic(pod, '{"status":{"phase":"Failed"}}').toStatus().withResourceVersion("7");
+  assert.deepEqual([status.patchType, status.body, status.status, status.resourceVersion], ["strategic", '{"status":{"phase":"Failed"}}', true, "7"]);
+  const ops = Patch.json(pod, [{ op: "remove", path: "/metadata/annotations/old" }]);
+  assert.deepEqual([ops.patchType, ops.body], ["json", '[{"op":"remove","path":"/metadata/annotations/old"}]']);
+
+  assert.deepEqual(Intent.patch(status), { type: "patch", patch: status });
+  assert.equal(describeIntent(Intent.patch(merge)), "patch v1/Pod demo/web-1");
+  assert.equal(describeIntent(Intent.patch(status)), "patch-status v1/Pod demo/web-1");
+  assert.throws(() => intentObject(Intent.patch(merge)), /a patch intent carries no object/);
+  const job = { kind: kind("batch/v1", "Job"), namespace: "demo", name: "nightly-29000" };
+  assert.deepEqual(Intent.delete(job, undefined, "Background"), { type: "delete", target: job, uid: undefined, propagation: "Background" });
+  assert.equal(describeIntent(Intent.delete(job, "u", "Foreground")), "delete batch/v1/Job demo/nightly-29000");
 });
 
 test("claims follow ControllerRefManager, and owner references are added and dropped in the JSON", () => {

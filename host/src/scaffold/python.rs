@@ -18,9 +18,8 @@ const T_BUILD: &str = include_str!("../../templates/python/build.sh.tmpl");
 const T_TEST: &str = include_str!("../../templates/python/test.sh.tmpl");
 const T_CONTROLLER: &str = include_str!("../../templates/python/controller.py.tmpl");
 const T_TEST_CONTROLLER: &str = include_str!("../../templates/python/test_controller.py.tmpl");
-/// The contract the Python SDK speaks: 0.3.0, which the host still loads (the SDK has no
-/// patch intent or delete propagation of 0.4.0 yet).
-const WIT: &str = include_str!("../../../wit/0.3.0/reconciler.wit");
+/// The contract, as the Rust plugins' (`wasmcm:reconciler`, this build's version).
+const WIT: &str = include_str!("../../../wit/reconciler.wit");
 const INSTALL_SCRIPT: &str = include_str!("../../../scripts/install-componentize-py.sh");
 
 /// The componentize-py version the project pins.

@@ -141,7 +141,7 @@ fn the_python_website_simulates_as_the_rust_one_on_its_snapshot() {
     let out = wasmcm(&["plugins", "inspect", &dir.path().join("python.wasm").display().to_string()]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(shown.contains("website 0.1.0 (contract 0.3.0)"), "{shown}");
+    assert!(shown.contains("website 0.1.0 (contract 0.4.0)"), "{shown}");
     let imports = shown.lines().find(|l| l.trim_start().starts_with("imports:")).expect("an imports line");
     assert!(!imports.contains("wasi:"), "no WASI imports: {imports}");
     eprintln!("{shown}");

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const NAME: &str = "hello-scaffold";
 const WASM: &str = "hello_scaffold.wasm";
@@ -330,4 +330,43 @@ pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, ku
     let (ok, shown) = kubectl(&["patch", PLURAL, "example", "--type=merge", "-p", r#"{"spec":{"message":"again"}}"#]);
     assert!(ok, "{shown}");
     ready("2");
+}
+
+/// `simulate`'s answer for the key `patches` of a scaffold in another language, whose plugin
+/// answers it with every intent contract 0.4.0 added (the SDK's conversions across the
+/// component's boundary): a merge patch under a precondition, a JSON patch, a status patch, a
+/// foreground delete, then a strategic patch removing a finalizer, each performed by the
+/// server's write path.
+pub(crate) fn the_0_4_0_intents_were_sent_and_performed(out: &Output) {
+    assert!(out.status.success(), "patches: {}", text(out));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
+    let intents: Vec<&Value> = result["outcome"]["batches"].as_array().unwrap().iter().map(|b| &b[0]).collect();
+    let patch = |i: usize| {
+        let p = &intents[i]["patch"];
+        (p["type"].clone(), p["patch"].clone(), p["resourceVersion"].clone(), p["status"].clone())
+    };
+    let labels = json!({"metadata": {"labels": {"patched": "merge"}}});
+    assert_eq!(patch(0), (json!("merge"), labels, json!("1"), json!(false)), "{result:#}");
+    let ops = json!([{"op": "add", "path": "/metadata/annotations", "value": {"patched": "json"}}]);
+    assert_eq!(patch(1), (json!("json"), ops, json!(null), json!(false)), "{result:#}");
+    let status = json!({"status": {"observedGeneration": 7}});
+    assert_eq!(patch(2), (json!("merge"), status, json!(null), json!(true)), "{result:#}");
+    assert_eq!(intents[3]["delete"]["propagationPolicy"], "Foreground", "{result:#}");
+    let unpinned = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/keep"]}});
+    assert_eq!(patch(4), (json!("strategic"), unpinned, json!(null), json!(false)), "{result:#}");
+    let actions: Vec<(&str, Option<u64>)> = result["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["verb"].as_str().unwrap_or(""), a["error"]["code"].as_u64()))
+        .collect();
+    // A custom resource takes no strategic merge patch (415), as kube-apiserver answers.
+    let expected = [("patch", None), ("patch", None), ("patch-status", None), ("delete", None), ("patch", Some(415))];
+    assert_eq!(actions, expected, "{result:#}");
+    let items = result["state"]["items"].as_array().unwrap();
+    let patched = items.iter().find(|o| o["metadata"]["name"] == "patches").expect("kept by the foreground delete");
+    assert_eq!(patched["metadata"]["labels"]["patched"], "merge", "{patched:#}");
+    assert_eq!(patched["metadata"]["annotations"]["patched"], "json", "{patched:#}");
+    assert_eq!(patched["status"]["observedGeneration"], 7, "{patched:#}");
+    assert_eq!(patched["metadata"]["finalizers"], json!(["foregroundDeletion"]), "{patched:#}");
 }

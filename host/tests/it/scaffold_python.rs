@@ -4,7 +4,8 @@
 //! embedded cluster, its CRD and example applied with the real kubectl and reconciled Ready, a
 //! key recorded and replayed identically, then a change rebuilt: the replay shows the
 //! difference, and the bad input of a Python plugin (an exception, a clock, a file, a module
-//! imported during a call) fails the reconcile with a message saying what happened and what to use.
+//! imported during a call) fails the reconcile with a message saying what happened and what to use,
+//! and a key answered with every intent contract 0.4.0 added is performed.
 //!
 //! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold/`.
 
@@ -162,7 +163,7 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     assert!(code.contains(r#""Reconciled""#), "the skeleton's reason");
     let code = code.replace(r#""Reconciled""#, r#""Served""#).replace(
         "    def reconcile(self, request: Request, cache: wg.Cache) -> Outcome:\n",
-        "    def reconcile(self, request: Request, cache: wg.Cache) -> Outcome:\n        misbehave(request.name)\n",
+        "    def reconcile(self, request: Request, cache: wg.Cache) -> Outcome:\n        early = misbehave(request.name)\n        if early is not None:\n            return early\n",
     ) + MISBEHAVE;
     std::fs::write(dir.join("controller.py"), code).unwrap();
     let built = run(&dir, "build.sh", &[]);
@@ -175,7 +176,7 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     let snapshot = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
     let example = snapshot.find("- apiVersion: example.com/v1alpha1").expect("the example in the snapshot");
     let mut state = snapshot.clone();
-    for key in ["raises", "clock", "datetime", "random", "files"] {
+    for key in ["raises", "clock", "datetime", "random", "files", "patches"] {
         state.push_str(&snapshot[example..].replace("name: example", &format!("name: {key}")));
     }
     std::fs::write(dir.join("bad.yaml"), state).unwrap();
@@ -211,6 +212,11 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
         eprintln!("{key}: {}", text(&out).lines().find(|l| l.starts_with("error:")).unwrap_or_default());
     }
     done("bad input");
+
+    // Contract 0.4.0's intents, as the SDK converts them.
+    let out = simulate("default/patches", "bad.yaml");
+    crate::scaffold::the_0_4_0_intents_were_sent_and_performed(&out);
+    done("the 0.4.0 intents");
     if let Some(d) = cluster_dir {
         let _ = std::fs::remove_dir_all(d);
     }
@@ -218,13 +224,25 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     eprintln!("plugin author's steps (Python):\n{}", lines.join("\n"));
 }
 
-/// Appended to the scaffold's controller.py: keys that misbehave.
+/// Appended to the scaffold's controller.py: keys that misbehave, and one that answers with
+/// every intent contract 0.4.0 added.
 const MISBEHAVE: &str = r#"
 
-def misbehave(name: str) -> None:
+def misbehave(name: str) -> Outcome | None:
     import random
     import time
 
+    if name == "patches":
+        ref = wg.ObjectRef(PRIMARY, "", name)
+        return (
+            Outcome()
+            # The snapshot's objects are at resourceVersion 1.
+            .push_batch([wg.Patch.merge(ref, {"metadata": {"labels": {"patched": "merge"}}}).with_resource_version("1")])
+            .push_batch([wg.Patch.json(ref, [{"op": "add", "path": "/metadata/annotations", "value": {"patched": "json"}}])])
+            .push_batch([wg.Patch.merge(ref, {"status": {"observedGeneration": 7}}).to_status()])
+            .push_batch([wg.Delete(ref, propagation=wg.Propagation.FOREGROUND)])
+            .push_batch([wg.remove_finalizer_patch(ref, "example.com/keep")])
+        )
     if name == "raises":
         raise ValueError("no such widget")
     if name == "clock":
@@ -237,4 +255,5 @@ def misbehave(name: str) -> None:
         import datetime  # not imported when the component was built
 
         datetime.datetime.now()
+    return None
 "#;

@@ -6,8 +6,8 @@
 //! the real kubectl and reconciled; a key recorded, replayed identically, and replayed again after
 //! a change to the plugin's code, which shows the difference; and the same rebuild's keys that
 //! misbehave (an exception, with its stack in the log; the clock, randomness, timers, the
-//! network, each failing saying what the sandbox offers instead). It prints how long each step
-//! took.
+//! network, each failing saying what the sandbox offers instead), and a key answered with every
+//! intent contract 0.4.0 added, performed. It prints how long each step took.
 //!
 //! Owns this flow only; what the scaffold contains is unit-tested in
 //! `host/src/scaffold/typescript.rs`. Writes nothing outside its temporary directory but npm's
@@ -181,9 +181,17 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
     assert!(code.contains(r#"reason: "Reconciled","#), "the skeleton's reason");
     let entry = "  reconcile(request: Request, cache: Cache): Outcome {\n";
     assert!(code.contains(entry), "the skeleton's reconcile");
+    // The skeleton's kind, as `resource` declares it: `export const HelloScaffolds = resource<…`.
+    let kind = code
+        .lines()
+        .find_map(|l| l.strip_prefix("export const ")?.split_once(" = resource<").map(|(k, _)| k.to_string()))
+        .expect("the skeleton's resource");
     let code = code
         .replace(r#"reason: "Reconciled","#, r#"reason: "Served","#)
-        .replace(entry, &format!("{entry}    misbehave(request.name);\n"))
+        .replace(
+            entry,
+            &format!("{entry}    if (request.name === \"patches\") return patches(request.name, {kind});\n    misbehave(request.name);\n"),
+        )
         + MISBEHAVE;
     std::fs::write(&index, code).unwrap();
     build(&dir);
@@ -197,7 +205,7 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
     let snapshot = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
     let example = snapshot.rfind("- apiVersion: ").expect("the example, last in the snapshot");
     let mut state = snapshot.clone();
-    let keys = ["throws", "clock", "random", "timer", "fetch"];
+    let keys = ["throws", "clock", "random", "timer", "fetch", "patches"];
     for key in keys {
         state.push_str(&snapshot[example..].replace("name: example", &format!("name: {key}")));
     }
@@ -234,11 +242,29 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
         assert!(log.contains(&format!("failed: uncaught SandboxError: {says}")), "{key}: {log}");
     }
     steps.done("bad input");
+
+    // Contract 0.4.0's intents, as the SDK converts them.
+    let out = wasmcm(&dir, &["simulate", "--plugin", WASM, "--state", "bad.yaml", "--key", "default/patches"]);
+    crate::scaffold::the_0_4_0_intents_were_sent_and_performed(&out);
+    steps.done("the 0.4.0 intents");
     eprintln!("{}", steps.report());
 }
 
-/// Appended to the scaffold's src/index.ts: keys that misbehave, each in its own way.
+/// Appended to the scaffold's src/index.ts: keys that misbehave, each in its own way, and one
+/// answered with every intent contract 0.4.0 added.
 const MISBEHAVE: &str = r#"
+import { Patch } from "@wasmcm/guest";
+
+function patches(name: string, of: { apiVersion: string; kind: string }): Outcome {
+  const ref = { kind: { apiVersion: of.apiVersion, kind: of.kind }, namespace: "", name };
+  return new Outcome()
+    // The snapshot's objects are at resourceVersion 1.
+    .batch(Intent.patch(Patch.merge(ref, { metadata: { labels: { patched: "merge" } } }).withResourceVersion("1")))
+    .batch(Intent.patch(Patch.json(ref, [{ op: "add", path: "/metadata/annotations", value: { patched: "json" } }])))
+    .batch(Intent.patch(Patch.merge(ref, { status: { observedGeneration: 7 } }).toStatus()))
+    .batch(Intent.delete(ref, undefined, "Foreground"))
+    .batch(Intent.patch(finalizer.removePatch(ref, "example.com/keep")));
+}
 const sandbox = globalThis as unknown as { setTimeout(f: () => void, ms: number): unknown; fetch(url: string): unknown };
 
 function misbehave(name: string): void {

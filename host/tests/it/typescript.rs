@@ -123,12 +123,12 @@ async fn the_typescript_website_imports_only_the_contract_and_replays_the_rust_p
     // No WASI at all: the host sees the contract's interfaces and nothing else.
     let run = common::wasmcm(&["plugins", "inspect", &typescript.display().to_string()]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("website 0.1.0 (contract 0.3.0)"), "{}", run.stdout);
+    assert!(run.stdout.contains("website 0.1.0 (contract 0.4.0)"), "{}", run.stdout);
     let imports = run.stdout.lines().find_map(|l| l.trim().strip_prefix("imports:")).expect("an imports line");
     let imports: Vec<&str> = imports.split(',').map(str::trim).collect();
     assert_eq!(
         imports,
-        ["wasmcm:reconciler/types@0.3.0", "wasmcm:reconciler/cache@0.3.0", "wasmcm:reconciler/log@0.3.0"],
+        ["wasmcm:reconciler/types@0.4.0", "wasmcm:reconciler/cache@0.4.0", "wasmcm:reconciler/log@0.4.0"],
         "no WASI at all"
     );
 

@@ -1,5 +1,5 @@
 /// <reference path="./wasmcm-reconciler-types.d.ts" />
-declare module 'wasmcm:reconciler/cache@0.3.0' {
+declare module 'wasmcm:reconciler/cache@0.4.0' {
   /**
    * One object, if the cache holds it.
    */
@@ -15,7 +15,7 @@ declare module 'wasmcm:reconciler/cache@0.3.0' {
    * by name. Indexed as client-go's controller-UID index: costs what it returns. (0.3.0)
    */
   export function listControlled(kind: Kind, namespace: string, ownerUid: string, orphans: boolean): Array<Object>;
-  export type Kind = import('wasmcm:reconciler/types@0.3.0').Kind;
-  export type Object = import('wasmcm:reconciler/types@0.3.0').Object;
-  export type Selector = import('wasmcm:reconciler/types@0.3.0').Selector;
+  export type Kind = import('wasmcm:reconciler/types@0.4.0').Kind;
+  export type Object = import('wasmcm:reconciler/types@0.4.0').Object;
+  export type Selector = import('wasmcm:reconciler/types@0.4.0').Selector;
 }

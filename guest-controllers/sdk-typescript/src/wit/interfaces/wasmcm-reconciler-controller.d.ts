@@ -1,11 +1,11 @@
 /// <reference path="./wasmcm-reconciler-types.d.ts" />
-declare module 'wasmcm:reconciler/controller@0.3.0' {
+declare module 'wasmcm:reconciler/controller@0.4.0' {
   export function describe(): PluginInfo;
   export function reconcile(request: Request): Outcome;
-  export type Kind = import('wasmcm:reconciler/types@0.3.0').Kind;
-  export type Object = import('wasmcm:reconciler/types@0.3.0').Object;
-  export type ObjectRef = import('wasmcm:reconciler/types@0.3.0').ObjectRef;
-  export type Instant = import('wasmcm:reconciler/types@0.3.0').Instant;
+  export type Kind = import('wasmcm:reconciler/types@0.4.0').Kind;
+  export type Object = import('wasmcm:reconciler/types@0.4.0').Object;
+  export type ObjectRef = import('wasmcm:reconciler/types@0.4.0').ObjectRef;
+  export type Instant = import('wasmcm:reconciler/types@0.4.0').Instant;
   export interface Changes {
     created?: boolean,
     updated?: boolean,
@@ -41,7 +41,7 @@ declare module 'wasmcm:reconciler/controller@0.3.0' {
      */
     writes: Array<Kind>,
     /**
-     * The contract version this plugin was built against, e.g. "0.3.0".
+     * The contract version this plugin was built against, e.g. "0.4.0".
      */
     contract: string,
   }
@@ -65,9 +65,64 @@ declare module 'wasmcm:reconciler/controller@0.3.0' {
      */
     settings: string,
   }
+  /**
+   * How a DELETE treats the object's dependents: DeleteOptions.propagationPolicy. (0.4.0)
+   * # Variants
+   * 
+   * ## `"orphan"`
+   * 
+   * ## `"background"`
+   * 
+   * ## `"foreground"`
+   */
+  export type Propagation = 'orphan' | 'background' | 'foreground';
   export interface DeleteTarget {
     target: ObjectRef,
     uid?: string,
+    /**
+     * None: the server's default for the kind (batch/v1 Jobs orphan their pods). (0.4.0)
+     */
+    propagation?: Propagation,
+  }
+  /**
+   * How the API server applies a patch, as the request's Content-Type. (0.4.0)
+   * # Variants
+   * 
+   * ## `"json"`
+   * 
+   * RFC 6902 JSON patch (application/json-patch+json): a list of operations.
+   * ## `"merge"`
+   * 
+   * RFC 7386 JSON merge patch (application/merge-patch+json).
+   * ## `"strategic"`
+   * 
+   * Kubernetes strategic merge patch (application/strategic-merge-patch+json): lists
+   * merge by their keys, with `$patch` and `$deleteFromPrimitiveList` directives.
+   * Built-in kinds only (the server refuses it for custom resources, 415).
+   */
+  export type PatchType = 'json' | 'merge' | 'strategic';
+  /**
+   * One PATCH. (0.4.0)
+   */
+  export interface Patch {
+    /**
+     * The object; an empty namespace means the key's.
+     */
+    target: ObjectRef,
+    patchType: PatchType,
+    /**
+     * The patch document, JSON: a list of operations for `json`, an object otherwise.
+     */
+    body: string,
+    /**
+     * A precondition: applied only while the object's resourceVersion is still this one
+     * (409 Conflict otherwise, retried as any conflict).
+     */
+    resourceVersion?: string,
+    /**
+     * Patch the status subresource instead of the object.
+     */
+    status: boolean,
   }
   /**
    * # Variants
@@ -83,7 +138,7 @@ declare module 'wasmcm:reconciler/controller@0.3.0' {
     reason: string,
     message: string,
   }
-  export type Intent = IntentCreate | IntentUpdate | IntentUpdateStatus | IntentDelete | IntentEvent;
+  export type Intent = IntentCreate | IntentUpdate | IntentUpdateStatus | IntentDelete | IntentEvent | IntentPatch;
   /**
    * POST; `metadata.generateName` is honoured. For Pods the host records
    * SuccessfulCreate / FailedCreate on the primary, as KCM's PodControl does.
@@ -123,6 +178,18 @@ declare module 'wasmcm:reconciler/controller@0.3.0' {
     val: Event,
   }
   /**
+   * PATCH: the API server applies `body` to the object as it stands, so only what the
+   * patch names changes and nothing needs to be read first (a finalizer removed from a
+   * Pod with a strategic `$deleteFromPrimitiveList/finalizers`, as KCM's Job controller
+   * does). Refused by the host when it could change the pods a Pod or workload runs
+   * under a scope that limits them (send an update, checked whole), or when it touches
+   * the host's shard-group labels. A target that is gone fails the batch (404). (0.4.0)
+   */
+  export interface IntentPatch {
+    tag: 'patch',
+    val: Patch,
+  }
+  /**
    * The writes of one batch may run concurrently; a failure in a batch stops every later
    * batch (slow-start creation, status written only after the children it counts).
    */
@@ -130,7 +197,9 @@ declare module 'wasmcm:reconciler/controller@0.3.0' {
   export interface Outcome {
     batches: Array<Batch>,
     /**
-     * Reconcile this key again after this long even if nothing changes.
+     * Reconcile this key again this long after the request's `now`, even if nothing
+     * changes (the time the reconcile and its writes took counts towards it); honoured
+     * once every write succeeded.
      */
     requeueAfterMs?: bigint,
   }

@@ -1,4 +1,4 @@
-declare module 'wasmcm:reconciler/log@0.3.0' {
+declare module 'wasmcm:reconciler/log@0.4.0' {
   /**
    * Log through the host's `tracing`, tagged with the plugin and the key being reconciled.
    */

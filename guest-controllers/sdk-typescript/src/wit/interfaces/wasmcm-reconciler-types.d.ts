@@ -1,4 +1,4 @@
-declare module 'wasmcm:reconciler/types@0.3.0' {
+declare module 'wasmcm:reconciler/types@0.4.0' {
   /**
    * A Kubernetes object as JSON (`{"apiVersion":..,"kind":..,"metadata":..}`).
    */
