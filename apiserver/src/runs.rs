@@ -6,7 +6,7 @@
 //!
 //! Pure functions over the pod and the kubelet's account of its containers: it writes nothing
 //! and keeps no time of its own (the kubelet passes instants and timestamps in). The rules are
-//! documented in the README ("The embedded cluster") and `/work/briefs/issue35-kubelet.md`.
+//! documented in `apiserver/README.md`.
 
 use std::time::Duration;
 

@@ -397,7 +397,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
         api::get(state, &target)?;
         return Err(ApiError::bad_request(format!(
             "pods/{what} is not served by the wasmcm embedded cluster: its kubelet is simulated and runs no \
-             containers, so pod {}/{} has no {} (see the README, \"The embedded cluster\")",
+             containers, so pod {}/{} has no {} (see apiserver/README.md in wasmcm's repository)",
             target.namespace,
             target.name,
             match what {

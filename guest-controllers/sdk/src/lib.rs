@@ -188,7 +188,7 @@
 //!    applied by the embedded API server's write path (defaulting, validation, status
 //!    subresources), the actions, events and resulting state printed as JSON.
 //! 4. **Run** it: name the file in a plugin manifest (`wasmcm run --plugins <manifest>`; the
-//!    repository's README describes manifests, pins, scopes, hot swap and shadow rollouts).
+//!    repository's docs/plugins.md describes manifests, pins, scopes, hot swap and shadow rollouts).
 //!
 //! # Where things are
 //!
