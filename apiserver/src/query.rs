@@ -8,12 +8,21 @@
 //! ([`Filter::index_terms`]), so what the index selects and what `matches` accepts stay one
 //! definition.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use wasmcm_core::{Operator, Selector, ShardSelector};
 
 use super::change::{Event, EventType, Key};
+
+/// A boolean query parameter (`watch`, `allowWatchBookmarks`, `force`, …) as upstream's
+/// parameter codec decodes it (`Convert_Slice_string_To_bool`): absent is false, `0` and `false`
+/// in any case are false, anything else, the empty string included, is true. Authorization and
+/// serving both read it here, so a request is served as the verb it was authorized as.
+pub(crate) fn query_bool(query: &HashMap<String, String>, name: &str) -> bool {
+    query.get(name).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FieldRequirement {

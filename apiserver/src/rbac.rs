@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::State;
 use super::change::Key;
-use super::query::Filter;
+use super::query::{Filter, query_bool};
 use super::user::UserInfo;
 use wasmcm_core::{ApiError, Details, str_at};
 
@@ -40,11 +40,6 @@ pub(crate) struct Attributes {
     pub resource: String,
     pub subresource: String,
     pub name: String,
-}
-
-/// Go's `strconv.ParseBool` truths, as query parameters are decoded upstream.
-fn truthy(v: Option<&String>) -> bool {
-    matches!(v.map(String::as_str), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
 }
 
 impl Attributes {
@@ -92,7 +87,7 @@ impl Attributes {
         a.name = rest.get(1).map(|s| s.to_string()).unwrap_or_default();
         a.subresource = rest.get(2).map(|s| s.to_string()).unwrap_or_default();
         if a.name.is_empty() && verb == "get" {
-            verb = if truthy(query.get("watch")) { "watch" } else { "list" };
+            verb = if query_bool(query, "watch") { "watch" } else { "list" };
             // A list or watch of one object by name is authorized as that object.
             if let Some(name) = query.get("fieldSelector").and_then(|s| exact_name(s)) {
                 a.name = name;
@@ -107,7 +102,7 @@ impl Attributes {
 }
 
 /// `fieldSelector.RequiresExactMatch("metadata.name")`, for names valid as a path segment.
-fn exact_name(selector: &str) -> Option<String> {
+pub(crate) fn exact_name(selector: &str) -> Option<String> {
     selector.split(',').find_map(|term| {
         if term.contains("!=") {
             return None;
@@ -369,6 +364,15 @@ mod tests {
         assert_eq!((a.verb.as_str(), a.namespace.as_str()), ("watch", ""));
         let a = attrs("GET", "/api/v1/namespaces/ns/pods", &[("watch", "1"), ("fieldSelector", "metadata.name=p")]);
         assert_eq!((a.verb.as_str(), a.name.as_str()), ("watch", "p"));
+        // As upstream's parameter codec: only `0` and `false` (any case) are false.
+        for (watch, verb) in [("yes", "watch"), ("", "watch"), ("True", "watch"), ("FALSE", "list"), ("0", "list")] {
+            assert_eq!(attrs("GET", "/api/v1/pods", &[("watch", watch)]).verb, verb, "watch={watch:?}");
+        }
+        let a = attrs("GET", "/api/v1/watch/namespaces/ns/pods/p", &[]);
+        assert_eq!(
+            (a.verb.as_str(), a.namespace.as_str(), a.resource.as_str(), a.name.as_str()),
+            ("watch", "ns", "pods", "p")
+        );
         let a = attrs("PUT", "/apis/apps/v1/namespaces/default/replicasets/web/status", &[]);
         assert_eq!(
             (a.verb.as_str(), a.group.as_str(), a.resource.as_str(), a.name.as_str(), a.subresource.as_str()),

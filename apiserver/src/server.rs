@@ -30,7 +30,7 @@ use super::change::{Event, EventType};
 use super::custom::{self, Arrival, FieldValidation};
 use super::managed::Writer;
 use super::patch::PatchType;
-use super::query::{self, Filter};
+use super::query::{self, Filter, query_bool};
 use super::resources::ResourceType;
 use super::store::WatchFrom;
 use super::user::UserInfo;
@@ -126,7 +126,7 @@ async fn authorized(
     if let Some(delay) = state.faults.latency() {
         tokio::time::sleep(delay).await;
     }
-    let (resource, body) = match route(state, req).await {
+    let (resource, body) = match route(state, attributes, req).await {
         Ok(Routed::Answered(r)) => return r,
         Ok(Routed::Resource(resource, body)) => (resource, body),
         Err(e) => return error_response(&e),
@@ -180,6 +180,9 @@ struct Resource {
 
 struct Ctx {
     method: Method,
+    /// Whether authorization took the request for a watch (`?watch=`, or the deprecated
+    /// `/watch/` prefix): it is served as one exactly then.
+    watch: bool,
     query: HashMap<String, String>,
     accept: String,
     content_type: String,
@@ -188,7 +191,7 @@ struct Ctx {
 
 impl Ctx {
     fn flag(&self, name: &str) -> bool {
-        matches!(self.query.get(name).map(String::as_str), Some("true" | "1"))
+        query_bool(&self.query, name)
     }
 
     fn dry_run(&self) -> bool {
@@ -223,13 +226,14 @@ impl Ctx {
     }
 }
 
-async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Routed, ApiError> {
+async fn route(state: &Arc<State>, attributes: &rbac::Attributes, req: Request<Incoming>) -> Result<Routed, ApiError> {
     let (parts, body) = req.into_parts();
     let query: HashMap<String, String> =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
     let header = |name| parts.headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).unwrap_or("").to_string();
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         method: parts.method.clone(),
+        watch: attributes.verb == "watch",
         query,
         accept: header(ACCEPT),
         content_type: header(CONTENT_TYPE),
@@ -277,6 +281,12 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Routed, Api
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return Err(not_found_path()),
     };
+    // The deprecated `/watch/` prefix, which upstream still serves: a watch of the collection,
+    // or of one object through a `metadata.name` field selector, as its ListResource does.
+    let (watch_prefix, rest) = match rest {
+        ["watch", rest @ ..] => (true, rest),
+        _ => (false, rest),
+    };
     let (namespace, resource, name, sub) = match rest {
         ["namespaces", ns, resource, tail @ ..] if !(tail.is_empty() && matches!(*resource, "status" | "finalize")) => {
             (Some(*ns), *resource, tail.first().copied(), tail.get(1).copied())
@@ -292,7 +302,26 @@ async fn route(state: &Arc<State>, req: Request<Incoming>) -> Result<Routed, Api
         return Err(not_found_path());
     }
     let namespace = namespace.unwrap_or("").to_string();
-    let (name, sub) = (name.map(String::from), sub.map(String::from));
+    let (mut name, sub) = (name.map(String::from), sub.map(String::from));
+    if watch_prefix {
+        if ctx.method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        if sub.is_some() {
+            return Err(not_found_path());
+        }
+        if let Some(name) = name.take() {
+            match ctx.query.get("fieldSelector").filter(|s| !s.is_empty()) {
+                Some(s) if rbac::exact_name(s).as_deref() != Some(name.as_str()) => {
+                    return Err(ApiError::bad_request("fieldSelector metadata.name doesn't match requested name"));
+                }
+                Some(_) => {}
+                None => {
+                    ctx.query.insert("fieldSelector".into(), format!("metadata.name={name}"));
+                }
+            }
+        }
+    }
     let body = read_body(&parts.headers, body, state.limits.body).await?;
     Ok(Routed::Resource(Box::new(Resource { ctx, rt, namespace, name, sub }), body))
 }
@@ -327,7 +356,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
     }
     let Some(name) = name else {
         return match ctx.method {
-            Method::GET if ctx.flag("watch") => watch(state, &rt, &namespace, &ctx),
+            Method::GET if ctx.watch => watch(state, &rt, &namespace, &ctx),
             Method::GET => list(state, &rt, &namespace, &ctx),
             Method::POST => {
                 if rt.namespaced && namespace.is_empty() {
@@ -657,7 +686,7 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, ApiError> {
 /// `GET` of the ComponentStatuses, made up on each request as upstream's REST does (no
 /// resourceVersion, no watch), with its deprecation warning.
 fn component_statuses(rt: &ResourceType, name: Option<&str>, ctx: &Ctx) -> Result<Response<Body>, ApiError> {
-    if ctx.method != Method::GET || ctx.flag("watch") {
+    if ctx.method != Method::GET || ctx.watch {
         return Err(ApiError::method_not_allowed());
     }
     let items = control_plane::component_statuses();

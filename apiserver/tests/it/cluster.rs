@@ -367,6 +367,80 @@ async fn ten_thousand_concurrent_writes_reach_a_watcher_exactly_once_in_order() 
     assert_eq!(seen.len(), 10_000);
 }
 
+/// A GET whose status and body are returned as they are: a watch's stream, a list, an error.
+async fn get_text(client: &Client, path: &str) -> (u16, String) {
+    let req = http::Request::builder().uri(path).body(kube::client::Body::from(Vec::new())).unwrap();
+    let res = client.send(req).await.expect("the request gets an answer");
+    let code = res.status().as_u16();
+    let bytes = res.into_body().collect_bytes().await.unwrap();
+    (code, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The names of a watch stream's objects; `None` when the body is not one event a line.
+fn watched_names(body: &str) -> Option<Vec<String>> {
+    body.lines()
+        .map(|l| {
+            let event: Value = serde_json::from_str(l).ok()?;
+            event["type"].as_str()?;
+            Some(event["object"]["metadata"]["name"].as_str()?.to_string())
+        })
+        .collect::<Option<Vec<_>>>()
+        .filter(|names| !names.is_empty())
+}
+
+#[tokio::test]
+async fn a_request_is_served_as_the_verb_it_was_authorized_as() {
+    // Authorization and serving read one parse of the request: `?watch=` as upstream's
+    // parameter codec decodes a bool (only absent, `0` and `false` in any case are false), and
+    // the deprecated `/watch/` prefix, which upstream still serves. `?watch=True` was
+    // authorized as a watch and served as a list; the prefix was authorized and answered 404.
+    let (_cluster, client) = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in ["cm-a", "cm-b"] {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    const CMS: &str = "/api/v1/namespaces/default/configmaps";
+    let watches = ["watch=true", "watch=True", "watch=TRUE", "watch=1", "watch=t", "watch=yes", "watch="];
+    let lists = ["watch=false", "watch=False", "watch=0", "limit=500"];
+    for (query, watch) in watches.iter().map(|q| (q, true)).chain(lists.iter().map(|q| (q, false))) {
+        let (code, body) = get_text(&client, &format!("{CMS}?{query}&resourceVersion=0&timeoutSeconds=1")).await;
+        assert_eq!(code, 200, "{query}: {body}");
+        if watch {
+            let names = watched_names(&body).unwrap_or_else(|| panic!("{query}: a watch, not {body}"));
+            assert!(names.contains(&"cm-a".to_string()), "{query}: {names:?}");
+        } else {
+            assert!(body.contains(r#""kind":"ConfigMapList""#), "{query}: a list, not {body}");
+        }
+    }
+
+    let (code, body) =
+        get_text(&client, "/api/v1/watch/namespaces/default/configmaps?resourceVersion=0&timeoutSeconds=1").await;
+    assert_eq!(code, 200, "{body}");
+    let names = watched_names(&body).unwrap_or_else(|| panic!("a watch, not {body}"));
+    assert!(names.contains(&"cm-a".to_string()) && names.contains(&"cm-b".to_string()), "{names:?}");
+    let (code, body) = get_text(&client, "/api/v1/watch/configmaps?resourceVersion=0&timeoutSeconds=1").await;
+    assert_eq!(code, 200, "{body}");
+    assert!(watched_names(&body).is_some_and(|n| n.contains(&"cm-b".to_string())), "all namespaces: {body}");
+    // One object: a watch of the collection through its name, as upstream's ListResource.
+    for path in [
+        "/api/v1/watch/namespaces/default/configmaps/cm-a?resourceVersion=0&timeoutSeconds=1",
+        "/api/v1/watch/namespaces/default/configmaps/cm-a?resourceVersion=0&timeoutSeconds=1&fieldSelector=metadata.name%3Dcm-a",
+    ] {
+        let (code, body) = get_text(&client, path).await;
+        assert_eq!(code, 200, "{path}: {body}");
+        assert_eq!(watched_names(&body), Some(vec!["cm-a".to_string()]), "{path}: {body}");
+    }
+    let mismatched = "/api/v1/watch/namespaces/default/configmaps/cm-a?fieldSelector=metadata.name%3Dcm-b";
+    let (code, body) = raw(&client, "GET", mismatched, "", "").await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["message"], "fieldSelector metadata.name doesn't match requested name");
+    let (code, _) = raw(&client, "POST", "/api/v1/watch/namespaces/default/configmaps", "application/json", "{}").await;
+    assert_eq!(code, 405, "only GET watches");
+    let (code, _) = raw(&client, "GET", "/api/v1/watch/namespaces/default/configmaps/cm-a/status", "", "").await;
+    assert_eq!(code, 404, "a watch has no subresources");
+}
+
 /// Raw requests for what a typed client cannot send.
 async fn raw(client: &Client, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
     let req = http::Request::builder()

@@ -319,6 +319,22 @@ fn get_watch_streams_changes() {
     let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("solo")).collect();
     assert!(lines.len() >= 2, "the watch printed the pod's changes: {text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(lines.iter().any(|l| l.contains("Running")), "{text}");
+
+    // The deprecated `/watch/` paths, which upstream still serves, and `?watch=` decoded as
+    // upstream decodes a bool: each a stream of events, through kubectl's raw GET.
+    for path in [
+        "/api/v1/watch/namespaces/default/pods/solo?resourceVersion=0&timeoutSeconds=1",
+        "/api/v1/watch/pods?resourceVersion=0&timeoutSeconds=1",
+        "/api/v1/namespaces/default/pods?watch=True&resourceVersion=0&timeoutSeconds=1",
+    ] {
+        let streamed = e.ok(&["get", "--raw", path]);
+        let first: Value = serde_json::from_str(streamed.lines().next().unwrap_or_default()).expect("an event a line");
+        assert_eq!(
+            (first["type"].as_str(), first["object"]["metadata"]["name"].as_str()),
+            (Some("ADDED"), Some("solo")),
+            "{path}: {streamed}"
+        );
+    }
 }
 
 /// `kubectl run --restart=Never` pods run to completion by the kubelet's rules (a second by
