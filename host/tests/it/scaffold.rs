@@ -140,53 +140,14 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     assert!(shown.contains("primary: example.com/v1alpha1/HelloScaffold"), "{shown}");
     steps.done("inspect");
 
-    // The host with its plugin.yaml, on the embedded cluster.
-    let mut host = Running {
-        child: Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-            .current_dir(&dir)
-            // As `WASMCM_PLUGINS=$PWD/plugin.yaml make run` passes it.
-            .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
-            .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
-            .arg("--admin-token-file")
-            .arg(home.path().join("admin-token"))
-            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("wasmcm runs"),
-        cluster_dir: None,
-    };
-    let mut lines = BufReader::new(host.child.stdout.take().expect("piped")).lines();
-    let (mut try_line, mut address) = (None, None);
-    for line in lines.by_ref() {
-        let line = line.expect("the host's output");
-        if let Some(command) = line.strip_prefix("try: ") {
-            try_line = Some(command.to_string());
-        }
-        if let Some(a) = line.strip_prefix("metrics: http://").and_then(|a| a.strip_suffix("/metrics")) {
-            address = Some(a.to_string());
-        }
-        if line.starts_with("wasmcm running") {
-            assert!(line.contains(NAME), "the plugin runs: {line}");
-            break;
-        }
-    }
-    let try_line = try_line.expect("the host prints what to try");
-    let kubeconfig = PathBuf::from(
-        try_line
-            .split("KUBECONFIG=")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("the try line names the kubeconfig: {try_line}")),
-    );
-    host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    let (_host, live) = run_on_the_host(home.path(), &dir, NAME);
+    let (try_line, kubeconfig) = (live.try_line, live.kubeconfig);
     steps.done("load into the host (make run)");
     reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
     steps.done("reconcile the custom resource (kubectl)");
 
     // Record a live reconcile of the example, as the README says.
-    let address = address.expect("the host prints its admin address");
+    let address = live.address;
     let token = home.path().join("admin-token").display().to_string();
     let record = ["plugins", "record", NAME, "default/example", "-o", "example.json", "--address", &address];
     let out = wasmcm(&dir, &[&record[..], &["--admin-token-file", &token]].concat());
@@ -255,6 +216,61 @@ impl Steps {
 }
 
 /// Stops the host however the test ends, and removes what its embedded cluster left.
+/// What a host started by [`run_on_the_host`] printed: the `try:` line, the kubeconfig it names
+/// and the admin address.
+pub(crate) struct Live {
+    pub(crate) try_line: String,
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) address: String,
+}
+
+/// The host with the scaffold's plugin.yaml on a new embedded cluster, as
+/// `WASMCM_PLUGINS=$PWD/plugin.yaml make run` starts it in `dir`, once it says it runs the
+/// plugin `name`. The admin token goes to `home`/admin-token.
+pub(crate) fn run_on_the_host(home: &Path, dir: &Path, name: &str) -> (Running, Live) {
+    let mut host = Running {
+        child: common::host_command()
+            .current_dir(dir)
+            .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
+            .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
+            .arg("--admin-token-file")
+            .arg(home.join("admin-token"))
+            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("wasmcm runs"),
+        cluster_dir: None,
+    };
+    let mut lines = BufReader::new(host.child.stdout.take().expect("piped")).lines();
+    let (mut try_line, mut address) = (None, None);
+    for line in lines.by_ref() {
+        let line = line.expect("the host's output");
+        if let Some(command) = line.strip_prefix("try: ") {
+            try_line = Some(command.to_string());
+        }
+        if let Some(a) = line.strip_prefix("metrics: http://").and_then(|a| a.strip_suffix("/metrics")) {
+            address = Some(a.to_string());
+        }
+        if line.starts_with("wasmcm running") {
+            assert!(line.contains(name), "the plugin runs: {line}");
+            break;
+        }
+    }
+    let try_line = try_line.expect("the host prints what to try");
+    let kubeconfig = PathBuf::from(
+        try_line
+            .split("KUBECONFIG=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("the try line names the kubeconfig: {try_line}")),
+    );
+    host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    let address = address.expect("the host prints its admin address");
+    (host, Live { try_line, kubeconfig, address })
+}
+
 pub(crate) struct Running {
     pub(crate) child: std::process::Child,
     pub(crate) cluster_dir: Option<PathBuf>,

@@ -12,9 +12,8 @@
 use crate::common;
 use crate::scaffold::{text, wasmcm};
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -25,15 +24,6 @@ const PLURAL: &str = "hellopythons";
 
 fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
     Command::new(dir.join(program)).current_dir(dir).args(args).output().expect("the script runs")
-}
-
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -79,37 +69,8 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     assert!(!imports.contains("wasi"), "no WASI imports: {shown}");
     done("inspect");
 
-    // The host with its plugin.yaml, as `WASMCM_PLUGINS=$PWD/plugin.yaml make run` runs it.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-        .current_dir(&dir)
-        .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
-        .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
-        .arg("--admin-token-file")
-        .arg(home.path().join("admin-token"))
-        .env("WASMCM_CACHE_DIR", common::precompiled_dir())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("wasmcm runs");
-    let stdout = child.stdout.take().expect("piped");
-    let _host = Running(child);
-    let (mut kubeconfig, mut address) = (None, None);
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("the host's output");
-        if let Some(k) = line.split("KUBECONFIG=").nth(1).and_then(|r| r.split_whitespace().next()) {
-            kubeconfig = Some(PathBuf::from(k));
-        }
-        if let Some(a) = line.strip_prefix("metrics: http://").and_then(|a| a.strip_suffix("/metrics")) {
-            address = Some(a.to_string());
-        }
-        if line.starts_with("wasmcm running") {
-            assert!(line.contains(NAME), "the plugin runs: {line}");
-            break;
-        }
-    }
-    let kubeconfig = kubeconfig.expect("the host prints its kubeconfig");
-    let cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    let (_host, live) = crate::scaffold::run_on_the_host(home.path(), &dir, NAME);
+    let kubeconfig = live.kubeconfig;
     done("load into the host");
 
     let kubectl = |args: &[&str]| {
@@ -135,7 +96,7 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     }
     done("reconcile the custom resource (kubectl)");
 
-    let address = address.expect("the host prints its admin address");
+    let address = live.address;
     let token = home.path().join("admin-token").display().to_string();
     let out = wasmcm(
         &dir,
@@ -217,9 +178,6 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     let out = simulate("default/patches", "bad.yaml");
     crate::scaffold::the_0_4_0_intents_were_sent_and_performed(&out);
     done("the 0.4.0 intents");
-    if let Some(d) = cluster_dir {
-        let _ = std::fs::remove_dir_all(d);
-    }
     let lines: Vec<String> = steps.iter().map(|(s, t)| format!("  {s:<42} {t:>7.2} s")).collect();
     eprintln!("plugin author's steps (Python):\n{}", lines.join("\n"));
 }

@@ -14,11 +14,10 @@
 //! cache and the SDK's `dist/` (which `tsc -b` builds when stale).
 
 use crate::common;
-use crate::scaffold::{Running, Steps, reconciled_on_the_host, text, wasmcm};
+use crate::scaffold::{Steps, reconciled_on_the_host, run_on_the_host, text, wasmcm};
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -118,50 +117,13 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
     assert!(imports.split(',').all(|i| i.trim().starts_with("wasmcm:reconciler/")), "no WASI: {shown}");
     steps.done("inspect");
 
-    let mut host = Running {
-        child: common::host_command()
-            .current_dir(&dir)
-            .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
-            .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
-            .arg("--admin-token-file")
-            .arg(home.path().join("admin-token"))
-            .env("WASMCM_CACHE_DIR", common::precompiled_dir())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("wasmcm runs"),
-        cluster_dir: None,
-    };
-    let mut lines = BufReader::new(host.child.stdout.take().expect("piped")).lines();
-    let (mut try_line, mut address) = (None, None);
-    for line in lines.by_ref() {
-        let line = line.expect("the host's output");
-        if let Some(command) = line.strip_prefix("try: ") {
-            try_line = Some(command.to_string());
-        }
-        if let Some(a) = line.strip_prefix("metrics: http://").and_then(|a| a.strip_suffix("/metrics")) {
-            address = Some(a.to_string());
-        }
-        if line.starts_with("wasmcm running") {
-            assert!(line.contains(NAME), "the plugin runs: {line}");
-            break;
-        }
-    }
-    let try_line = try_line.expect("the host prints what to try");
-    let kubeconfig = PathBuf::from(
-        try_line
-            .split("KUBECONFIG=")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("the try line names the kubeconfig: {try_line}")),
-    );
-    host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    let (_host, live) = run_on_the_host(home.path(), &dir, NAME);
+    let (try_line, kubeconfig) = (live.try_line, live.kubeconfig);
     steps.done("load into the host (make run)");
     reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
     steps.done("reconcile the custom resource (kubectl)");
 
-    let address = address.expect("the host prints its admin address");
+    let address = live.address;
     let token = home.path().join("admin-token").display().to_string();
     let record = ["plugins", "record", NAME, "default/example", "-o", "example.json", "--address", &address];
     let out = wasmcm(&dir, &[&record[..], &["--admin-token-file", &token]].concat());
