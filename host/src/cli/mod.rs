@@ -176,6 +176,14 @@ pub(crate) async fn cluster_config(
         let opts = kube::config::KubeConfigOptions { context, ..Default::default() };
         return Ok(Some(kube::Config::from_custom_kubeconfig(kc, &opts).await?));
     }
+    // A developer's ambient cluster (production, perhaps) is never where a bare `wasmcm run` or
+    // `make run` starts controllers; kubectl and controller-runtime read it, so say it was not.
+    if let Some(ambient) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        tracing::warn!(
+            "$KUBECONFIG ({}) is not read: give --kubeconfig (or WASMCM_KUBECONFIG) to use its cluster",
+            PathBuf::from(ambient).display()
+        );
+    }
     if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
         let dir = wasmcm::service_account_dir();
         let config = wasmcm::in_cluster_config(&dir)

@@ -18,7 +18,8 @@ use super::{cluster_config, default_admin_token_file};
 #[derive(Args)]
 pub(crate) struct RunArgs {
     /// Use this kubeconfig's cluster instead of starting an embedded one (an ambient
-    /// $KUBECONFIG is deliberately not enough: without flags the host runs on its own cluster).
+    /// $KUBECONFIG is deliberately not enough, and a line says so: without flags the host runs
+    /// on its own cluster).
     #[cfg_attr(
         not(feature = "embedded-cluster"),
         arg(help = "The cluster's kubeconfig (else in-cluster credentials: this build has no embedded cluster)")

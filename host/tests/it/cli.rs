@@ -98,6 +98,8 @@ fn a_stop_signal_while_the_plugins_compile_stops_the_host_cleanly() {
         .args(["run", "--leader-elect=false", "--metrics-bind-address", "127.0.0.1:0"])
         .env("WASMCM_CACHE_DIR", cache.path())
         .env("RUST_LOG", "info")
+        // An ambient kubeconfig is not read, and the host says so.
+        .env("KUBECONFIG", "/nonexistent/ambient-kubeconfig")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -121,6 +123,8 @@ fn a_stop_signal_while_the_plugins_compile_stops_the_host_cleanly() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(status.success(), "{status}: {seen}{stderr}");
     assert!(stderr.contains("SIGTERM: shutting down"), "{stderr}");
+    let ignored = "$KUBECONFIG (/nonexistent/ambient-kubeconfig) is not read: give --kubeconfig";
+    assert_eq!(stderr.matches(ignored).count(), 1, "said once: {stderr}");
 }
 
 /// `wasmcm plugins inspect x.wasm | head`: a reader that stops early ends the command quietly,
