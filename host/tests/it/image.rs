@@ -634,11 +634,27 @@ async fn the_image_runs_as_the_manifests_pod() {
         .unwrap();
     let rollout = ok(kubectl, &["--kubeconfig", &kubeconfig, "rollout", "status", "deployment/web", "--timeout=120s"]);
     assert!(rollout.contains("successfully rolled out"), "{rollout}");
-    common::eventually("more hostile calls, still filling", || async {
+    // It still fills beside them: more of its calls succeed from here (a budget that leaked
+    // would refuse them all). Counted from now, not as a total, which a slow rollout on a busy
+    // machine may not reach within the patience and a fast one reaches before it ends.
+    let filled = hostile_calls(&metrics().await, "success");
+    let deadline = tokio::time::Instant::now() + common::PATIENCE;
+    loop {
         let text = metrics().await;
-        (hostile_calls(&text, "success") >= 60.0).then_some(())
-    })
-    .await;
+        let (succeeded, refused) = (hostile_calls(&text, "success"), hostile_calls(&text, "trap"));
+        if succeeded >= filled + 5.0 {
+            break;
+        }
+        let log = container.log();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the hostile plugin stopped filling: {succeeded} calls succeeded ({filled} when the rollout ended), \
+             {refused} refused; the log's last lines:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert_eq!(probe(metrics_port, &liveness).await, Some(200), "{}", container.log());
     assert_eq!(container.oom_kills(), 0, "the container stayed within its limit:\n{}", container.log());
     let log = container.log();

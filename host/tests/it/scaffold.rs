@@ -95,41 +95,7 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     assert!(formatted.status.success(), "cargo fmt --check: {}", text(&formatted));
 
     // Simulate on the snapshot: one status update, Ready.
-    let out = wasmcm(
-        &dir,
-        &[
-            "simulate",
-            "--plugin",
-            &wasm,
-            "--state",
-            "snapshot.yaml",
-            "--key",
-            "default/example",
-            "--now",
-            "2026-01-01T00:00:00Z",
-        ],
-    );
-    assert!(out.status.success(), "simulate: {}", text(&out));
-    let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
-    assert_eq!(result["plugin"]["name"], NAME);
-    let actions: Vec<String> = result["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            format!("{} {} {}", a["verb"].as_str().unwrap(), a["kind"].as_str().unwrap(), a["name"].as_str().unwrap())
-        })
-        .collect();
-    assert_eq!(actions, ["update-status HelloScaffold example"], "{result:#}");
-    let object = result["state"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "HelloScaffold")
-        .expect("the example in the state");
-    assert_eq!(object["status"]["observedGeneration"], 1, "{object:#}");
-    assert_eq!(object["status"]["conditions"][0]["type"], "Ready", "{object:#}");
-    assert_eq!(object["status"]["conditions"][0]["status"], "True", "{object:#}");
+    simulates_the_example_ready(&dir, &wasm, NAME, "HelloScaffold");
     steps.done("simulate");
 
     // What the host sees of it.
@@ -216,6 +182,30 @@ impl Steps {
 }
 
 /// Stops the host however the test ends, and removes what its embedded cluster left.
+/// `simulate` of a scaffold's component (`wasm`, plugin `name`, reconciling `kind`) on its
+/// snapshot at the snapshot's time: one status update of the example, then Ready at generation 1.
+pub(crate) fn simulates_the_example_ready(dir: &Path, wasm: &str, name: &str, kind: &str) {
+    let simulate = ["simulate", "--plugin", wasm, "--state", "snapshot.yaml", "--key", "default/example"];
+    let out = wasmcm(dir, &[&simulate[..], &["--now", "2026-01-01T00:00:00Z"]].concat());
+    assert!(out.status.success(), "simulate: {}", text(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
+    assert_eq!(result["plugin"]["name"], name);
+    let actions: Vec<String> = result["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!("{} {} {}", a["verb"].as_str().unwrap(), a["kind"].as_str().unwrap(), a["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(actions, [format!("update-status {kind} example")], "{result:#}");
+    let items = result["state"]["items"].as_array().unwrap();
+    let object = items.iter().find(|o| o["kind"] == kind).expect("the example in the state");
+    assert_eq!(object["status"]["observedGeneration"], 1, "{object:#}");
+    assert_eq!(object["status"]["conditions"][0]["type"], "Ready", "{object:#}");
+    assert_eq!(object["status"]["conditions"][0]["status"], "True", "{object:#}");
+}
+
 /// What a host started by [`run_on_the_host`] printed: the `try:` line, the kubeconfig it names
 /// and the admin address.
 pub(crate) struct Live {

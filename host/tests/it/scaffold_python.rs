@@ -16,8 +16,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 const NAME: &str = "hello-python";
 const WASM: &str = "build/hello_python.wasm";
 const PLURAL: &str = "hellopythons";
@@ -54,12 +52,7 @@ fn a_new_python_plugin_builds_tests_simulates_and_reconciles_on_the_host() {
     let simulate = |key: &str, state: &str| {
         wasmcm(&dir, &["simulate", "--plugin", WASM, "--state", state, "--key", key, "--now", "2026-01-01T00:00:00Z"])
     };
-    let out = simulate("default/example", "snapshot.yaml");
-    assert!(out.status.success(), "simulate: {}", text(&out));
-    let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
-    let update = &result["outcome"]["batches"][0][0]["updateStatus"];
-    assert_eq!(update["status"]["conditions"][0]["type"], "Ready", "{result:#}");
-    assert_eq!(update["status"]["observedGeneration"], 1, "{result:#}");
+    crate::scaffold::simulates_the_example_ready(&dir, WASM, NAME, "HelloPython");
     done("simulate (compiles the component)");
 
     let out = wasmcm(&dir, &["plugins", "inspect", WASM]);

@@ -14,7 +14,7 @@
 //! cache and the SDK's `dist/` (which `tsc -b` builds when stale).
 
 use crate::common;
-use crate::scaffold::{Steps, reconciled_on_the_host, run_on_the_host, text, wasmcm};
+use crate::scaffold::{Steps, reconciled_on_the_host, run_on_the_host, simulates_the_example_ready, text, wasmcm};
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -78,35 +78,7 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
     build(&dir);
     steps.done("build the component");
 
-    let out = wasmcm(
-        &dir,
-        &[
-            "simulate",
-            "--plugin",
-            WASM,
-            "--state",
-            "snapshot.yaml",
-            "--key",
-            "default/example",
-            "--now",
-            "2026-01-01T00:00:00Z",
-        ],
-    );
-    assert!(out.status.success(), "simulate: {}", text(&out));
-    let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
-    assert_eq!(result["plugin"]["name"], NAME);
-    let actions: Vec<String> = result["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            format!("{} {} {}", a["verb"].as_str().unwrap(), a["kind"].as_str().unwrap(), a["name"].as_str().unwrap())
-        })
-        .collect();
-    assert_eq!(actions, ["update-status HelloScaffold example"], "{result:#}");
-    let object = result["state"]["items"].as_array().unwrap().iter().find(|o| o["kind"] == "HelloScaffold").unwrap();
-    assert_eq!(object["status"]["observedGeneration"], 1, "{object:#}");
-    assert_eq!(object["status"]["conditions"][0]["status"], "True", "{object:#}");
+    simulates_the_example_ready(&dir, WASM, NAME, "HelloScaffold");
     steps.done("simulate");
 
     let out = wasmcm(&dir, &["plugins", "inspect", WASM]);
