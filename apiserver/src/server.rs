@@ -97,7 +97,7 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<
         let agent = req.headers().get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
         Some((audit, audit.arrived(&state, &user, agent, &attributes)?))
     });
-    let response = authorized(&state, &user, &attributes, req).await;
+    let response = authorized(&state, &user, &attributes, query, req).await;
     if let Some((audit, record)) = audited {
         audit.answered(record, response.status().as_u16());
     }
@@ -109,6 +109,7 @@ async fn authorized(
     state: &Arc<State>,
     user: &UserInfo,
     attributes: &rbac::Attributes,
+    query: HashMap<String, String>,
     req: Request<Incoming>,
 ) -> Response<Body> {
     if let Some(stalled) = state.faults.stalled().await {
@@ -126,7 +127,7 @@ async fn authorized(
     if let Some(delay) = state.faults.latency() {
         tokio::time::sleep(delay).await;
     }
-    let (resource, body) = match route(state, attributes, req).await {
+    let (resource, body) = match route(state, attributes, query, req).await {
         Ok(Routed::Answered(r)) => return r,
         Ok(Routed::Resource(resource, body)) => (resource, body),
         Err(e) => return error_response(&e),
@@ -226,10 +227,14 @@ impl Ctx {
     }
 }
 
-async fn route(state: &Arc<State>, attributes: &rbac::Attributes, req: Request<Incoming>) -> Result<Routed, ApiError> {
+/// Resolves the request's path; `attributes` and `query` are what `handle` parsed of it once.
+async fn route(
+    state: &Arc<State>,
+    attributes: &rbac::Attributes,
+    query: HashMap<String, String>,
+    req: Request<Incoming>,
+) -> Result<Routed, ApiError> {
     let (parts, body) = req.into_parts();
-    let query: HashMap<String, String> =
-        parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
     let header = |name| parts.headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).unwrap_or("").to_string();
     let mut ctx = Ctx {
         method: parts.method.clone(),

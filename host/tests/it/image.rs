@@ -645,14 +645,15 @@ async fn the_image_runs_as_the_manifests_pod() {
         if succeeded >= filled + 5.0 {
             break;
         }
-        let log = container.log();
-        let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the hostile plugin stopped filling: {succeeded} calls succeeded ({filled} when the rollout ended), \
-             {refused} refused; the log's last lines:\n{}",
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        );
+        if tokio::time::Instant::now() >= deadline {
+            let log = container.log();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            panic!(
+                "the hostile plugin stopped filling: {succeeded} calls succeeded ({filled} when the rollout ended), \
+                 {refused} refused; the log's last lines:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(probe(metrics_port, &liveness).await, Some(200), "{}", container.log());
