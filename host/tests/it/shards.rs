@@ -1,6 +1,6 @@
 //! Active-active replicas (`wasmcm run --shards`): `wasmcm run` processes on one cluster split
 //! the keys between them by shard Leases, as deploy/sharding configures them (the host's
-//! ServiceAccount with deploy/manifests' RBAC plus deploy/sharding's Role). 240 Deployments in
+//! ServiceAccount with deploy/manifests' RBAC plus deploy/sharding's Role). 120 Deployments in
 //! 30 namespaces stay reconciled while replicas are killed (SIGKILL), frozen past their leases
 //! (SIGSTOP, then resumed), added (3 → 5) and stopped (5 → 2, SIGTERM), under continuous
 //! changes. The API server audits every plugin write against the Lease of its shard, and each
@@ -312,23 +312,25 @@ fn reconciles(host: &str, log: &Path) -> Vec<Reconcile> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_split_the_keys_and_hand_shards_over_without_overlap() {
-    // 30 namespaces over 12 shards, 8 Deployments each: 240, where 600 took this test to 8 minutes
-    // of a 2-core CI run (its longest), with nothing more to show.
-    let mut group = Group::start((30, 8), true).await;
+    // 30 namespaces over 12 shards, 4 Deployments each: 120. How the namespaces fall on shards,
+    // and so each replica's share, does not depend on how many Deployments a namespace holds;
+    // 600 took this test to 8 minutes of a 2-core CI run and 240 to 2 of CPU, with nothing more
+    // to show.
+    let mut group = Group::start((30, 4), true).await;
     group.create_workload().await;
     for h in ["wasmcm-a", "wasmcm-b", "wasmcm-c"] {
         group.start_host(h);
     }
     group.balanced_over(&["wasmcm-a", "wasmcm-b", "wasmcm-c"]).await;
-    group.converged("240 Deployments to converge on three replicas").await;
+    group.converged("120 Deployments to converge on three replicas").await;
 
     // The server filters: each replica caches the Deployments of its shards' namespaces alone.
     let mut cached = Vec::new();
     for h in ["wasmcm-a", "wasmcm-b", "wasmcm-c"] {
         cached.push(group.cached_deployments(h).await);
     }
-    assert_eq!(cached.iter().sum::<u64>(), 240, "every Deployment cached by exactly one replica: {cached:?}");
-    assert!(cached.iter().all(|c| *c < 160), "about a third each: {cached:?}");
+    assert_eq!(cached.iter().sum::<u64>(), 120, "every Deployment cached by exactly one replica: {cached:?}");
+    assert!(cached.iter().all(|c| *c < 80), "about a third each: {cached:?}");
 
     // `wasmcm shards` tells who holds what.
     let shown = Command::new(env!("CARGO_BIN_EXE_wasmcm"))

@@ -280,7 +280,7 @@ struct World {
     guarded: BTreeSet<Key>,
     checks: u64,
     violations: Vec<String>,
-    /// The Deployments (namespace, name) an invariant failed for.
+    /// The Deployments (namespace, name) an invariant failed for, or that did not converge.
     culprits: BTreeSet<Key>,
     /// Whether the store's changes stopped coming before the soak ended.
     stream_lost: bool,
@@ -722,15 +722,15 @@ where
 }
 
 /// Whether every Deployment runs exactly its replicas of its current image, all ready and
-/// nothing else; else why not (a few reasons).
-async fn converged(client: &kube::Client) -> Result<(usize, i64), Vec<String>> {
+/// nothing else; else which do not, and why.
+async fn converged(client: &kube::Client) -> Result<(usize, i64), Vec<(Key, String)>> {
     let lp = ListParams::default().labels("chaos=soak");
     let (Ok(deployments), Ok(pods), Ok(rss)) = (
         Api::<Deployment>::all(client.clone()).list(&lp).await,
         Api::<Pod>::all(client.clone()).list(&lp).await,
         Api::<ReplicaSet>::all(client.clone()).list(&lp).await,
     ) else {
-        return Err(vec!["cannot list".into()]);
+        return Err(vec![(Key::default(), "cannot list".into())]);
     };
     let mut why = Vec::new();
     let mut replicas_total = 0;
@@ -772,11 +772,12 @@ async fn converged(client: &kube::Client) -> Result<(usize, i64), Vec<String>> {
             || !counted
             || asking != usize::from(replicas > 0)
         {
-            why.push(format!(
+            let said = format!(
                 "{namespace}/{name}: {good} good of {} pods for {replicas} of {image}, {asking} ReplicaSets asking, \
                  status observed {observed} counted {counted}",
                 mine.len()
-            ));
+            );
+            why.push(((namespace, name), said));
         }
     }
     if why.is_empty() { Ok((pods.items.len(), replicas_total)) } else { Err(why) }
@@ -861,7 +862,7 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
     let deadline = Instant::now() + config.patience;
     while let Err(why) = converged(&client).await {
         if Instant::now() > deadline {
-            report.unconverged = why.into_iter().take(5).collect();
+            report.unconverged = why.into_iter().take(5).map(|(_, said)| said).collect();
             hosts.lock().map(|mut h| h.stop_all()).ok();
             return report;
         }
@@ -1016,7 +1017,11 @@ pub async fn soak(config: SoakConfig) -> SoakReport {
                 break;
             }
             Err(why) if Instant::now() > deadline => {
-                report.unconverged = why.into_iter().take(5).collect();
+                // Told as a violation is: the events and the changes the watch saw.
+                if let Ok(mut w) = world.lock() {
+                    w.culprits.extend(why.iter().take(2).map(|(key, _)| key.clone()));
+                }
+                report.unconverged = why.into_iter().take(5).map(|(_, said)| said).collect();
                 break;
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
