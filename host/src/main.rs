@@ -10,27 +10,27 @@ use wasmcm::terminal_safe_lines;
 
 #[cfg(feature = "embedded-cluster")]
 use cli::cluster;
-use cli::{new, plugins, run, shards, simulate, version};
+use cli::{help, new, plugins, run, shards, simulate, version};
 
 /// wasmcm — a WebAssembly controller manager for Kubernetes.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version, about, after_help = help::TOP)]
 struct Cli {
     #[command(flatten)]
     engine: cli::EngineArgs,
 
     /// Log format: human-readable text, or one JSON object per line.
-    #[arg(long, global = true, env = "WASMCM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    #[arg(long, global = true, help_heading = cli::GLOBAL, env = "WASMCM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
 
     /// What to log: a level for wasmcm's own logs (error, warn, info, debug, trace; other crates
     /// stay at warn), or directives as RUST_LOG takes them (`warn,wasmcm::writes=debug`).
     /// Default: $RUST_LOG, else `warn,wasmcm=info`.
-    #[arg(long, global = true, value_name = "LEVEL|DIRECTIVES", value_parser = log_filter)]
+    #[arg(long, global = true, help_heading = cli::GLOBAL, value_name = "LEVEL|DIRECTIVES", value_parser = log_filter)]
     log_level: Option<String>,
 
     /// More of wasmcm's own logs: -v for debug, -vv for trace (--log-level wins).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = cli::GLOBAL, action = clap::ArgAction::Count)]
     verbose: u8,
 
     #[command(subcommand)]
@@ -44,6 +44,7 @@ enum Command {
     /// (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT, and the ServiceAccount's token, ca.crt and
     /// namespace files in $WASMCM_SERVICEACCOUNT_DIR, default
     /// /var/run/secrets/kubernetes.io/serviceaccount), or else a new embedded cluster.
+    #[command(after_help = help::RUN)]
     #[cfg_attr(
         not(feature = "embedded-cluster"),
         command(
@@ -54,9 +55,11 @@ enum Command {
     )]
     Run(run::RunArgs),
     /// Run one reconcile of one key against a snapshot and print the writes and the result.
+    #[command(after_help = help::SIMULATE)]
     Simulate(simulate::SimulateArgs),
     /// Start the embedded Kubernetes API server with simulated nodes, and keep it running.
     #[cfg(feature = "embedded-cluster")]
+    #[command(after_help = help::CLUSTER)]
     Cluster(cluster::ClusterArgs),
     /// Not in this build, which has no embedded cluster: says so.
     #[cfg(not(feature = "embedded-cluster"))]
@@ -66,18 +69,22 @@ enum Command {
         args: Vec<String>,
     },
     /// Inspect plugin files, or list and steer the plugins of a running host.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = help::PLUGINS)]
     Plugins(plugins::PluginsCommand),
     /// The replica group as its Leases tell it: its shape (one leader, or N shards), which
     /// replica holds which shard, the live members, and any replica run in another shape.
+    #[command(after_help = help::SHARDS)]
     Shards(shards::ShardsArgs),
     /// Create a standalone plugin crate to start from: describe(), a reconcile skeleton with
     /// unit tests, a simulate snapshot, a plugin manifest and, for a custom kind, its CRD.
+    #[command(after_help = help::NEW)]
     New(new::NewArgs),
     /// This wasmcm's version and the plugin contracts it runs.
+    #[command(after_help = help::VERSION)]
     Version(version::VersionArgs),
     /// A shell's completion script: `source <(wasmcm completion bash)`, or save it where the
     /// shell loads completions from (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = help::COMPLETION)]
     Completion { shell: clap_complete::Shell },
 }
 

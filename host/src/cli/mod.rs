@@ -10,6 +10,7 @@
 
 #[cfg(feature = "embedded-cluster")]
 pub(crate) mod cluster;
+pub(crate) mod help;
 pub(crate) mod new;
 pub(crate) mod plugins;
 pub(crate) mod run;
@@ -24,26 +25,29 @@ use anyhow::Context;
 use clap::Args;
 use wasmcm::{Engine, EngineConfig, Limits, Plugin, builtin, terminal_safe_lines};
 
+/// The heading of the flags every command takes, apart from each command's own.
+pub(crate) const GLOBAL: &str = "Global options";
+
 // The flags every command takes: the engine plugins run on.
 #[derive(Args)]
 pub(crate) struct EngineArgs {
     /// Where compiled plugins are kept between runs [default: $XDG_CACHE_HOME/wasmcm or ~/.cache/wasmcm].
-    #[arg(long, global = true, env = "WASMCM_CACHE_DIR")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "WASMCM_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
 
     /// The key that authenticates the compiled plugins, created on first use; outside the
     /// cache directory [default: <cache-dir>.key].
-    #[arg(long, global = true, env = "WASMCM_PRECOMPILED_KEY")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "WASMCM_PRECOMPILED_KEY")]
     precompiled_key: Option<PathBuf>,
 
     /// Memory all plugin calls may hold at once (their linear memory, and the host's copies of
     /// what they read), e.g. 512Mi [default: half the container's memory limit; without one,
     /// each call is bounded by its plugin's limit only].
-    #[arg(long, global = true, env = "WASMCM_PLUGIN_MEMORY_BUDGET")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "WASMCM_PLUGIN_MEMORY_BUDGET")]
     plugin_memory_budget: Option<String>,
 
     /// Compile plugins on every start instead of keeping them.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     no_cache: bool,
 }
 

@@ -1,6 +1,7 @@
 //! The binary's habits whatever the command: its logs carry no colour codes off a terminal (a
 //! file, a pipe, `kubectl logs`), and their level comes from `--log-level`, `-v` or `RUST_LOG`,
-//! in that order. Owns these flags only; each command's own behaviour is its area's.
+//! in that order; every command's help shows examples that parse, and its exit codes. Owns these
+//! flags and texts only; each command's own behaviour is its area's.
 
 use crate::common;
 
@@ -196,4 +197,72 @@ fn version_and_completion_say_what_a_user_and_a_shell_need() {
     let bad = common::wasmcm(&["completion", "tcsh"]);
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("invalid value 'tcsh'") && bad.stderr.contains("bash"), "{}", bad.stderr);
+}
+
+/// Every command's `--help` ends with examples, each of which the command parses (a flag or
+/// value it does not take fails `<example> --help` with clap's usage error), and `run`'s and
+/// `simulate`'s say their exit codes; the flags every command takes are listed apart from the
+/// command's own.
+#[test]
+fn every_example_in_the_help_parses() {
+    let commands: &[&[&str]] = &[
+        &[],
+        &["run"],
+        &["simulate"],
+        &["cluster"],
+        &["plugins"],
+        &["plugins", "list"],
+        &["plugins", "inspect"],
+        &["plugins", "promote"],
+        &["plugins", "abandon"],
+        &["plugins", "rbac"],
+        &["plugins", "record"],
+        &["shards"],
+        &["new"],
+        &["version"],
+        &["completion"],
+    ];
+    let mut parsed = 0;
+    for command in commands {
+        let help = common::wasmcm(&[*command, &["--help"]].concat());
+        assert_eq!(help.code, 0, "{command:?}: {}", help.stderr);
+        let examples = help
+            .stdout
+            .split_once("\nExamples:\n")
+            .map(|(_, e)| e)
+            .unwrap_or_else(|| panic!("wasmcm {} --help has no examples:\n{}", command.join(" "), help.stdout));
+        let mut own = 0;
+        for line in examples.lines().take_while(|l| l.starts_with("  ")) {
+            // The command alone: a comment, a pipe or a redirection ends it.
+            let example = [" # ", " | ", " > "].iter().fold(line.trim(), |l, end| l.split(end).next().unwrap_or(l));
+            let Some(args) = example.strip_prefix("wasmcm").filter(|a| a.is_empty() || a.starts_with(' ')) else {
+                continue;
+            };
+            let mut args: Vec<&str> = args.split_whitespace().collect();
+            if !args.contains(&"--help") {
+                args.push("--help");
+            }
+            let run = common::wasmcm(&args);
+            assert_eq!(run.code, 0, "the example {example:?} in wasmcm {} --help: {}", command.join(" "), run.stderr);
+            own += 1;
+        }
+        assert!(own > 0, "wasmcm {} --help shows no wasmcm command:\n{}", command.join(" "), examples);
+        parsed += own;
+    }
+    assert!(parsed >= commands.len(), "{parsed}");
+
+    let simulate = common::wasmcm(&["simulate", "--help"]).stdout;
+    let codes = simulate.split_once("\nExit codes:\n").map(|(_, c)| c).expect("simulate's exit codes");
+    for code in ["  0  ", "  1  ", "  2  ", "  3  "] {
+        assert!(codes.contains(code), "exit code {code:?} in:\n{codes}");
+    }
+    let run = common::wasmcm(&["run", "--help"]).stdout;
+    assert!(run.contains("\nExit codes:\n") && run.contains("  1  it lost its lease"), "{run}");
+
+    // The flags every command takes, under a heading of their own after the command's.
+    let new = common::wasmcm(&["new", "--help"]).stdout;
+    let (own, global) = new.split_once("\nGlobal options:\n").expect("a Global options heading");
+    let global = global.split_once("\nExamples:\n").map_or(global, |(flags, _)| flags);
+    assert!(own.contains("--lang") && !own.contains("--cache-dir") && !own.contains("--log-level"), "{new}");
+    assert!(global.contains("--cache-dir") && global.contains("--log-level") && !global.contains("--lang"), "{new}");
 }

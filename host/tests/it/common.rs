@@ -320,3 +320,131 @@ pub fn plugin_cargo(dir: &std::path::Path, args: &[&str]) -> std::process::Outpu
     }
     cmd.output().expect("cargo runs")
 }
+
+/// The embedded cluster and an in-process host running built-in plugins as deploy/manifests'
+/// identities (so each scenario also proves their ClusterRoles sufficient), with the real
+/// kubectl pointed at it: the bed of the Deployment, Job and CronJob tests, which add their
+/// kind's helpers on top. Stops the host, then the cluster, when dropped.
+pub struct Bed {
+    pub kubeconfig: PathBuf,
+    kubectl: PathBuf,
+    pub client: kube::Client,
+    pub metrics: Arc<wasmcm::Metrics>,
+    host: Option<wasmcm::Host>,
+    cluster: Option<wasmcm_apiserver::Cluster>,
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl Bed {
+    /// `config`'s cluster (its clock is the host's controllers' too) and a host running
+    /// `plugins`.
+    pub fn start(config: wasmcm_apiserver::ClusterConfig, plugins: Vec<wasmcm::Version>) -> Bed {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+        let metrics = Arc::new(wasmcm::Metrics::default());
+        let clock = config.clock;
+        let (cluster, client, host) = runtime.block_on(async {
+            let cluster = wasmcm_apiserver::Cluster::start(config).await.expect("cluster starts");
+            let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
+            let mut deployed = service_account(&cluster).await;
+            deployed.config.controller.clock = clock;
+            let plugins = plugins.into_iter().map(as_deployed).collect();
+            let host = wasmcm::Host::start(deployed.kube_config, plugins, deployed.config, metrics.clone())
+                .await
+                .expect("host starts");
+            (cluster, client, host)
+        });
+        Bed {
+            kubeconfig: cluster.kubeconfig.clone(),
+            kubectl: kubectl_path(),
+            client,
+            metrics,
+            host: Some(host),
+            cluster: Some(cluster),
+            runtime,
+        }
+    }
+
+    /// kubectl with `args`, `stdin` written to it.
+    pub fn run(&self, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+        use std::io::Write;
+        use std::process::Stdio;
+        let mut child = std::process::Command::new(&self.kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            // kubectl's discovery cache goes under $HOME: one per cluster.
+            .env("HOME", self.kubeconfig.parent().expect("the kubeconfig is in the cluster's directory"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        if let Some(text) = stdin {
+            child.stdin.take().expect("piped").write_all(text.as_bytes()).expect("kubectl reads its input");
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().expect("kubectl finishes")
+    }
+
+    /// Runs kubectl and returns stdout; fails the test with stderr on a non-zero exit.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args, None);
+        assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl <args> -o json`.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut args = args.to_vec();
+        args.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&args)).expect("kubectl -o json prints JSON")
+    }
+
+    /// `kubectl apply -f -` of `object`, which must succeed.
+    pub fn apply(&self, object: &serde_json::Value) {
+        let out = self.run(&["apply", "-f", "-"], Some(&object.to_string()));
+        assert!(out.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Polls `f` (each poll runs kubectl: five a second at most) until it returns `Some`; after
+    /// `timeout`, fails the test with what `kubectl describe <describe>` says.
+    pub fn eventually<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        describe: &[&str],
+        mut f: impl FnMut() -> Option<T>,
+    ) -> T {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}\n{}",
+                self.ok(&[&["describe"], describe].concat())
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        // Bounded, so a test that already failed cannot hang here as well.
+        let (host, cluster) = (self.host.take(), self.cluster.take());
+        self.runtime.block_on(async {
+            if let Some(host) = host {
+                let _ = tokio::time::timeout(Duration::from_secs(10), host.shutdown()).await;
+            }
+            if let Some(cluster) = cluster {
+                let _ = tokio::time::timeout(Duration::from_secs(10), cluster.shutdown()).await;
+            }
+        });
+    }
+}
+
+/// The `items` of a list kubectl printed.
+pub fn items(list: serde_json::Value) -> Vec<serde_json::Value> {
+    list.get("items").and_then(serde_json::Value::as_array).cloned().unwrap_or_default()
+}

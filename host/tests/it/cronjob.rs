@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::job::{Env, TIMEOUT, conditions_of, items, time_of};
+use crate::common::items;
+use crate::job::{Env, TIMEOUT, conditions_of, time_of};
 
 /// The test clock's rate: a cluster minute is two real seconds.
 const RATE: f64 = 30.0;

@@ -8,23 +8,20 @@
 //! turns Ready; a terminating pod lingers up to 2 s. Timeouts are generous: these tests check
 //! behaviour, not speed. kubectl comes from `scripts/install-kubectl.sh`; without it they fail.
 
-use crate::common;
+use crate::common::{self, items};
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
-use wasmcm::Host;
 use wasmcm::Version;
-use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
+use wasmcm_apiserver::{ClusterConfig, KubeletConfig};
 
 /// How long any one expectation may take to come true.
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -49,70 +46,27 @@ fn plugins() -> Vec<Version> {
     plugins.into_iter().map(Version::of).collect()
 }
 
-/// A cluster, a host on it, and kubectl pointed at it. Every test names its deployment `web`
-/// (what `kubectl create deployment web` labels `app=web`) in namespace `default`.
-struct Env {
-    kubeconfig: PathBuf,
-    kubectl: PathBuf,
-    client: Client,
-    metrics: Arc<wasmcm::Metrics>,
-    host: Option<Host>,
-    cluster: Option<Cluster>,
-    runtime: tokio::runtime::Runtime,
+/// A cluster, a host on it, and kubectl pointed at it ([`common::Bed`]), with the Deployment
+/// tests' helpers. Every test names its deployment `web` (what `kubectl create deployment web`
+/// labels `app=web`) in namespace `default`.
+struct Env(common::Bed);
+
+impl std::ops::Deref for Env {
+    type Target = common::Bed;
+    fn deref(&self) -> &common::Bed {
+        &self.0
+    }
 }
 
 impl Env {
+    /// The host runs as deploy/manifests' ServiceAccount: every scenario here also proves the
+    /// ClusterRole sufficient.
     fn start() -> Env {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
         let config = ClusterConfig {
             kubelet: KubeletConfig { start_delay: Duration::from_millis(200), ..KubeletConfig::default() },
             ..ClusterConfig::default()
         };
-        let metrics = Arc::new(wasmcm::Metrics::default());
-        let (cluster, client, host) = runtime.block_on(async {
-            let cluster = Cluster::start(config).await.expect("cluster starts");
-            let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
-            // The host runs as deploy/manifests' ServiceAccount: every scenario here also proves
-            // the ClusterRole sufficient.
-            let deployed = common::service_account(&cluster).await;
-            let plugins = plugins().into_iter().map(common::as_deployed).collect();
-            let host = Host::start(deployed.kube_config, plugins, deployed.config, metrics.clone())
-                .await
-                .expect("host starts");
-            (cluster, client, host)
-        });
-        Env {
-            kubeconfig: cluster.kubeconfig.clone(),
-            kubectl: common::kubectl_path(),
-            client,
-            metrics,
-            host: Some(host),
-            cluster: Some(cluster),
-            runtime,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(&self.kubectl)
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            // kubectl's discovery cache goes under $HOME: one per cluster.
-            .env("HOME", self.kubeconfig.parent().unwrap())
-            .output()
-            .expect("kubectl runs")
-    }
-
-    /// Runs kubectl and returns stdout; fails the test with stderr on a non-zero exit.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut args = args.to_vec();
-        args.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&args)).expect("kubectl -o json prints JSON")
+        Env(common::Bed::start(config, plugins()))
     }
 
     fn deployment(&self) -> Value {
@@ -143,7 +97,7 @@ impl Env {
 
     /// `kubectl rollout status` to its end, whatever that is.
     fn rollout_status(&self) -> Output {
-        self.run(&["rollout", "status", "deployment/web", ROLLOUT_TIMEOUT])
+        self.run(&["rollout", "status", "deployment/web", ROLLOUT_TIMEOUT], None)
     }
 
     /// `kubectl rollout status` must report the rollout complete.
@@ -159,19 +113,8 @@ impl Env {
     }
 
     /// Polls `f` until it returns `Some`, failing the test after [`TIMEOUT`].
-    fn eventually<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(v) = f() {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}\n{}",
-                self.ok(&["describe", "deployment,replicaset", "-l", "app=web"])
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+    fn eventually<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        self.0.eventually(what, TIMEOUT, &["deployment,replicaset", "-l", "app=web"], f)
     }
 
     /// Reconciles the plugin has run so far, whatever their outcome.
@@ -193,28 +136,6 @@ impl Env {
                 }))
             .then_some(())
         });
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        // Bounded, so a test that already failed cannot hang here as well.
-        let (host, cluster) = (self.host.take(), self.cluster.take());
-        self.runtime.block_on(async {
-            if let Some(host) = host {
-                let _ = tokio::time::timeout(Duration::from_secs(10), host.shutdown()).await;
-            }
-            if let Some(cluster) = cluster {
-                let _ = tokio::time::timeout(Duration::from_secs(10), cluster.shutdown()).await;
-            }
-        });
-    }
-}
-
-fn items(list: Value) -> Vec<Value> {
-    match list.get("items") {
-        Some(Value::Array(items)) => items.clone(),
-        _ => Vec::new(),
     }
 }
 

@@ -7,19 +7,16 @@
 //! and the 10 s pod failure back-off take a tenth of that. Timeouts are generous: these tests
 //! check behaviour, not speed.
 
-use crate::common;
+use crate::common::{self, items};
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
-use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
-use wasmcm::{Host, Version};
-use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
+use wasmcm::Version;
+use wasmcm_apiserver::{ClusterConfig, KubeletConfig};
 use wasmcm_core::clock::Clock;
 
 /// How long any one expectation may take to come true.
@@ -27,15 +24,15 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(90);
 /// The test clock's rate.
 const RATE: f64 = 10.0;
 
-/// The embedded cluster on a test clock, and a host running built-in plugins as deployed; the
-/// CronJob tests (`cronjob.rs`) run in it too.
-pub(crate) struct Env {
-    kubeconfig: PathBuf,
-    kubectl: PathBuf,
-    pub(crate) client: Client,
-    host: Option<Host>,
-    cluster: Option<Cluster>,
-    pub(crate) runtime: tokio::runtime::Runtime,
+/// The embedded cluster on a test clock and a host running built-in plugins
+/// ([`common::Bed`]), with the Job tests' helpers; the CronJob tests (`cronjob.rs`) run in it too.
+pub(crate) struct Env(common::Bed);
+
+impl std::ops::Deref for Env {
+    type Target = common::Bed;
+    fn deref(&self) -> &common::Bed {
+        &self.0
+    }
 }
 
 impl Env {
@@ -46,71 +43,14 @@ impl Env {
     /// The cluster on a clock `rate` times as fast as the real one, and a host running the
     /// built-in `plugins`.
     pub(crate) fn start_with(rate: f64, plugins: &[&str]) -> Env {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
         let now = jiff::Timestamp::now();
-        let clock = Clock::test(now, now, rate).expect("a test clock");
         let config = ClusterConfig {
             kubelet: KubeletConfig { start_delay: Duration::from_millis(100), ..KubeletConfig::default() },
-            clock,
+            clock: Clock::test(now, now, rate).expect("a test clock"),
             ..ClusterConfig::default()
         };
-        let (cluster, client, host) = runtime.block_on(async {
-            let cluster = Cluster::start(config).await.expect("cluster starts");
-            let client = wasmcm_test_support::client(&cluster.kubeconfig).await;
-            let mut deployed = common::service_account(&cluster).await;
-            deployed.config.controller.clock = clock;
-            let plugins = plugins
-                .iter()
-                .map(|name| common::as_deployed(Version::of(common::builtin(name).expect("built in"))))
-                .collect();
-            let host = Host::start(deployed.kube_config, plugins, deployed.config, Default::default())
-                .await
-                .expect("host starts");
-            (cluster, client, host)
-        });
-        Env {
-            kubeconfig: cluster.kubeconfig.clone(),
-            kubectl: common::kubectl_path(),
-            client,
-            host: Some(host),
-            cluster: Some(cluster),
-            runtime,
-        }
-    }
-
-    pub(crate) fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        use std::io::Write;
-        let mut child = Command::new(&self.kubectl)
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.kubeconfig.parent().unwrap())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("kubectl runs");
-        if let Some(text) = stdin {
-            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-        }
-        drop(child.stdin.take());
-        child.wait_with_output().expect("kubectl finishes")
-    }
-
-    pub(crate) fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args, None);
-        assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub(crate) fn apply(&self, object: &Value) {
-        let out = self.run(&["apply", "-f", "-"], Some(&object.to_string()));
-        assert!(out.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    pub(crate) fn json(&self, args: &[&str]) -> Value {
-        let mut args = args.to_vec();
-        args.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&args)).expect("kubectl -o json prints JSON")
+        let plugins = plugins.iter().map(|name| Version::of(common::builtin(name).expect("built in"))).collect();
+        Env(common::Bed::start(config, plugins))
     }
 
     pub(crate) fn job(&self, name: &str) -> Value {
@@ -136,15 +76,8 @@ impl Env {
         );
     }
 
-    pub(crate) fn eventually<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(v) = f() {
-                return v;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}\n{}", self.ok(&["describe", "jobs"]));
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    pub(crate) fn eventually<T>(&self, what: &str, f: impl FnMut() -> Option<T>) -> T {
+        self.0.eventually(what, TIMEOUT, &["jobs"], f)
     }
 
     /// (reason, message) of the job's events, oldest first.
@@ -157,24 +90,6 @@ impl Env {
             .map(|e| (e["reason"].as_str().unwrap_or("").into(), e["message"].as_str().unwrap_or("").into()))
             .collect()
     }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let (host, cluster) = (self.host.take(), self.cluster.take());
-        self.runtime.block_on(async {
-            if let Some(host) = host {
-                let _ = tokio::time::timeout(Duration::from_secs(10), host.shutdown()).await;
-            }
-            if let Some(cluster) = cluster {
-                let _ = tokio::time::timeout(Duration::from_secs(10), cluster.shutdown()).await;
-            }
-        });
-    }
-}
-
-pub(crate) fn items(list: Value) -> Vec<Value> {
-    list.get("items").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
 /// A Job `name` whose pods run `annotations`' steering, `spec` merged in.

@@ -18,12 +18,16 @@ use super::{AdminArgs, admin_call, print_body};
 pub(crate) enum PluginsCommand {
     /// The plugins of a running host: versions, digests, states (live, shadow, previous,
     /// failed) and counters (with the admin token: they quote what plugins wrote).
+    #[command(after_help = super::help::PLUGINS_LIST)]
     List(AdminArgs),
     /// Load plugin files offline and print what each declares, imports, its digest and size.
+    #[command(after_help = super::help::PLUGINS_INSPECT)]
     Inspect(inspect::InspectArgs),
     /// Promote a plugin's shadow candidate now.
+    #[command(after_help = super::help::PLUGINS_PROMOTE)]
     Promote(ShadowArgs),
     /// Drop a plugin's shadow candidate.
+    #[command(after_help = super::help::PLUGINS_ABANDON)]
     Abandon(ShadowArgs),
     /// Print the RBAC a plugin needs to run in-cluster as its own ServiceAccount, from what it
     /// declares: that account and a ClusterRole for exactly the kinds it writes (a Role and
@@ -32,9 +36,11 @@ pub(crate) enum PluginsCommand {
     /// impersonate it. Kinds are resolved by the cluster's discovery: apply a custom kind's CRD
     /// first. Pipe it to `kubectl apply -f -`, and name the account as the plugin's
     /// `serviceAccount`.
+    #[command(after_help = super::help::PLUGINS_RBAC)]
     Rbac(rbac::RbacArgs),
     /// Reconcile one key on a running host now and save what the plugin read, was asked and
     /// returned: a recording `wasmcm simulate --state <file> --expect <file>` replays.
+    #[command(after_help = super::help::PLUGINS_RECORD)]
     Record(record::RecordArgs),
 }
 
