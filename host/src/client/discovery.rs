@@ -79,6 +79,12 @@ impl Discovery {
         self.lookup(kind, false, || async {}).await
     }
 
+    /// Whether the cluster lately answered that it does not serve `kind` (rather than not
+    /// answering at all).
+    pub(crate) fn unserved(&self, kind: &Kind) -> bool {
+        self.known().missed.get(kind).is_some_and(|(at, _, _)| at.elapsed() < MISS_TTL)
+    }
+
     /// Whether `kind` lives in namespaces, if it has been resolved.
     pub(crate) fn known_namespaced(&self, kind: &Kind) -> Option<bool> {
         self.known().found.get(kind).map(|r| r.namespaced)

@@ -653,11 +653,32 @@ const RESOLVE_BACKOFF: (std::time::Duration, std::time::Duration) =
 
 async fn run(client: kube::Client, discovery: Discovery, shards: Option<ShardScope>, informer: Arc<Informer>) {
     let mut backoff = RESOLVE_BACKOFF.0;
+    let mut waiting = false;
+    let kind = &informer.kind;
     let resource = loop {
-        match discovery.resolve_fresh(&informer.kind).await {
-            Ok(r) => break r,
+        match discovery.resolve_fresh(kind).await {
+            Ok(r) => {
+                if waiting {
+                    tracing::info!(%kind, "the cluster serves kind {kind}: watching it");
+                }
+                break r;
+            }
             Err(why) => {
-                tracing::warn!(kind = %informer.kind, "cannot watch, retrying in {backoff:?}: {why}");
+                // A kind the cluster answers it does not serve is a state to wait out (a CRD
+                // applied after the host started): said once. A cluster that does not answer is
+                // a fault: said at each retry, as their interval grows.
+                if !discovery.unserved(kind) {
+                    tracing::warn!(%kind, "cannot watch, retrying in {backoff:?}: {why}");
+                } else if !waiting {
+                    tracing::info!(
+                        %kind,
+                        "waiting for the cluster to serve kind {kind} (a CRD not installed yet?); its plugins \
+                         reconcile nothing of it until then"
+                    );
+                } else {
+                    tracing::debug!(%kind, "still waiting, next try in {backoff:?}: {why}");
+                }
+                waiting |= discovery.unserved(kind);
                 informer.failed("", why);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(RESOLVE_BACKOFF.1);

@@ -280,6 +280,15 @@ async fn a_website_is_reconciled_hot_swapped_and_deleted_through_its_finalizer()
         website(&kubeconfig).filter(|s| settled(s, 2))
     })
     .await;
+    // Waiting for a CRD is a normal state: said once, at INFO, with the kind's name, and that it
+    // is served at last; not a WARN at every retry.
+    let log = host.log();
+    let kind = "example.wasmcm.dev/v1/Website";
+    let waiting: Vec<&str> =
+        log.lines().filter(|l| l.contains(&format!("waiting for the cluster to serve kind {kind}"))).collect();
+    assert!(waiting.len() == 1 && waiting[0].contains(" INFO "), "once, at INFO:\n{log}");
+    assert!(log.contains(&format!("the cluster serves kind {kind}: watching it")), "{log}");
+    assert!(!log.lines().any(|l| l.contains(" WARN ") && l.contains(kind)), "no WARN for {kind}:\n{log}");
     let uid = site["metadata"]["uid"].as_str().expect("a uid").to_string();
     assert_eq!(site["metadata"]["finalizers"], serde_json::json!(["example.wasmcm.dev/registry"]), "{site}");
     let deployment = deployments.get(SITE).await.expect("the Deployment");
