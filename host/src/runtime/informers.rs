@@ -667,7 +667,8 @@ async fn run(client: kube::Client, discovery: Discovery, shards: Option<ShardSco
                 // A kind the cluster answers it does not serve is a state to wait out (a CRD
                 // applied after the host started): said once. A cluster that does not answer is
                 // a fault: said at each retry, as their interval grows.
-                if !discovery.unserved(kind) {
+                let unserved = discovery.unserved(kind);
+                if !unserved {
                     tracing::warn!(%kind, "cannot watch, retrying in {backoff:?}: {why}");
                 } else if !waiting {
                     tracing::info!(
@@ -678,7 +679,7 @@ async fn run(client: kube::Client, discovery: Discovery, shards: Option<ShardSco
                 } else {
                     tracing::debug!(%kind, "still waiting, next try in {backoff:?}: {why}");
                 }
-                waiting |= discovery.unserved(kind);
+                waiting |= unserved;
                 informer.failed("", why);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(RESOLVE_BACKOFF.1);
