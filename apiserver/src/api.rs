@@ -117,14 +117,18 @@ fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<()
     if causes.is_empty() { Ok(()) } else { Err(invalid(rt, str_at(object, "/metadata/name"), causes)) }
 }
 
-fn namespace_usable(state: &State, namespace: &str) -> Result<(), ApiError> {
+/// NamespaceLifecycle admission: `object` of `rt` may be created in `namespace`.
+fn namespace_usable(state: &State, rt: &ResourceType, namespace: &str, object: &Value) -> Result<(), ApiError> {
     let key = Key { id: "/namespaces".into(), namespace: String::new(), name: namespace.into() };
     match state.store.get(&key) {
         None => Err(ApiError::not_found("", "namespaces", namespace)),
         Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) => {
-            Err(ApiError::forbidden(format!(
-                "unable to create new content in namespace {namespace} because it is being terminated"
-            )))
+            Err(ApiError::forbidden_on(
+                &rt.group,
+                &rt.resource,
+                str_at(object, "/metadata/name"),
+                &format!("unable to create new content in namespace {namespace} because it is being terminated"),
+            ))
         }
         Some(_) => Ok(()),
     }
@@ -153,7 +157,7 @@ pub(crate) fn create(
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        namespace_usable(state, namespace)?;
+        namespace_usable(state, rt, namespace, &object)?;
         meta_mut(&mut object).insert("namespace".into(), json!(namespace));
     } else {
         meta_mut(&mut object).remove("namespace");
@@ -620,17 +624,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
     let is_pod = t.rt.id() == "/pods";
     let is_namespace = t.rt.id() == "/namespaces";
     if is_namespace && IMMORTAL_NAMESPACES.contains(&t.name.as_str()) {
-        let mut e = ApiError::new(
-            403,
-            "Forbidden",
-            format!("namespaces {:?} is forbidden: this namespace may not be deleted", t.name),
-        );
-        e.details = Some(Box::new(wasmcm_core::Details {
-            name: t.name.clone(),
-            kind: "namespaces".into(),
-            ..Default::default()
-        }));
-        return Err(e);
+        return Err(ApiError::forbidden_on("", "namespaces", &t.name, "this namespace may not be deleted"));
     }
     let deleting = current.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null());
     // A bound pod is deleted gracefully (the kubelet finishes it); an unbound one at once.

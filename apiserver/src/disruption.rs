@@ -123,14 +123,7 @@ fn still_processing(pdb: &str) -> ApiError {
 }
 
 fn pdb_forbidden(name: &str, why: &str) -> ApiError {
-    let mut e = ApiError::forbidden(format!("poddisruptionbudget.policy {name:?} is forbidden: {why}"));
-    e.details = Some(Box::new(wasmcm_core::Details {
-        name: name.into(),
-        group: "policy".into(),
-        kind: "poddisruptionbudget".into(),
-        causes: vec![],
-    }));
-    e
+    ApiError::forbidden_on("policy", "poddisruptionbudget", name, why)
 }
 
 fn success() -> Value {

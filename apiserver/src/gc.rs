@@ -87,9 +87,19 @@ impl Work {
     }
 }
 
+/// How long a terminating namespace keeps its contents before they are deleted: upstream's
+/// `namespaceDeletionGracePeriod`, which lets HA API servers see the deletion and etcd the last
+/// creations in it. It is also what lets `kubectl delete -k` delete a namespace and then each
+/// of its objects (kustomize orders the namespace first) without NotFound errors.
+const NAMESPACE_DELETION_GRACE: Duration = Duration::from_secs(5);
+
 /// The collector's view of the store, as of the last change it applied.
 #[derive(Default)]
 struct Collector {
+    /// How long a terminating namespace waits to be emptied (zero for a one-off `pass`).
+    grace: Duration,
+    /// Terminating namespaces not emptied yet, with when they will be.
+    sweep_at: BTreeMap<String, Instant>,
     /// Every object by uid.
     objects: BTreeMap<String, (Key, Arc<Value>)>,
     /// Owner uid → the uids of the objects whose ownerReferences name it (whether the owner
@@ -152,7 +162,7 @@ impl Collector {
             match new {
                 Some(ns) if deleting(ns) => {
                     if self.terminating.insert(key.name.clone()) {
-                        self.work.sweeps.insert(key.name.clone());
+                        self.sweep_at.insert(key.name.clone(), Instant::now() + self.grace);
                     }
                     self.work.namespaces.insert(key.name.clone());
                 }
@@ -162,6 +172,7 @@ impl Collector {
                 Some(_) => {}
                 None => {
                     self.terminating.remove(&key.name);
+                    self.sweep_at.remove(&key.name);
                 }
             }
         } else if self.terminating.contains(&key.namespace) {
@@ -187,6 +198,12 @@ impl Collector {
             self.retry_at = None;
             let later = std::mem::take(&mut self.later);
             self.work.merge(later);
+        }
+        let now = Instant::now();
+        let due: Vec<String> = self.sweep_at.iter().filter(|(_, at)| **at <= now).map(|(ns, _)| ns.clone()).collect();
+        for namespace in due {
+            self.sweep_at.remove(&namespace);
+            self.work.sweeps.insert(namespace);
         }
         let work = std::mem::take(&mut self.work);
         let background = DeleteOptions { propagation_policy: Some("Background".into()), ..Default::default() };
@@ -271,7 +288,8 @@ impl Collector {
                 }
             }
         }
-        for key in &work.content {
+        // Content of a namespace still in its grace period waits for that namespace's sweep.
+        for key in work.content.iter().filter(|k| !self.sweep_at.contains_key(&k.namespace)) {
             if self.empty_one(state, key) {
                 self.later.content.insert(key.clone());
             }
@@ -307,6 +325,11 @@ impl Collector {
         }
     }
 
+    /// When the loop must wake with no change to apply: a retry or a namespace's sweep.
+    fn wake_at(&self) -> Option<Instant> {
+        self.retry_at.into_iter().chain(self.sweep_at.values().copied()).min()
+    }
+
     /// Deletes an object of a terminating namespace unless it is already going; true if that
     /// failed and is worth retrying.
     fn empty_one(&self, state: &State, key: &Key) -> bool {
@@ -321,20 +344,21 @@ impl Collector {
 
 pub(crate) async fn run(state: Arc<State>) {
     let (mut changes, initial) = Subscription::start(&state.store, None);
-    let mut gc = Collector::default();
+    let running = || Collector { grace: NAMESPACE_DELETION_GRACE, ..Default::default() };
+    let mut gc = running();
     for event in &initial {
         gc.apply(event);
     }
     loop {
         gc.process(&state);
-        match changes.next(gc.retry_at).await {
+        match changes.next(gc.wake_at()).await {
             Changes::Events(events) => {
                 for event in &events {
                     gc.apply(event);
                 }
             }
             Changes::Reset(events) => {
-                gc = Collector::default();
+                gc = running();
                 for event in &events {
                     gc.apply(event);
                 }

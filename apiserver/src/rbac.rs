@@ -333,17 +333,11 @@ pub(crate) fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiErr
     // Upstream escapes these so the message is safe to show in HTML.
     let what = what.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let err = if reason.is_empty() { what } else { format!("{what}: {reason}") };
-    let (group, resource) = if a.resource_request { (a.group.as_str(), a.resource.as_str()) } else { ("", "") };
-    let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
-    let message = if qualified.is_empty() {
-        format!("forbidden: {err}")
-    } else if a.name.is_empty() {
-        format!("{qualified} is forbidden: {err}")
-    } else {
-        format!("{qualified} {} is forbidden: {err}", q(&a.name))
-    };
-    let details = Details { name: a.name.clone(), group: group.into(), kind: resource.into(), causes: Vec::new() };
-    ApiError { code: 403, reason: "Forbidden".into(), message, details: Some(Box::new(details)) }
+    if !a.resource_request {
+        let details = Details { name: a.name.clone(), ..Default::default() };
+        return ApiError { details: Some(Box::new(details)), ..ApiError::forbidden(format!("forbidden: {err}")) };
+    }
+    ApiError::forbidden_on(&a.group, &a.resource, &a.name, &err)
 }
 
 #[cfg(test)]

@@ -267,7 +267,30 @@ async fn route(
             return Ok(Routed::Answered(r));
         }
         ["api"] => return get_only(Some(discovery::api_versions(&state.server_address))),
-        ["openapi", "v2"] => return get_only(Some(openapi::v2(registry, &crds(state)))),
+        ["openapi", "v2"] => {
+            if ctx.method != Method::GET {
+                return Err(ApiError::method_not_allowed());
+            }
+            let doc = openapi::v2(registry, &crds(state));
+            let mut r = match openapi::v2_form(&ctx.accept) {
+                Some(openapi::V2Form::Json) => json_response(StatusCode::OK, &doc),
+                Some(openapi::V2Form::Protobuf) => {
+                    let mut r = Response::new(full(openapi::v2_protobuf(&doc)));
+                    r.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/com.github.proto-openapi.spec.v2.v1.0+protobuf"),
+                    );
+                    r
+                }
+                None => {
+                    let mut r = Response::new(full(Bytes::new()));
+                    *r.status_mut() = StatusCode::NOT_ACCEPTABLE;
+                    r
+                }
+            };
+            r.headers_mut().insert(hyper::header::VARY, HeaderValue::from_static("Accept"));
+            return Ok(Routed::Answered(r));
+        }
         ["openapi", "v3"] => return get_only(Some(openapi::v3_index(registry, &crds(state)))),
         ["openapi", "v3", "api", version] => {
             return get_only(openapi::v3_group_version(registry, &crds(state), "", version));
@@ -650,7 +673,8 @@ fn delete_options(ctx: &Ctx, body: &[u8]) -> Result<DeleteOptions, ApiError> {
     let doc: Value = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+        // JSON, YAML or protobuf, as any body (helm sends protobuf).
+        parse_object(ctx, body)?
     };
     let q = |name: &str| ctx.query.get(name).cloned();
     let grace = match (doc.get("gracePeriodSeconds").and_then(Value::as_i64), q("gracePeriodSeconds")) {

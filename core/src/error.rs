@@ -109,6 +109,18 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// Upstream's `NewForbidden`: `resource.group "name" is forbidden: why` (the name left out
+    /// when there is none, as for a `generateName` create).
+    pub fn forbidden_on(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let qualified = qualified(group, resource);
+        let message = if name.is_empty() {
+            format!("{qualified} is forbidden: {why}")
+        } else {
+            format!("{qualified} {name:?} is forbidden: {why}")
+        };
+        Self::forbidden(message).about(group, resource, name)
+    }
+
     pub fn method_not_allowed() -> Self {
         Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     }

@@ -179,7 +179,8 @@ fn kubectl_apply_server_side_and_force_conflicts() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "3");
 }
 
-/// Helm 4 installs and upgrades by server-side apply: deploy/'s chart, into a namespace it creates.
+/// Helm 4 installs and upgrades by server-side apply: deploy/'s chart, into a namespace it
+/// creates; and uninstalls it.
 #[test]
 fn helm_installs_and_upgrades_the_chart_by_server_side_apply() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -200,6 +201,29 @@ fn helm_installs_and_upgrades_the_chart_by_server_side_apply() {
     let managers: Vec<&str> =
         d["metadata"]["managedFields"].as_array().unwrap().iter().filter_map(|e| e["manager"].as_str()).collect();
     assert!(managers.contains(&"helm"), "{managers:?}");
+
+    // Helm deletes with a protobuf DeleteOptions body, and leaves nothing of the release.
+    let out = h(&["uninstall", "wasmcm", "-n", "wasmcm", "--wait"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let left = |args: &[&str]| {
+        let out = run(&cluster.kubeconfig, &kubectl, args, None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(left(&["get", "secrets", "-n", "wasmcm", "-l", "owner=helm", "-o", "name"]), "");
+    assert_eq!(
+        left(&[
+            "get",
+            "deployments,configmaps,serviceaccounts",
+            "-n",
+            "wasmcm",
+            "-l",
+            "app.kubernetes.io/managed-by=Helm",
+            "-o",
+            "name"
+        ]),
+        ""
+    );
 }
 
 /// A configuration without `metadata.name` applies to the object the URL names (kube-rs's

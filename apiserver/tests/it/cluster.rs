@@ -177,6 +177,23 @@ async fn namespaces_must_exist_and_deleting_one_deletes_its_contents() {
         .unwrap();
     cms.create(&PostParams::default(), &cm).await.unwrap();
     nss.delete("team", &DeleteParams::default()).await.unwrap();
+    // As upstream: Terminating with the `kubernetes` finalizer, its content kept for the
+    // namespace controller's grace period, new content refused meanwhile.
+    let ns = nss.get("team").await.unwrap();
+    assert_eq!(ns.status.and_then(|s| s.phase).as_deref(), Some("Terminating"));
+    assert_eq!(ns.spec.and_then(|s| s.finalizers), Some(vec!["kubernetes".to_owned()]));
+    cms.get("x").await.expect("the content stays for the grace period");
+    let other: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "y"}})).unwrap();
+    let kube::Error::Api(refused) = cms.create(&PostParams::default(), &other).await.unwrap_err() else {
+        panic!("an API error")
+    };
+    assert_eq!(
+        (refused.code, refused.message.as_str()),
+        (
+            403,
+            "configmaps \"y\" is forbidden: unable to create new content in namespace team because it is being terminated"
+        )
+    );
     eventually("the namespace and its content to be gone", || async {
         (nss.get("team").await.is_err() && cms.get("x").await.is_err()).then_some(())
     })

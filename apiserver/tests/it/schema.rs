@@ -193,6 +193,23 @@ async fn openapi_documents_carry_the_served_kinds_schemas() {
     let spec = &v2["definitions"]["io.k8s.api.apps.v1.Deployment"]["properties"]["spec"];
     assert_eq!(spec["$ref"], "#/definitions/io.k8s.api.apps.v1.DeploymentSpec");
     assert!(v2["definitions"]["io.k8s.api.core.v1.ConfigMap"].is_object());
+
+    // The protobuf form client-go asks for (kubectl reads nothing else there; see crd.rs), and
+    // kube-openapi's 406 for a form it does not serve.
+    let get = |accept: &str| {
+        http::Request::builder().uri("/openapi/v2").header("Accept", accept).body(kube::client::Body::empty()).unwrap()
+    };
+    let pb = client.send(get("application/com.github.proto-openapi.spec.v2@v1.0+protobuf")).await.unwrap();
+    assert_eq!(pb.status(), 200);
+    assert_eq!(pb.headers()["content-type"], "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
+    let body = http_body_util::BodyExt::collect(pb.into_body()).await.unwrap().to_bytes();
+    assert_eq!(&body[..5], b"\x0a\x032.0", "Document.swagger first");
+    let needle = b"io.k8s.api.apps.v1.DeploymentSpec";
+    assert!(body.windows(needle.len()).any(|w| w == needle));
+    let refused = client.send(get("application/xml")).await.unwrap();
+    assert_eq!(refused.status(), 406);
+    let json_preferred = client.send(get("application/json;q=0.9, application/xml")).await.unwrap();
+    assert_eq!(json_preferred.headers()["content-type"], "application/json");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -272,6 +272,11 @@ async fn plain_manifests_apply_with_kubectl_f_and_k() {
     assert_applied(&kubectl(&kc, &["apply", "-k", dir], None), &["created"]);
     assert_served_as_written(&kc, &written);
     assert_applied(&kubectl(&kc, &["apply", "-k", dir], None), &["unchanged", "configured"]);
+
+    // And deleted as applied: the namespace goes first in kustomize's order and passes through
+    // Terminating, so its contents are still there for kubectl to delete one by one.
+    let deleted = kubectl(&kc, &["delete", "-k", dir], None);
+    assert_eq!(deleted.lines().filter(|l| l.contains("\" deleted")).count(), MANIFEST_OBJECTS.len(), "{deleted}");
 }
 
 /// The labels Helm adds to every object: the only difference the README allows.

@@ -20,6 +20,10 @@ use serde_json::{Map, Value, json};
 
 use super::resources::{Registry, ResourceType};
 
+mod gnostic;
+
+pub(crate) use gnostic::MEDIA_TYPE as V2_PROTOBUF;
+
 /// The built-in definitions, by name (see the module doc).
 fn definitions() -> &'static Map<String, Value> {
     static DEFINITIONS: OnceLock<Map<String, Value>> = OnceLock::new();
@@ -350,6 +354,50 @@ pub(crate) fn v2(registry: &Registry, crds: &[Arc<Value>]) -> Value {
     for t in &types {
         paths.extend(paths_for(t));
     }
+    // A v2 non-body parameter describes its value in place, where v3 nests a `schema`.
+    for op in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|item| item.values_mut()) {
+        for param in op.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(Value::Object(schema)) = param.as_object_mut().and_then(|p| p.remove("schema"))
+                && let Some(p) = param.as_object_mut()
+            {
+                p.extend(schema);
+            }
+        }
+    }
     let definitions = components(&types.iter().collect::<Vec<_>>(), crds, Dialect::V2);
     json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths, "definitions": definitions})
+}
+
+/// The forms `/openapi/v2` is served in.
+pub(crate) enum V2Form {
+    Json,
+    Protobuf,
+}
+
+/// The form an `Accept` header chooses, as kube-openapi's handler picks it: the first of the
+/// clauses by descending `q` that names JSON or the protobuf type (either spelling), `*/*`
+/// and `application/*` choosing JSON; None if no clause does (a 406).
+pub(crate) fn v2_form(accept: &str) -> Option<V2Form> {
+    let accept = if accept.trim().is_empty() { "*/*" } else { accept };
+    let mut clauses: Vec<(f32, &str)> = accept
+        .split(',')
+        .map(|clause| {
+            let mut parts = clause.split(';').map(str::trim);
+            let media = parts.next().unwrap_or_default();
+            let q = parts.find_map(|p| p.strip_prefix("q=")).and_then(|q| q.parse().ok()).unwrap_or(1.0);
+            (q, media)
+        })
+        .filter(|(q, _)| *q > 0.0)
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0));
+    clauses.into_iter().find_map(|(_, media)| match media {
+        "*/*" | "application/*" | "application/json" => Some(V2Form::Json),
+        V2_PROTOBUF | "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" => Some(V2Form::Protobuf),
+        _ => None,
+    })
+}
+
+/// `doc` (what `v2` returns) in gnostic's protobuf.
+pub(crate) fn v2_protobuf(doc: &Value) -> Vec<u8> {
+    gnostic::document(doc)
 }
