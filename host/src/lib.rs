@@ -42,6 +42,7 @@ mod writes;
 pub use client::credentials::{host_namespace, in_cluster_config, service_account_dir};
 pub use client::discovery::Discovery;
 pub use client::fence::Fence;
+pub use client::reach::{Reach, probe_api_server};
 pub use engine::{
     CONTRACTS, CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
 };

@@ -101,10 +101,17 @@ fn prints_for_a_pipe(command: &Command) -> bool {
     )
 }
 
+/// The filter for wasmcm's own logs at `level`: others' at WARN, but not kube-client's ERROR
+/// line for each request that got no answer ("failed with error client error (Connect)"),
+/// which the host reports itself with the cause (the probe behind `/readyz`, the informers).
+fn at_level(level: &str) -> String {
+    format!("warn,wasmcm={level},kube_client::client::builder=off")
+}
+
 /// `--log-level`'s value as a filter: a bare level is wasmcm's own, anything else directives.
 fn log_filter(value: &str) -> Result<String, String> {
     let directives = match value {
-        "error" | "warn" | "info" | "debug" | "trace" => format!("warn,wasmcm={value}"),
+        "error" | "warn" | "info" | "debug" | "trace" => at_level(value),
         _ => value.to_string(),
     };
     tracing_subscriber::EnvFilter::try_new(&directives)
@@ -116,13 +123,13 @@ fn main() -> ExitCode {
     let mut cli = Cli::parse();
     let directives = match (&cli.log_level, cli.verbose) {
         (Some(d), _) => d.clone(),
-        (None, 0) => std::env::var("RUST_LOG").ok().filter(|d| !d.is_empty()).unwrap_or("warn,wasmcm=info".into()),
-        (None, 1) => "warn,wasmcm=debug".into(),
-        (None, _) => "warn,wasmcm=trace".into(),
+        (None, 0) => std::env::var("RUST_LOG").ok().filter(|d| !d.is_empty()).unwrap_or_else(|| at_level("info")),
+        (None, 1) => at_level("debug"),
+        (None, _) => at_level("trace"),
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|e| {
-        eprintln!("warning: RUST_LOG={directives:?} is not a filter ({e}); logging warn,wasmcm=info");
-        "warn,wasmcm=info".into()
+        eprintln!("warning: RUST_LOG={directives:?} is not a filter ({e}); logging at wasmcm's defaults");
+        at_level("info").into()
     });
     if cli.log_format == "json" {
         tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).init();

@@ -34,7 +34,7 @@ pub(crate) fn document(doc: &Value) -> Vec<u8> {
         m.named(2, o, path_item);
         m
     });
-    m.message_of(9, o.get("definitions"), |o| named_schemas(o));
+    m.message_of(9, o.get("definitions"), named_schemas);
     m.message_of(10, o.get("parameters"), |o| {
         let mut m = Message::default();
         m.named(1, o, |p| parameter(p).unwrap_or_default());

@@ -164,6 +164,7 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
     let metrics = Arc::new(wasmcm::Metrics::default());
     let shown = serve_admin(listener, &args, metrics.clone()).await?;
+    let probe = tokio::spawn(wasmcm::probe_api_server(client.clone(), shown.cluster));
     let host = Host::start(config, versions, host_config, metrics).await?;
     shown.plugins.send_replace(host.controllers().to_vec());
     let mut group = host.standing();
@@ -208,6 +209,7 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     if tokio::time::timeout(grace, host.shutdown()).await.is_err() {
         tracing::warn!("reconciles still running after the {grace:?} grace period; exiting without waiting");
     }
+    probe.abort();
     if let Some(c) = cluster {
         c.shutdown().await;
     }
@@ -350,6 +352,7 @@ struct Shown {
     ready: watch::Sender<bool>,
     plugins: watch::Sender<Vec<Arc<wasmcm::PluginController<wasmcm::KubeApi>>>>,
     standing: watch::Sender<wasmcm::Agreement>,
+    cluster: watch::Sender<wasmcm::Reach>,
 }
 
 /// Serves `/metrics`, `/healthz`, `/readyz` and the plugin admin API (when its token is
@@ -372,10 +375,18 @@ async fn serve_admin(
         None => None,
     };
     let (standing, standing_rx) = watch::channel(wasmcm::Agreement::Unknown);
-    let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins: plugins_rx, token, standing: standing_rx };
+    let (cluster, cluster_rx) = watch::channel(wasmcm::Reach::Unknown);
+    let admin = wasmcm::Admin {
+        metrics,
+        ready: ready_rx,
+        plugins: plugins_rx,
+        token,
+        standing: standing_rx,
+        cluster: cluster_rx,
+    };
     let bound = wasmcm::serve_admin(listener, admin)
         .await
         .with_context(|| format!("serving metrics on {}", args.metrics_bind_address))?;
     println!("metrics: http://{bound}/metrics");
-    Ok(Shown { ready, plugins, standing })
+    Ok(Shown { ready, plugins, standing, cluster })
 }

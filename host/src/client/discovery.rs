@@ -143,7 +143,11 @@ impl Discovery {
                 Ok(resource)
             }
             Err(e) => {
-                let why = format!("kind {kind} is not served by the cluster: {e}");
+                let why = if not_served(&e) {
+                    format!("kind {kind} is not served by the cluster: {e}")
+                } else {
+                    format!("cannot look up kind {kind}: {}", super::reach::describe(&e))
+                };
                 if not_served(&e) {
                     let mut known = self.known();
                     known.missed.retain(|_, (at, _, _)| at.elapsed() < MISS_TTL);

@@ -51,6 +51,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::sync::{Notify, watch};
 
+use crate::client::reach::Reach;
 use crate::metrics::Metrics;
 use crate::runtime::controller::PluginController;
 use crate::runtime::group::Agreement;
@@ -66,6 +67,8 @@ pub struct Admin {
     pub token: Option<Arc<str>>,
     /// Whether this replica agrees with its group's shape.
     pub standing: watch::Receiver<Agreement>,
+    /// Whether the API server answers ([`crate::probe_api_server`]).
+    pub cluster: watch::Receiver<Reach>,
 }
 
 /// Connections served at once; a new one beyond takes the place of the one idle longest, and
@@ -146,18 +149,25 @@ impl Admin {
         }
     }
 
-    /// Ready once the host has started; a plugin whose caches have not synced is listed (it
-    /// does not reconcile) without making the host unready, since the others run.
+    /// Ready once the host has started, while the API server answers; a plugin whose caches
+    /// have not synced is listed (it does not reconcile) without making the host unready, since
+    /// the others run.
     fn readiness(&self) -> Reply {
         const TEXT: &str = "text/plain";
-        if !*self.ready.borrow() {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                TEXT,
-                "[-]started failed: caches not synced yet\nreadyz check failed\n".into(),
-            );
+        let unreachable = match &*self.cluster.borrow() {
+            Reach::Unreachable(why) => Some(format!("[-]apiserver failed: {why}\n")),
+            _ => None,
+        };
+        if !*self.ready.borrow() || unreachable.is_some() {
+            let started =
+                if *self.ready.borrow() { "[+]started ok\n" } else { "[-]started failed: caches not synced yet\n" };
+            let body = format!("{started}{}readyz check failed\n", unreachable.unwrap_or_default());
+            return (StatusCode::SERVICE_UNAVAILABLE, TEXT, body);
         }
         let mut body = String::from("[+]started ok\n");
+        if *self.cluster.borrow() == Reach::Reached {
+            body.push_str("[+]apiserver ok\n");
+        }
         // A replica in another shape than its group's is listed without making the host
         // unready: a rolling change of the shape replaces the group's pods with ones that wait,
         // and would never finish if those waiting pods were not ready.

@@ -248,6 +248,7 @@ impl Host {
         }
         self._always.take();
         self.tasks.shutdown().await;
+        self.informers.shutdown().await;
     }
 }
 

@@ -642,6 +642,15 @@ impl Informers {
         informer
     }
 
+    /// Stops every informer's list and watch: a host that stops reads nothing more, and an
+    /// embedded cluster stopped next does not see its watches fail.
+    pub(crate) async fn shutdown(&self) {
+        let tasks = self.tasks.lock().map(|mut t| std::mem::take(&mut *t));
+        if let Ok(mut tasks) = tasks {
+            tasks.shutdown().await;
+        }
+    }
+
     pub fn all(&self) -> Vec<Arc<Informer>> {
         self.by_kind.lock().map(|m| m.values().cloned().collect()).unwrap_or_default()
     }

@@ -235,3 +235,34 @@ async fn the_cli_keeps_its_token_to_loopback_and_to_private_files_and_prints_wha
     );
     assert_eq!(list(&address, token_arg).await.unwrap().code, 0, "the private token still works");
 }
+
+/// `/readyz` says whether the API server answers: ready with `[+]apiserver ok` while it does,
+/// 503 with the cause while it does not, said once in the log (it was 200 throughout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_not_ready_while_the_api_server_cannot_be_reached_and_says_why() {
+    let (cluster, _client) = common::cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let token = dir.path().join("admin-token");
+    let (_host, address) = tokio::task::block_in_place(|| start_host(&cluster, &plugins, &token));
+    let addr: SocketAddr = address.parse().unwrap();
+    let readyz = || async move { common::http_get(addr, "/readyz").await };
+    common::eventually("a ready host that reached the API server", || async {
+        let (code, body) = readyz().await;
+        (code == 200 && body.contains("[+]apiserver ok\n")).then_some(())
+    })
+    .await;
+
+    cluster.shutdown().await;
+    let body = common::eventually("an unready host", || async {
+        let (code, body) = readyz().await;
+        (code == 503).then_some(body)
+    })
+    .await;
+    assert!(body.contains("[+]started ok\n[-]apiserver failed: cannot reach the API server: "), "{body}");
+    assert!(body.contains("Connection refused") && body.ends_with("readyz check failed\n"), "{body}");
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let log = std::fs::read_to_string(dir.path().join("host.log")).unwrap();
+    assert_eq!(log.matches("/readyz reports not ready until it answers").count(), 1, "said once: {log}");
+}

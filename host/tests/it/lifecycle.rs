@@ -450,8 +450,14 @@ async fn the_admin_endpoint_lists_and_promotes() {
     let token_file = token_dir.path().join("admin-token");
     let token = wasmcm::admin_token(&token_file, true).unwrap();
     let standing = tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1;
-    let admin =
-        wasmcm::Admin { metrics: f.metrics.clone(), ready, plugins, token: Some(token.clone().into()), standing };
+    let admin = wasmcm::Admin {
+        metrics: f.metrics.clone(),
+        ready,
+        plugins,
+        token: Some(token.clone().into()),
+        standing,
+        cluster: tokio::sync::watch::channel(wasmcm::Reach::Unknown).1,
+    };
     let addr = wasmcm::serve_admin(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), admin).await.unwrap();
     f.wait_stamped(N, "v1", 2).await;
 

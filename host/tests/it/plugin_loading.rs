@@ -633,6 +633,7 @@ async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
         plugins: controllers,
         token: None,
         standing: tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1,
+        cluster: tokio::sync::watch::channel(wasmcm::Reach::Unknown).1,
     };
     let addr =
         wasmcm::serve_admin(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), endpoint).await.unwrap();

@@ -27,7 +27,7 @@ impl Drop for Host {
 }
 
 /// The real binary on `cluster` with the built-ins and `plugins`; returns it and its admin
-/// address, read from what it prints.
+/// address, read from what it prints. Its log goes to `host.log` beside `token`.
 pub(crate) fn start_host(cluster: &Cluster, plugins: &Path, token: &Path) -> (Host, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wasmcm"))
         .arg("--cache-dir")
@@ -43,7 +43,7 @@ pub(crate) fn start_host(cluster: &Cluster, plugins: &Path, token: &Path) -> (Ho
         .env("RUST_LOG", "warn,wasmcm=info")
         .env_remove("WASMCM_PLUGINS")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(token.with_file_name("host.log")).expect("a log file"))
         .spawn()
         .expect("wasmcm runs");
     let stdout = child.stdout.take().expect("piped");
