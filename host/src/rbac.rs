@@ -87,7 +87,7 @@ pub fn plugin_rbac(
         let rules = if r.namespaced { &mut writes } else { &mut cluster_writes };
         rules.add(&r, &format!("{}/finalizers", r.api.plural), &["update"]);
     }
-    writes.push("", "events", &["create"]);
+    writes.push("", "events", &["create", "patch"]);
 
     let mut reads = Rules::default();
     for kind in std::iter::once(&plugin.primary).chain(&plugin.owns).chain(plugin.watched_kinds()) {
@@ -259,7 +259,7 @@ mod tests {
                 r#"apps/replicasets ["create","update","patch","delete"]"#,
                 r#"apps/replicasets/status ["update","patch"]"#,
                 r#"apps/replicasets/finalizers ["update"]"#,
-                r#"/events ["create"]"#,
+                r#"/events ["create","patch"]"#,
             ]
         );
         // A plugin of contract 0.3.0 sends no patches.

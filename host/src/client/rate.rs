@@ -33,6 +33,17 @@ impl TokenBucket {
         if tokens >= 0.0 || self.qps <= 0.0 { Duration::ZERO } else { Duration::from_secs_f64(-tokens / self.qps) }
     }
 
+    /// Takes a token if one is there (client-go's passive limiter, `TryAccept`).
+    pub(crate) fn try_accept(&self) -> bool {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (tokens, last) = *state;
+        let tokens = (tokens + now.duration_since(last).as_secs_f64() * self.qps).min(f64::from(self.burst));
+        let accepted = tokens >= 1.0;
+        *state = (if accepted { tokens - 1.0 } else { tokens }, now);
+        accepted
+    }
+
     /// Waits for a token.
     pub(crate) async fn wait(&self) {
         let delay = self.reserve();

@@ -140,7 +140,7 @@ impl Host {
                 }
             };
             let client = clients.write(&name, user, fence.clone())?;
-            let api = Arc::new(KubeApi::new(client, discovery.clone(), &config.client_rate, &instance));
+            let api = Arc::new(KubeApi::new(client, discovery.clone(), &config.client_rate, &instance, Some(&name)));
             controllers.push(PluginController::new(
                 version,
                 &informers,
@@ -177,6 +177,7 @@ impl Host {
             discovery,
             &config.client_rate,
             &instance,
+            None,
         ));
         let regarding = config.mode.anchor().map(|l| ObjectRef {
             kind: Kind::new("coordination.k8s.io/v1", "Lease"),

@@ -17,6 +17,7 @@ use wasmcm_guest::{Event, EventType, Kind, ObjectRef, PatchType, Propagation};
 use crate::client::clients::{Deposed, deposed};
 use crate::client::discovery::Discovery;
 use crate::client::rate::TokenBucket;
+use crate::writes::events::{Correlator, Decision};
 use crate::writes::writer::WriteApi;
 
 /// Client-side limit on API calls.
@@ -40,9 +41,14 @@ pub struct KubeApi {
     discovery: Discovery,
     bucket: TokenBucket,
     in_flight: tokio::sync::Semaphore,
-    /// Who records the events (`source.component`, `reportingInstance`).
+    /// Who records the events: `source.component` (`deployment-controller`, as KCM names its
+    /// controllers), `reportingComponent` (`wasmcm.dev/deployment`) and `reportingInstance`.
     component: String,
+    controller: String,
     instance: String,
+    /// Held while an event is correlated and written: one at a time, as client-go's
+    /// broadcaster writes them, so a count never patches an Event still being created.
+    events: tokio::sync::Mutex<Correlator>,
 }
 
 fn api_error(e: kube::Error) -> ApiError {
@@ -56,15 +62,28 @@ fn api_error(e: kube::Error) -> ApiError {
 impl KubeApi {
     /// The writes of one plugin through `client` (see `client::clients`), within `rate` and
     /// `MAX_IN_FLIGHT` of its own: as kube-controller-manager gives each controller its own
-    /// client and rate limiter, one plugin's flood of writes delays only itself.
-    pub(crate) fn new(client: kube::Client, discovery: Discovery, rate: &ClientRate, instance: &str) -> Self {
+    /// client and rate limiter, one plugin's flood of writes delays only itself. `plugin` names
+    /// who records its events (None: the host itself).
+    pub(crate) fn new(
+        client: kube::Client,
+        discovery: Discovery,
+        rate: &ClientRate,
+        instance: &str,
+        plugin: Option<&str>,
+    ) -> Self {
+        let (component, controller) = match plugin {
+            Some(name) => (format!("{name}-controller"), format!("wasmcm.dev/{name}")),
+            None => ("wasmcm".to_owned(), "wasmcm.dev/host".to_owned()),
+        };
         KubeApi {
             client,
             discovery,
             bucket: TokenBucket::new(rate.qps, rate.burst),
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
-            component: "wasmcm".into(),
+            component,
+            controller,
             instance: instance.into(),
+            events: tokio::sync::Mutex::new(Correlator::default()),
         }
     }
 
@@ -197,11 +216,30 @@ impl WriteApi for KubeApi {
                 "message": event.message,
                 "type": match event.event_type { EventType::Normal => "Normal", EventType::Warning => "Warning" },
                 "source": {"component": self.component},
-                "reportingComponent": self.component,
+                "reportingComponent": self.controller,
                 "reportingInstance": self.instance,
                 "firstTimestamp": now, "lastTimestamp": now, "count": 1,
             });
-            self.create(body).await.map(drop)
+            let mut correlator = self.events.lock().await;
+            let decision = correlator.correlate(body);
+            let stored = match decision {
+                Decision::Skip => {
+                    tracing::debug!(reason = %event.reason, "event dropped: too many about {}/{}", r.namespace, r.name);
+                    return Ok(());
+                }
+                Decision::Create(event) => self.create(event).await?,
+                Decision::Patch { namespace, name, patch, event } => {
+                    let (api, _permit) = self.api(&Kind::new("v1", "Event"), &namespace).await?;
+                    match api.patch(&name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+                        Ok(patched) => to_value(patched)?,
+                        // Deleted meanwhile (a TTL, a user): recorded anew under the same name.
+                        Err(kube::Error::Api(s)) if s.code == 404 => self.create(event).await?,
+                        Err(e) => return Err(api_error(e)),
+                    }
+                }
+            };
+            correlator.observed(&stored);
+            Ok(())
         }
     }
 }

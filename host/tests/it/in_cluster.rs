@@ -97,7 +97,8 @@ async fn runs_a_deployment_with_the_manifests_service_account_and_in_cluster_cre
             .iter()
             .any(|e| {
                 e.reason.as_deref() == Some("SuccessfulCreate")
-                    && e.reporting_component.as_deref() == Some("wasmcm")
+                    && e.reporting_component.as_deref() == Some("wasmcm.dev/replicaset")
+                    && e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("replicaset-controller")
                     && e.reporting_instance.as_deref() == Some("wasmcm-test")
             })
             .then_some(())

@@ -82,7 +82,11 @@ fn image(template: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>) -> Opti
 /// The events wasmcm recorded in `default`.
 async fn wasmcm_events(admin: &Client) -> Vec<Event> {
     let listed = Api::<Event>::namespaced(admin.clone(), "default").list(&ListParams::default()).await.unwrap();
-    listed.items.into_iter().filter(|e| e.reporting_component.as_deref() == Some("wasmcm")).collect()
+    listed
+        .items
+        .into_iter()
+        .filter(|e| e.reporting_component.as_deref().is_some_and(|c| c.starts_with("wasmcm.dev/")))
+        .collect()
 }
 
 /// Waits until the Deployment's rollout is complete at `replicas` with `image`: every replica
@@ -283,6 +287,19 @@ async fn without_pod_create_no_pod_is_created_and_the_replica_set_reports_replic
     assert_eq!((condition.status.as_deref(), condition.reason.as_deref()), (Some("True"), Some("FailedCreate")));
     assert!(condition.message.as_deref().is_some_and(|m| m.contains("forbidden")), "{condition:?}");
     assert_eq!(common::web_pods(&admin).await, Some((0, 0)), "no pod was created");
+
+    // The failures repeat; as client-go's recorder counts them, they are one Event with a
+    // count, from the ReplicaSet controller (kubectl describe's From).
+    let storm = common::eventually("the FailedCreate event counted", || async {
+        let failed: Vec<Event> =
+            wasmcm_events(&admin).await.into_iter().filter(|e| e.reason.as_deref() == Some("FailedCreate")).collect();
+        failed.iter().any(|e| e.count.unwrap_or(0) >= 2).then_some(failed)
+    })
+    .await;
+    assert_eq!(storm.len(), 1, "one Event, counted: {storm:?}");
+    let event = &storm[0];
+    assert_eq!(event.source.as_ref().and_then(|s| s.component.as_deref()), Some("replicaset-controller"));
+    assert_eq!(event.reporting_component.as_deref(), Some("wasmcm.dev/replicaset"));
     host.shutdown().await;
 }
 
