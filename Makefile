@@ -2,7 +2,7 @@
 # (rust-toolchain.toml; cargo will not install a missing target by itself), then cargo builds
 # the guest plugins through host/build.rs.
 
-.PHONY: run test test-python test-typescript example-typescript cluster bench soak image toolchain
+.PHONY: run test test-python test-typescript example-typescript cluster bench soak image toolchain install
 
 toolchain:
 	rustup toolchain install
@@ -16,6 +16,11 @@ KUBECTL_FOR_RUN = scripts/install-kubectl.sh >/dev/null || echo "make: no kubect
 run: toolchain
 	$(KUBECTL_FOR_RUN)
 	cargo run -p wasmcm -- run
+
+# `wasmcm` on your PATH: cargo's own bin directory (~/.cargo/bin, which rustup put on the PATH),
+# as `cargo install --path host` does. INSTALL_FLAGS adds cargo install's flags (--root DIR).
+install: toolchain
+	cargo install --locked --path host $(INSTALL_FLAGS)
 
 # The embedded Kubernetes API server alone; prints the kubeconfig to use with kubectl.
 cluster: toolchain
