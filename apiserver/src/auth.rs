@@ -53,10 +53,9 @@ fn service_account_key(namespace: &str, name: &str) -> Key {
 /// token. Without an admin token (plain-HTTP loopback mode) everyone is the admin.
 pub(crate) fn authenticate(state: &State, authorization: Option<&str>) -> Result<UserInfo, ApiError> {
     let Some(admin_token) = &state.token else { return Ok(UserInfo::admin()) };
-    let presented = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).unwrap_or("");
-    if presented.is_empty() {
+    let Some(presented) = authorization.and_then(bearer_token) else {
         return Err(ApiError::unauthorized());
-    }
+    };
     match token_identity(state, admin_token, presented) {
         // A token issued for another audience (`kubectl create token --audience`) is not
         // one for this API, as upstream's authenticator checks against `--api-audiences`.
@@ -64,6 +63,14 @@ pub(crate) fn authenticate(state: &State, authorization: Option<&str>) -> Result
         Ok((user, _)) => Ok(user),
         Err(_) => Err(ApiError::unauthorized()),
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header, read as upstream's bearertoken
+/// authenticator reads it: the header's whitespace-separated fields, the scheme in any case.
+fn bearer_token(header: &str) -> Option<&str> {
+    let mut fields = header.split_whitespace();
+    let scheme = fields.next()?;
+    if scheme.eq_ignore_ascii_case("bearer") { fields.next() } else { None }
 }
 
 /// Who presents `token`, and the audiences it is valid for (`None`: any, as the admin token's
@@ -405,7 +412,17 @@ fn access_review_attributes(request: &Value) -> Result<Attributes, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::same_secret;
+    use super::{bearer_token, same_secret};
+
+    #[test]
+    fn a_bearer_token_is_read_as_upstream_reads_it() {
+        for header in ["Bearer abc", "bearer abc", "BEARER abc", "  Bearer   abc  ", "Bearer abc extra"] {
+            assert_eq!(bearer_token(header), Some("abc"), "{header:?}");
+        }
+        for header in ["", "Bearer", "Bearer   ", "Basic abc", "Bearerabc"] {
+            assert_eq!(bearer_token(header), None, "{header:?}");
+        }
+    }
 
     #[test]
     fn tokens_compare_whole() {
