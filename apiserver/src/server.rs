@@ -276,10 +276,7 @@ async fn route(
                 Some(openapi::V2Form::Json) => json_response(StatusCode::OK, &doc),
                 Some(openapi::V2Form::Protobuf) => {
                     let mut r = Response::new(full(openapi::v2_protobuf(&doc)));
-                    r.headers_mut().insert(
-                        CONTENT_TYPE,
-                        HeaderValue::from_static("application/com.github.proto-openapi.spec.v2.v1.0+protobuf"),
-                    );
+                    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(openapi::V2_PROTOBUF_ANSWERED));
                     r
                 }
                 None => {

@@ -14,8 +14,10 @@
 
 use serde_json::{Map, Value};
 
-/// The media type a client asks for and is answered with.
+/// The media type client-go asks for.
 pub(crate) const MEDIA_TYPE: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The same, as kube-openapi spells it in its answers (and also accepts).
+pub(crate) const ANSWERED_TYPE: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// `doc` (a Swagger 2.0 document) as an `openapi.v2.Document`.
 pub(crate) fn document(doc: &Value) -> Vec<u8> {

@@ -22,7 +22,7 @@ use super::resources::{Registry, ResourceType};
 
 mod gnostic;
 
-pub(crate) use gnostic::MEDIA_TYPE as V2_PROTOBUF;
+pub(crate) use gnostic::{ANSWERED_TYPE as V2_PROTOBUF_ANSWERED, MEDIA_TYPE as V2_PROTOBUF};
 
 /// The built-in definitions, by name (see the module doc).
 fn definitions() -> &'static Map<String, Value> {
@@ -392,7 +392,7 @@ pub(crate) fn v2_form(accept: &str) -> Option<V2Form> {
     clauses.sort_by(|a, b| b.0.total_cmp(&a.0));
     clauses.into_iter().find_map(|(_, media)| match media {
         "*/*" | "application/*" | "application/json" => Some(V2Form::Json),
-        V2_PROTOBUF | "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" => Some(V2Form::Protobuf),
+        V2_PROTOBUF | V2_PROTOBUF_ANSWERED => Some(V2Form::Protobuf),
         _ => None,
     })
 }

@@ -143,12 +143,13 @@ impl Discovery {
                 Ok(resource)
             }
             Err(e) => {
-                let why = if not_served(&e) {
+                let unserved = not_served(&e);
+                let why = if unserved {
                     format!("kind {kind} is not served by the cluster: {e}")
                 } else {
                     format!("cannot look up kind {kind}: {}", super::reach::describe(&e))
                 };
-                if not_served(&e) {
+                if unserved {
                     let mut known = self.known();
                     known.missed.retain(|_, (at, _, _)| at.elapsed() < MISS_TTL);
                     known.missed.insert(kind.clone(), (Instant::now(), request, why.clone()));
