@@ -15,7 +15,7 @@ use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::ResourceType;
 use super::{certificates, custom, defaults, services, strategy, table, validation};
-use wasmcm_core::{ApiError, Cause, meta_mut, spec_part, str_at};
+use wasmcm_core::{ApiError, Cause, event, meta_mut, spec_part, str_at};
 
 /// Where an object lives.
 #[derive(Clone, Debug)]
@@ -134,10 +134,26 @@ fn namespace_usable(state: &State, rt: &ResourceType, namespace: &str, object: &
     }
 }
 
+/// `stored` as `rt` serves it, or None if as stored: a custom resource is defaulted as it is
+/// read, as upstream's storage decoder does it; an Event read through events.k8s.io/v1 is
+/// converted from the core/v1 form both Event APIs share one storage in (see `to_stored`).
+pub(crate) fn served(rt: &ResourceType, stored: &Value) -> Option<Value> {
+    if rt.api_version() == event::EVENTS && rt.kind == "Event" {
+        return Some(event::convert(stored, event::EVENTS));
+    }
+    custom::default_stored(rt, stored)
+}
+
+/// `object`, written through `rt`, in the form it is stored in: kube-apiserver keeps one
+/// storage for core/v1 and events.k8s.io/v1 Events (they are one internal type), so an Event
+/// written through either is listed, watched and field-selected through both.
+fn to_stored(rt: &ResourceType, object: Value) -> Value {
+    if rt.api_version() == event::EVENTS && rt.kind == "Event" { event::convert(&object, event::CORE) } else { object }
+}
+
 pub(crate) fn get(state: &State, t: &Target) -> Result<Arc<Value>, ApiError> {
     let stored = state.store.get(&t.key()).ok_or_else(|| t.not_found())?;
-    // A custom resource is defaulted as it is read, as upstream's storage decoder does it.
-    Ok(custom::default_stored(&t.rt, &stored).map(Arc::new).unwrap_or(stored))
+    Ok(served(&t.rt, &stored).map(Arc::new).unwrap_or(stored))
 }
 
 /// POST. `namespace` is the request's; the object's must match or be empty.
@@ -207,8 +223,9 @@ pub(crate) fn create(
     if dry_run {
         return Ok(Arc::new(object));
     }
-    let created =
-        state.store.create(target.key(), object, || ApiError::already_exists(&rt.group, &rt.resource, &target.name))?;
+    let created = state.store.create(target.key(), to_stored(rt, object), || {
+        ApiError::already_exists(&rt.group, &rt.resource, &target.name)
+    })?;
     if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&created, true);
         super::control_plane::sync_crd_api_services(state);
@@ -395,7 +412,14 @@ fn write(
         let current = get(state, t)?;
         return Ok(f(&current)?.map(Arc::new).unwrap_or(current));
     }
-    let written = state.store.guaranteed_update(&t.key(), || t.not_found(), f)?;
+    let written = state.store.guaranteed_update(
+        &t.key(),
+        || t.not_found(),
+        |stored| {
+            let current = served(&t.rt, stored);
+            Ok(f(current.as_ref().unwrap_or(stored))?.map(|new| to_stored(&t.rt, new)))
+        },
+    )?;
     if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&written, state.store.get(&t.key()).is_some());
         super::control_plane::sync_crd_api_services(state);

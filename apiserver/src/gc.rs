@@ -203,6 +203,8 @@ impl Collector {
         let due: Vec<String> = self.sweep_at.iter().filter(|(_, at)| **at <= now).map(|(ns, _)| ns.clone()).collect();
         for namespace in due {
             self.sweep_at.remove(&namespace);
+            // Finalized once swept: at once if the sweep finds it empty.
+            self.work.namespaces.insert(namespace.clone());
             self.work.sweeps.insert(namespace);
         }
         let work = std::mem::take(&mut self.work);
@@ -304,7 +306,9 @@ impl Collector {
                 }
                 continue;
             }
-            if state.store.namespace_has_content(&name) {
+            // Even an empty one waits out its grace period, as upstream's namespace controller
+            // takes a deleted namespace up only after it.
+            if self.sweep_at.contains_key(&name) || state.store.namespace_has_content(&name) {
                 continue;
             }
             let result = state.store.update(
@@ -503,6 +507,31 @@ mod tests {
         settle(&state, &mut changes, &mut gc);
         assert!(exists(&state, "late").is_none());
         assert!(exists(&state, "d").is_some() && exists(&state, "shared").is_some());
+    }
+
+    #[test]
+    fn an_empty_namespace_stays_terminating_for_its_grace_period() {
+        let state = state();
+        let (mut changes, initial) = Subscription::start(&state.store, None);
+        let grace = Duration::from_millis(300);
+        let mut gc = Collector { grace, ..Default::default() };
+        initial.iter().for_each(|e| gc.apply(e));
+        let namespaces = state.registry.lookup("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "idle"}});
+        api::create(&state, &namespaces, "", ns, false, api::Ownership::Unrecorded).unwrap();
+        settle(&state, &mut changes, &mut gc);
+        let sa = state.registry.lookup("", "v1", "serviceaccounts").unwrap();
+        let t = Target { rt: sa, namespace: "idle".into(), name: "default".into() };
+        api::delete(&state, &t, &DeleteOptions::default()).map(drop).unwrap();
+        let key = Key { id: "/namespaces".into(), namespace: String::new(), name: "idle".into() };
+        let t = Target { rt: namespaces, namespace: String::new(), name: "idle".into() };
+        api::delete(&state, &t, &DeleteOptions::default()).map(drop).unwrap();
+        settle(&state, &mut changes, &mut gc);
+        let terminating = state.store.get(&key).expect("kept for its grace period");
+        assert_eq!(terminating["status"]["phase"], "Terminating");
+        std::thread::sleep(grace);
+        settle(&state, &mut changes, &mut gc);
+        assert!(state.store.get(&key).is_none(), "finalized once its grace period is over");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use wasmcm_core::{Operator, Selector, ShardSelector};
+use wasmcm_core::{Operator, Selector, ShardSelector, event};
 
 use super::change::{Event, EventType, Key};
 
@@ -56,10 +56,6 @@ fn selectable_fields(kind: &str) -> &'static [&'static str] {
             "reportingComponent",
             "source",
             "type",
-            "regarding.kind",
-            "regarding.name",
-            "regarding.namespace",
-            "regarding.uid",
         ],
         "Namespace" => &["status.phase"],
         "Secret" => &["type"],
@@ -70,8 +66,19 @@ fn selectable_fields(kind: &str) -> &'static [&'static str] {
     }
 }
 
+/// The stored field a selector's `label` addresses on `kind` of `api_version` (upstream's field
+/// label conversion): events.k8s.io/v1 selects core/v1 Events by its own names. None: `label`
+/// cannot select this kind.
+fn stored_field(api_version: &str, kind: &str, label: &str) -> Option<String> {
+    if (api_version, kind) == (event::EVENTS, "Event") {
+        return event::events_field_label(label);
+    }
+    (matches!(label, "metadata.name" | "metadata.namespace") || selectable_fields(kind).contains(&label))
+        .then(|| label.to_owned())
+}
+
 /// `fields.ParseSelector` restricted to the fields `kind` supports, as the API server does.
-pub(crate) fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<FieldRequirement>, String> {
+pub(crate) fn parse_field_selector(s: &str, api_version: &str, kind: &str) -> Result<Vec<FieldRequirement>, String> {
     let mut reqs = Vec::new();
     for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let (field, value, equal) = if let Some((f, v)) = term.split_once("!=") {
@@ -81,11 +88,10 @@ pub(crate) fn parse_field_selector(s: &str, kind: &str) -> Result<Vec<FieldRequi
         } else {
             return Err(format!("invalid selector: '{term}'; can't understand '{term}'"));
         };
-        let field = field.trim();
-        if !matches!(field, "metadata.name" | "metadata.namespace") && !selectable_fields(kind).contains(&field) {
-            return Err(format!("field label not supported: {field}"));
-        }
-        reqs.push(FieldRequirement { field: field.into(), value: value.trim().into(), equal });
+        let label = field.trim();
+        let field =
+            stored_field(api_version, kind, label).ok_or_else(|| format!("field label not supported: {label}"))?;
+        reqs.push(FieldRequirement { field, value: value.trim().into(), equal });
     }
     Ok(reqs)
 }
@@ -109,6 +115,13 @@ fn field_is(object: &Value, field: &str, wanted: &str) -> bool {
     };
     // A Job's selectable `status.successful` is its `status.succeeded` (JobToSelectableFields).
     let field = if field == "status.successful" { "status.succeeded" } else { field };
+    // An Event's `source` is its source's component, or the reporting controller of one written
+    // through events.k8s.io (the Event registry's ToSelectableFields).
+    if field == "source" {
+        let component = object.pointer("/source/component").and_then(Value::as_str).filter(|c| !c.is_empty());
+        let source = component.or_else(|| object.get("reportingComponent").and_then(Value::as_str));
+        return source.unwrap_or("") == wanted;
+    }
     let mut v = object;
     for part in field.split('.') {
         match v.get(part) {
@@ -233,14 +246,35 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn events_are_selected_by_the_field_names_of_the_version_asked_for() {
+        let stored = json!({"involvedObject": {"name": "web"}, "source": {}, "reportingComponent": "wasmcm.dev/rs"});
+        let select = |s: &str, api_version: &str| {
+            let fields = parse_field_selector(s, api_version, "Event")?;
+            Ok::<bool, String>(Filter { fields, ..Default::default() }.matches(&stored))
+        };
+        assert_eq!(select("regarding.name=web,reportingController=wasmcm.dev/rs", "events.k8s.io/v1"), Ok(true));
+        assert_eq!(select("involvedObject.name=web,reportingComponent=wasmcm.dev/rs", "v1"), Ok(true));
+        // `source` reads the reporting controller when no source component was written.
+        assert_eq!(select("source=wasmcm.dev/rs", "v1"), Ok(true));
+        let legacy = json!({"source": {"component": "replicaset-controller"}, "reportingComponent": "x"});
+        let fields = parse_field_selector("source=replicaset-controller", "v1", "Event").unwrap();
+        assert!(Filter { fields, ..Default::default() }.matches(&legacy));
+        assert_eq!(
+            select("involvedObject.name=web", "events.k8s.io/v1"),
+            Err("field label not supported: involvedObject.name".into())
+        );
+        assert_eq!(select("regarding.name=web", "v1"), Err("field label not supported: regarding.name".into()));
+    }
+
+    #[test]
     fn field_selectors_are_checked_against_the_kind() {
-        let reqs = parse_field_selector("status.phase=Running,spec.nodeName!=n1", "Pod").unwrap();
+        let reqs = parse_field_selector("status.phase=Running,spec.nodeName!=n1", "v1", "Pod").unwrap();
         let f = Filter { fields: reqs, ..Default::default() };
         assert!(f.matches(&json!({"spec": {"nodeName": "n2"}, "status": {"phase": "Running"}})));
         assert!(!f.matches(&json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}})));
-        assert!(parse_field_selector("metadata.name=x", "Deployment").is_ok());
+        assert!(parse_field_selector("metadata.name=x", "apps/v1", "Deployment").is_ok());
         assert_eq!(
-            parse_field_selector("spec.replicas=1", "Deployment").unwrap_err(),
+            parse_field_selector("spec.replicas=1", "apps/v1", "Deployment").unwrap_err(),
             "field label not supported: spec.replicas"
         );
     }

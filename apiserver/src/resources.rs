@@ -34,9 +34,11 @@ impl ResourceType {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 
-    /// Storage identity: one per group and resource, whatever the version.
+    /// Storage identity: one per group and resource, whatever the version. events.k8s.io's
+    /// Events are the core group's (one internal type upstream, served under two names).
     pub(crate) fn id(&self) -> String {
-        format!("{}/{}", self.group, self.resource)
+        let group = if self.group == "events.k8s.io" && self.resource == "events" { "" } else { &self.group };
+        format!("{group}/{}", self.resource)
     }
 
     pub(crate) fn list_kind(&self) -> String {

@@ -770,7 +770,7 @@ fn object_response(code: StatusCode, rt: &ResourceType, object: &Value, ctx: &Ct
 /// Objects are stored with the apiVersion they were written in; serve them in the version
 /// requested (custom resources with several versions and no conversion).
 fn as_served(rt: &ResourceType, object: &Value) -> Value {
-    let mut o = custom::default_stored(rt, object).unwrap_or_else(|| object.clone());
+    let mut o = api::served(rt, object).unwrap_or_else(|| object.clone());
     if o.get("apiVersion").and_then(Value::as_str) != Some(&rt.api_version()) {
         o["apiVersion"] = json!(rt.api_version());
     }
@@ -791,7 +791,7 @@ fn filter_from(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> 
         None => Default::default(),
     };
     let fields = match ctx.query.get("fieldSelector") {
-        Some(s) => query::parse_field_selector(s, &rt.kind).map_err(ApiError::bad_request)?,
+        Some(s) => query::parse_field_selector(s, &rt.api_version(), &rt.kind).map_err(ApiError::bad_request)?,
         None => Vec::new(),
     };
     let shards = match ctx.query.get("shardSelector").filter(|s| !s.is_empty() && state.sharded_list_watch) {
@@ -895,9 +895,8 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
 /// Writes `object` as served in `rt`'s version (in its kind's order, see `json`), copying it
 /// only if its stored version differs.
 fn write_served(out: &mut Vec<u8>, rt: &ResourceType, api_version: &str, object: &Value) {
-    // Custom resources are defaulted as read, as upstream's storage decoder does.
-    let defaulted = custom::default_stored(rt, object);
-    let object = defaulted.as_ref().unwrap_or(object);
+    let converted = api::served(rt, object);
+    let object = converted.as_ref().unwrap_or(object);
     if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
         json::write_typed(out, api_version, &rt.kind, object);
     } else {
@@ -911,9 +910,8 @@ fn list_json(rt: &ResourceType, metadata: &Value, items: &[Arc<Value>]) -> Vec<u
     let api_version = rt.api_version();
     let mut out = Vec::with_capacity(256 + items.len() * 1024);
     json::write_list(&mut out, &api_version, &rt.list_kind(), metadata, items, |out, item| {
-        // Custom resources are defaulted as read, as upstream's storage decoder does.
-        let defaulted = custom::default_stored(rt, item);
-        let item = defaulted.as_ref().unwrap_or(item);
+        let converted = api::served(rt, item);
+        let item = converted.as_ref().unwrap_or(item);
         if item.get("apiVersion").and_then(Value::as_str) == Some(&api_version) {
             json::write_list_item(out, &api_version, &rt.kind, item);
         } else {

@@ -2,7 +2,8 @@
 //! (`wasmcm`) and its guest SDK (`wasmcm-guest`), as kube-core is for kube-rs: kinds, label
 //! selectors, shards (sharded list and watch), the Leases of a replica group, access to objects
 //! held as JSON, name formats, generated names, resource quantities, the Pod Security Standards
-//! and the API error `Status`, cron schedules, and the cluster's (possibly sped-up) clock.
+//! and the API error `Status`, the two forms of an Event, cron schedules, and the cluster's
+//! (possibly sped-up) clock.
 //!
 //! Plain functions and types: no I/O, no clock (but [`now_rfc3339`] and [`clock::Clock`], which
 //! guests never call), no randomness (callers supply it), so it also compiles for the guests'
@@ -11,6 +12,7 @@
 pub mod clock;
 pub mod cron;
 mod error;
+pub mod event;
 pub mod group;
 mod kind;
 pub mod names;

@@ -87,7 +87,9 @@ pub fn plugin_rbac(
         let rules = if r.namespaced { &mut writes } else { &mut cluster_writes };
         rules.add(&r, &format!("{}/finalizers", r.api.plural), &["update"]);
     }
+    // events.k8s.io/v1 where the cluster serves it, core/v1 before (see `writes/events.rs`).
     writes.push("", "events", &["create", "patch"]);
+    writes.push("events.k8s.io", "events", &["create", "patch"]);
 
     let mut reads = Rules::default();
     for kind in std::iter::once(&plugin.primary).chain(&plugin.owns).chain(plugin.watched_kinds()) {
@@ -260,6 +262,7 @@ mod tests {
                 r#"apps/replicasets/status ["update","patch"]"#,
                 r#"apps/replicasets/finalizers ["update"]"#,
                 r#"/events ["create","patch"]"#,
+                r#"events.k8s.io/events ["create","patch"]"#,
             ]
         );
         // A plugin of contract 0.3.0 sends no patches.
@@ -314,7 +317,7 @@ mod tests {
             ]
         );
         assert_eq!(rules(&objects[1]), rules(&objects[3]));
-        assert_eq!(rules(&objects[1]).len(), 6, "{:?}", rules(&objects[1]));
+        assert_eq!(rules(&objects[1]).len(), 7, "{:?}", rules(&objects[1]));
         assert_eq!(
             objects[2]["roleRef"],
             json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "wasmcm-replicaset"})

@@ -6,6 +6,7 @@
 //! event fields only.
 
 use serde_json::{Map, Value};
+use wasmcm_core::event;
 use wasmcm_core::validation::{dns1123_subdomain, qualified_name};
 
 use super::meta::{NameRule, Scope, meta, meta_name};
@@ -81,6 +82,23 @@ fn legacy_event(v: &mut V, obj: &Value, f: EventFields) {
     v.each("namespace", &q(ns), dns1123_subdomain(ns));
 }
 
+/// What an update through events.k8s.io/v1 may not change (`ValidateEventUpdate`).
+const IMMUTABLE: [&str; 13] = [
+    "regarding",
+    "reason",
+    "note",
+    "deprecatedSource",
+    "deprecatedFirstTimestamp",
+    "deprecatedLastTimestamp",
+    "deprecatedCount",
+    "type",
+    "eventTime",
+    "action",
+    "related",
+    "reportingController",
+    "reportingInstance",
+];
+
 pub(super) fn events_event(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     if let Some(series) = v.obj(obj.get("series"), "series") {
@@ -91,18 +109,6 @@ pub(super) fn events_event(v: &mut V, obj: &Value, old: Option<&Value>) {
             v.required("series.lastObservedTime", "");
         }
     }
-    // Internal field names, as upstream reports them, for the events.k8s.io/v1 fields.
-    let renamed = [
-        ("regarding", "involvedObject"),
-        ("reason", "reason"),
-        ("note", "message"),
-        ("deprecatedSource", "source"),
-        ("deprecatedFirstTimestamp", "firstTimestamp"),
-        ("deprecatedLastTimestamp", "lastTimestamp"),
-        ("deprecatedCount", "count"),
-        ("type", "type"),
-        ("eventTime", "eventTime"),
-    ];
     match old {
         None => {
             if deep_empty(obj.get("eventTime")) {
@@ -112,16 +118,19 @@ pub(super) fn events_event(v: &mut V, obj: &Value, old: Option<&Value>) {
             if kind != "Normal" && kind != "Warning" {
                 v.invalid("type", "\"\"", &format!("has invalid value: {kind}"));
             }
-            for (json_name, field) in &renamed[3..7] {
-                if !deep_empty(obj.get(*json_name)) {
-                    v.invalid(field, "\"\"", "needs to be unset");
+            for deprecated in
+                ["deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount"]
+            {
+                if !deep_empty(obj.get(deprecated)) {
+                    v.invalid(event::internal_field(deprecated), "\"\"", "needs to be unset");
                 }
             }
         }
+        // Through events.k8s.io/v1 only the series and metadata may change.
         Some(old) => {
-            for (json_name, field) in renamed {
-                if !semantic_eq(obj.get(json_name), old.get(json_name)) {
-                    v.invalid(field, &show(obj.get(json_name)), "field is immutable");
+            for field in IMMUTABLE {
+                if !semantic_eq(obj.get(field), old.get(field)) {
+                    v.invalid(event::internal_field(field), &show(obj.get(field)), "field is immutable");
                 }
             }
         }

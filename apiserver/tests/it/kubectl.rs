@@ -362,3 +362,109 @@ fn pods_that_never_restart_complete_and_logs_are_refused_with_the_reason() {
     let missing = e.run(&["logs", "nosuch"], None);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("pods \"nosuch\" not found"));
 }
+
+/// core/v1 and events.k8s.io/v1 Events are one storage, as in kube-apiserver: an Event written
+/// through either API is read, selected, patched, described and deleted through both, under
+/// each version's field names.
+#[test]
+fn events_written_through_either_api_are_served_through_both() {
+    let e = env();
+    e.apply_stdin(&["create"], POD);
+    let uid = e.json(&["get", "pod", "solo"])["metadata"]["uid"].as_str().unwrap().to_owned();
+    let regarding = format!("{{kind: Pod, apiVersion: v1, namespace: default, name: solo, uid: {uid}}}");
+    e.apply_stdin(
+        &["create"],
+        &format!(
+            "apiVersion: v1
+kind: Event
+metadata: {{name: legacy}}
+involvedObject: {regarding}
+reason: Pulled
+message: pulled the image
+type: Normal
+source: {{component: kubelet}}
+count: 3
+firstTimestamp: '2026-11-28T10:00:00Z'
+lastTimestamp: '2026-11-28T10:05:00Z'
+"
+        ),
+    );
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string();
+    e.apply_stdin(
+        &["create"],
+        &format!(
+            "apiVersion: events.k8s.io/v1
+kind: Event
+metadata: {{name: modern}}
+regarding: {regarding}
+reason: Started
+action: Start
+note: started the container
+type: Normal
+eventTime: '{now}'
+reportingController: wasmcm.dev/test
+reportingInstance: host-a
+"
+        ),
+    );
+
+    let legacy = e.json(&["get", "events.events.k8s.io", "legacy"]);
+    assert_eq!(legacy["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(
+        (&legacy["note"], &legacy["deprecatedSource"]["component"], &legacy["deprecatedCount"]),
+        (&Value::from("pulled the image"), &Value::from("kubelet"), &Value::from(3)),
+        "{legacy}"
+    );
+    let modern = e.json(&["get", "events", "modern"]);
+    assert_eq!(modern["apiVersion"], "v1");
+    assert_eq!(
+        (&modern["message"], &modern["reportingComponent"], &modern["involvedObject"]["name"]),
+        (&Value::from("started the container"), &Value::from("wasmcm.dev/test"), &Value::from("solo")),
+        "{modern}"
+    );
+    let names = |args: &[&str]| -> Vec<String> {
+        let listed = e.json(args);
+        let mut names: Vec<String> = listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().into())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names(&["get", "events.events.k8s.io", "--field-selector", "regarding.name=solo"]),
+        ["legacy", "modern"]
+    );
+    assert_eq!(names(&["get", "events", "--field-selector", "reportingComponent=wasmcm.dev/test"]), ["modern"]);
+    assert_eq!(names(&["get", "events.events.k8s.io", "--field-selector", "source=kubelet"]), ["legacy"]);
+    let refused = e.run(&["get", "events.events.k8s.io", "--field-selector", "involvedObject.name=solo"], None);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("field label not supported: involvedObject.name"),
+        "{refused:?}"
+    );
+
+    // A repeat is a patch of the series through events.k8s.io/v1, which may change nothing else.
+    let later = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string();
+    e.ok(&[
+        "patch",
+        "events.events.k8s.io",
+        "modern",
+        "--type=merge",
+        "-p",
+        &format!(r#"{{"series": {{"count": 4, "lastObservedTime": "{later}"}}}}"#),
+    ]);
+    assert_eq!(e.json(&["get", "events", "modern"])["series"]["count"], 4);
+    let immutable = e.run(&["patch", "events.events.k8s.io", "modern", "--type=merge", "-p", r#"{"note": "x"}"#], None);
+    assert!(String::from_utf8_lossy(&immutable.stderr).contains("message: Invalid value"), "{immutable:?}");
+    let described = e.ok(&["describe", "pod", "solo"]);
+    assert!(
+        described.lines().any(|l| l.contains("Started") && l.contains("(x4 over") && l.contains("wasmcm.dev/test")),
+        "{described}"
+    );
+    assert!(described.lines().any(|l| l.contains("Pulled") && l.contains("kubelet")), "{described}");
+
+    e.ok(&["delete", "events.events.k8s.io", "legacy"]);
+    assert_eq!(names(&["get", "events", "--field-selector", "involvedObject.name=solo"]), ["modern"]);
+}

@@ -10,15 +10,17 @@
 //! - **the spam filter**: each source may record 25 events about one object, then one every 5
 //!   minutes; the rest are dropped.
 //!
-//! It owns the decision and its caches (4096 entries each, least recently used dropped); the
-//! writes are the caller's (`writes/kube.rs`), which reports back what the server stored
-//! ([`Correlator::observed`]) so the next count patches the right Event.
+//! It owns the decision, its caches (4096 entries each, least recently used dropped) and the
+//! form it is written in: events.k8s.io/v1 where the cluster serves it ([`Decision::events_v1`],
+//! the form client-go's events library writes), core/v1 before that. The writes are the
+//! caller's (`writes/kube.rs`). The writer names each Event and counts it, and the server stores
+//! both as sent, so the cache is what was written without reading the answers back.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use tokio::time::{Duration, Instant};
-use wasmcm_core::str_at;
+use wasmcm_core::{event, str_at};
 
 use crate::client::rate::TokenBucket;
 
@@ -147,16 +149,6 @@ impl Correlator {
         }
     }
 
-    /// What the server stored of a created or patched Event (`UpdateState`).
-    pub(crate) fn observed(&mut self, stored: &Value) {
-        let written = Written {
-            count: stored.get("count").and_then(Value::as_i64).unwrap_or(1),
-            first_timestamp: stored.get("firstTimestamp").cloned().unwrap_or(Value::Null),
-            name: str_at(stored, "/metadata/name").to_owned(),
-        };
-        *self.written.entry(&event_key(stored), Written::default) = written;
-    }
-
     /// `EventAggregate`: the event, or the aggregate it becomes; and the key it is counted by.
     fn aggregate(&mut self, event: Value) -> (Value, String) {
         let now = Instant::now();
@@ -201,6 +193,54 @@ impl Correlator {
     }
 }
 
+impl Decision {
+    /// The same decision written through events.k8s.io/v1 at `now` (a MicroTime), which
+    /// refuses the deprecated fields on create and lets a write change only the series: a new
+    /// Event's `eventTime` is now, a repeat patches `series` (the count, last seen now), and an
+    /// Event made again after it went keeps its first time and carries its series. `action` is
+    /// the reason: a plugin's event names what it did by its reason alone.
+    pub(crate) fn events_v1(self, now: &str) -> Decision {
+        match self {
+            Decision::Skip => Decision::Skip,
+            Decision::Create(core) => Decision::Create(events_v1(&core, now)),
+            Decision::Patch { namespace, name, event, .. } => {
+                let event = events_v1(&event, now);
+                let patch = json!({"series": event["series"]});
+                Decision::Patch { namespace, name, patch, event }
+            }
+        }
+    }
+}
+
+/// A correlated core/v1 event in the events.k8s.io/v1 form, seen last `now`.
+fn events_v1(core: &Value, now: &str) -> Value {
+    let count = core.get("count").and_then(Value::as_i64).unwrap_or(1);
+    let mut fields = core.as_object().cloned().unwrap_or_default();
+    let first = match count {
+        1 => now.to_owned(),
+        _ => str_at(core, "/firstTimestamp").parse::<jiff::Timestamp>().map_or_else(|_| now.to_owned(), micro_time),
+    };
+    for deprecated in ["source", "firstTimestamp", "lastTimestamp", "count"] {
+        fields.remove(deprecated);
+    }
+    fields.insert("eventTime".into(), json!(first));
+    fields.insert("action".into(), core.get("reason").cloned().unwrap_or_default());
+    if count > 1 {
+        fields.insert("series".into(), json!({"count": count, "lastObservedTime": now}));
+    }
+    let mut v1 = event::convert(&Value::Object(fields), event::EVENTS);
+    // The zeros a converted Event reads with are not sent.
+    if let Some(fields) = v1.as_object_mut() {
+        fields.retain(|_, v| !v.is_null() && *v != json!({}));
+    }
+    v1
+}
+
+/// `at` as a MicroTime (`metav1.RFC3339Micro`).
+pub(crate) fn micro_time(at: jiff::Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,14 +257,8 @@ mod tests {
         })
     }
 
-    /// Creates or patches as the server would, and reports back what it stored.
     fn write(c: &mut Correlator, e: Value) -> Decision {
-        let decision = c.correlate(e);
-        match &decision {
-            Decision::Create(e) | Decision::Patch { event: e, .. } => c.observed(e),
-            Decision::Skip => {}
-        }
-        decision
+        c.correlate(e)
     }
 
     #[tokio::test(start_paused = true)]
@@ -281,6 +315,38 @@ mod tests {
         tokio::time::advance(Duration::from_secs(300)).await;
         assert!(matches!(write(&mut c, event("e28", "Retry", "failed")), Decision::Patch { .. }));
         assert_eq!(write(&mut c, event("e29", "Retry", "failed")), Decision::Skip);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn through_events_k8s_io_a_repeat_patches_the_series_of_the_first() {
+        let mut c = Correlator::default();
+        let mut first = event("e1", "FailedCreate", "forbidden");
+        (first["firstTimestamp"], first["lastTimestamp"]) =
+            (json!("2026-11-28T10:00:01Z"), json!("2026-11-28T10:00:01Z"));
+        let Decision::Create(created) = c.correlate(first).events_v1("2026-11-28T10:00:01.250000Z") else {
+            panic!("a create")
+        };
+        assert_eq!(
+            created,
+            json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"name": "e1", "namespace": "default"},
+                "regarding": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "namespace": "default", "name": "web", "uid": "u1"},
+                "reason": "FailedCreate", "action": "FailedCreate", "note": "forbidden", "type": "Warning",
+                "eventTime": "2026-11-28T10:00:01.250000Z",
+                "reportingController": "wasmcm.dev/replicaset", "reportingInstance": "host-a",
+            })
+        );
+        let Decision::Patch { name, patch, event: recreated, .. } =
+            c.correlate(event("e2", "FailedCreate", "forbidden")).events_v1("2026-11-28T10:00:07.500000Z")
+        else {
+            panic!("a patch")
+        };
+        let series = json!({"count": 2, "lastObservedTime": "2026-11-28T10:00:07.500000Z"});
+        assert_eq!((name.as_str(), &patch), ("e1", &json!({"series": series})));
+        // Made again if it went: its first time (to the second) and the series, nothing deprecated.
+        assert_eq!((&recreated["eventTime"], &recreated["series"]), (&json!("2026-11-28T10:00:01.000000Z"), &series));
+        assert!(recreated.get("deprecatedCount").is_none() && recreated.get("deprecatedSource").is_none());
     }
 
     #[test]

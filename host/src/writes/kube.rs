@@ -11,13 +11,13 @@ use std::future::Future;
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
-use wasmcm_core::ApiError;
+use wasmcm_core::{ApiError, event};
 use wasmcm_guest::{Event, EventType, Kind, ObjectRef, PatchType, Propagation};
 
 use crate::client::clients::{Deposed, deposed};
 use crate::client::discovery::Discovery;
 use crate::client::rate::TokenBucket;
-use crate::writes::events::{Correlator, Decision};
+use crate::writes::events::{Correlator, Decision, micro_time};
 use crate::writes::writer::WriteApi;
 
 /// Client-side limit on API calls.
@@ -41,8 +41,9 @@ pub struct KubeApi {
     discovery: Discovery,
     bucket: TokenBucket,
     in_flight: tokio::sync::Semaphore,
-    /// Who records the events: `source.component` (`deployment-controller`, as KCM names its
-    /// controllers), `reportingComponent` (`wasmcm.dev/deployment`) and `reportingInstance`.
+    /// Who records the events: `reportingController` (`wasmcm.dev/deployment`) and
+    /// `reportingInstance`, and through core/v1 `source.component` (`deployment-controller`,
+    /// as KCM names its controllers).
     component: String,
     controller: String,
     instance: String,
@@ -222,23 +223,32 @@ impl WriteApi for KubeApi {
             });
             let mut correlator = self.events.lock().await;
             let decision = correlator.correlate(body);
-            let stored = match decision {
+            // events.k8s.io/v1 where the cluster serves it, as client-go's events adapter
+            // chooses; core/v1 on a cluster older than that.
+            let modern = Kind::new(event::EVENTS, "Event");
+            let (kind, decision) = match self.resolve(&modern).await {
+                Ok(_) => (modern, decision.events_v1(&micro_time(jiff::Timestamp::now()))),
+                Err(_) => (Kind::new(event::CORE, "Event"), decision),
+            };
+            match decision {
                 Decision::Skip => {
                     tracing::debug!(reason = %event.reason, "event dropped: too many about {}/{}", r.namespace, r.name);
-                    return Ok(());
                 }
-                Decision::Create(event) => self.create(event).await?,
+                Decision::Create(event) => {
+                    self.create(event).await?;
+                }
                 Decision::Patch { namespace, name, patch, event } => {
-                    let (api, _permit) = self.api(&Kind::new("v1", "Event"), &namespace).await?;
+                    let (api, _permit) = self.api(&kind, &namespace).await?;
                     match api.patch(&name, &PatchParams::default(), &Patch::Strategic(patch)).await {
-                        Ok(patched) => to_value(patched)?,
+                        Ok(_) => {}
                         // Deleted meanwhile (a TTL, a user): recorded anew under the same name.
-                        Err(kube::Error::Api(s)) if s.code == 404 => self.create(event).await?,
+                        Err(kube::Error::Api(s)) if s.code == 404 => {
+                            self.create(event).await?;
+                        }
                         Err(e) => return Err(api_error(e)),
                     }
                 }
-            };
-            correlator.observed(&stored);
+            }
             Ok(())
         }
     }

@@ -84,7 +84,12 @@ impl Env {
     pub(crate) fn events(&self, name: &str) -> Vec<(String, String)> {
         let mut events =
             items(self.json(&["get", "events", "--field-selector", &format!("involvedObject.name={name}")]));
-        events.sort_by_key(|e| e["lastTimestamp"].as_str().unwrap_or("").to_string());
+        // As kubectl sorts them (SortableEvents): last seen, for either API's writes.
+        let last = |e: &Value| {
+            let seen = [&e["series"]["lastObservedTime"], &e["lastTimestamp"], &e["eventTime"]];
+            seen.into_iter().find_map(|t| t.as_str()).map(|t| t.parse::<jiff::Timestamp>().unwrap())
+        };
+        events.sort_by_key(last);
         events
             .iter()
             .map(|e| (e["reason"].as_str().unwrap_or("").into(), e["message"].as_str().unwrap_or("").into()))

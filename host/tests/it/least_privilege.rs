@@ -289,17 +289,26 @@ async fn without_pod_create_no_pod_is_created_and_the_replica_set_reports_replic
     assert_eq!(common::web_pods(&admin).await, Some((0, 0)), "no pod was created");
 
     // The failures repeat; as client-go's recorder counts them, they are one Event with a
-    // count, from the ReplicaSet controller (kubectl describe's From).
+    // series, written through events.k8s.io/v1 by the ReplicaSet plugin (kubectl describe's
+    // From) of this host.
     let storm = common::eventually("the FailedCreate event counted", || async {
         let failed: Vec<Event> =
             wasmcm_events(&admin).await.into_iter().filter(|e| e.reason.as_deref() == Some("FailedCreate")).collect();
-        failed.iter().any(|e| e.count.unwrap_or(0) >= 2).then_some(failed)
+        failed.iter().any(|e| e.series.as_ref().and_then(|s| s.count).unwrap_or(0) >= 2).then_some(failed)
     })
     .await;
     assert_eq!(storm.len(), 1, "one Event, counted: {storm:?}");
     let event = &storm[0];
-    assert_eq!(event.source.as_ref().and_then(|s| s.component.as_deref()), Some("replicaset-controller"));
-    assert_eq!(event.reporting_component.as_deref(), Some("wasmcm.dev/replicaset"));
+    assert_eq!(
+        (event.reporting_component.as_deref(), event.reporting_instance.as_deref(), event.action.as_deref()),
+        (Some("wasmcm.dev/replicaset"), Some("x"), Some("FailedCreate"))
+    );
+    assert!(event.event_time.is_some() && event.count.is_none(), "{event:?}");
+    let modern = Api::<k8s_openapi::api::events::v1::Event>::namespaced(admin.clone(), "default")
+        .get(event.metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(modern.reporting_controller.as_deref(), Some("wasmcm.dev/replicaset"));
     host.shutdown().await;
 }
 
@@ -350,6 +359,7 @@ async fn each_plugin_writes_as_its_own_service_account() {
             json!([
                 {"apiGroups": ["", "apps"], "resources": ["pods", "replicasets", "configmaps"], "verbs": ["get", "list", "watch"]},
                 {"apiGroups": [""], "resources": ["configmaps", "events"], "verbs": ["create"]},
+                {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
                 {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"], "resourceNames": ["rs-writer", "weak"]},
             ]),
         ),
@@ -359,7 +369,7 @@ async fn each_plugin_writes_as_its_own_service_account() {
             json!([
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete"]},
                 {"apiGroups": ["apps"], "resources": ["replicasets/status"], "verbs": ["update"]},
-                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+                {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
             ]),
         ),
     ];
@@ -437,7 +447,7 @@ async fn a_plugin_scoped_to_namespaces_runs_on_their_namespaced_rbac_alone() {
         "metadata": {"name": "stamp"},
         "rules": [
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "update"]},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+            {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
         ],
     }))
     .unwrap();

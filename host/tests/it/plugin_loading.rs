@@ -694,6 +694,7 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
         let mut resources = vec!["configmaps", "pods", "events"];
         resources.extend(secrets.then_some("secrets"));
         json!([{"apiGroups": [""], "resources": resources, "verbs": ["*"]},
+               {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["*"]},
                {"apiGroups": ["apps"], "resources": ["replicasets", "replicasets/status"], "verbs": ["*"]}])
     };
     common::grant(&admin, "limited", rules(false), ("default", "limited")).await;
