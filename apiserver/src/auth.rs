@@ -49,9 +49,21 @@ fn service_account_key(namespace: &str, name: &str) -> Key {
     Key { id: "/serviceaccounts".into(), namespace: namespace.into(), name: name.into() }
 }
 
-/// The identity of a request from its Authorization header; 401 for a missing or unknown
+/// Who the verified client certificate of a connection names (a request extension).
+#[derive(Clone, Debug)]
+pub(crate) struct Certified(pub UserInfo);
+
+/// The identity of a request: its connection's client certificate, else its Authorization
+/// header (upstream's authenticators are tried in that order); 401 for a missing or unknown
 /// token. Without an admin token (plain-HTTP loopback mode) everyone is the admin.
-pub(crate) fn authenticate(state: &State, authorization: Option<&str>) -> Result<UserInfo, ApiError> {
+pub(crate) fn authenticate(
+    state: &State,
+    certified: Option<&Certified>,
+    authorization: Option<&str>,
+) -> Result<UserInfo, ApiError> {
+    if let Some(Certified(user)) = certified {
+        return Ok(user.clone());
+    }
     let Some(admin_token) = &state.token else { return Ok(UserInfo::admin()) };
     let Some(presented) = authorization.and_then(bearer_token) else {
         return Err(ApiError::unauthorized());
@@ -63,6 +75,51 @@ pub(crate) fn authenticate(state: &State, authorization: Option<&str>) -> Result
         Ok((user, _)) => Ok(user),
         Err(_) => Err(ApiError::unauthorized()),
     }
+}
+
+/// Who a client certificate the TLS handshake verified names, as upstream's x509 authenticator
+/// reads it (`CommonNameUserConversion`): the subject's common name is the user, its
+/// organizations are the groups. None without a common name, or if the certificate does not
+/// parse.
+pub(crate) fn certificate_identity(der: &[u8]) -> Option<UserInfo> {
+    const COMMON_NAME: [u64; 4] = [2, 5, 4, 3];
+    const ORGANIZATION: [u64; 4] = [2, 5, 4, 10];
+    let subject = yasna::parse_der(der, |r| {
+        r.read_sequence(|r| {
+            let subject = r.next().read_sequence(|r| {
+                // version [0] (optional), serialNumber, signature, issuer, validity, subject,
+                // subjectPublicKeyInfo, then optional unique ids and extensions.
+                r.read_optional(|r| r.read_tagged(yasna::Tag::context(0), |r| r.read_der()))?;
+                for _ in 0..4 {
+                    r.next().read_der()?;
+                }
+                let mut attributes = Vec::new();
+                r.next().read_sequence_of(|r| {
+                    r.read_set_of(|r| {
+                        attributes.push(r.read_sequence(|r| {
+                            let oid = r.next().read_oid()?;
+                            let value = r.next().read_tagged_der()?;
+                            Ok((oid, String::from_utf8_lossy(value.value()).into_owned()))
+                        })?);
+                        Ok(())
+                    })
+                })?;
+                while r.read_optional(|r| r.read_der())?.is_some() {}
+                Ok(attributes)
+            })?;
+            r.next().read_der()?;
+            r.next().read_der()?;
+            Ok(subject)
+        })
+    })
+    .ok()?;
+    let of = |oid: [u64; 4]| -> Vec<String> {
+        subject.iter().filter(|(o, _)| o.components().as_slice() == oid).map(|(_, v)| v.clone()).collect()
+    };
+    let name = of(COMMON_NAME).into_iter().next().filter(|n| !n.is_empty())?;
+    let mut groups = of(ORGANIZATION);
+    groups.push("system:authenticated".into());
+    Some(UserInfo { name, uid: String::new(), groups })
 }
 
 /// The token of an `Authorization: Bearer <token>` header, read as upstream's bearertoken
@@ -412,7 +469,29 @@ fn access_review_attributes(request: &Value) -> Result<Attributes, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{bearer_token, same_secret};
+    use super::{bearer_token, certificate_identity, same_secret};
+    use rcgen::{CertificateParams, DnType, KeyPair};
+
+    fn certificate(subject: &[(DnType, &str)]) -> Vec<u8> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        for (ty, value) in subject {
+            params.distinguished_name.push(ty.clone(), *value);
+        }
+        params.self_signed(&KeyPair::generate().unwrap()).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn a_client_certificate_names_its_common_name_in_its_organizations() {
+        // (rcgen keeps one value per attribute type: one organization here.)
+        let der = certificate(&[(DnType::OrganizationName, "team-a"), (DnType::CommonName, "jane")]);
+        let user = certificate_identity(&der).expect("an identity");
+        assert_eq!(user.name, "jane");
+        assert_eq!(user.groups, ["team-a", "system:authenticated"]);
+        assert!(certificate_identity(&certificate(&[(DnType::OrganizationName, "team-a")])).is_none(), "no name");
+        assert!(certificate_identity(&der[..der.len() / 2]).is_none(), "cut short");
+        assert!(certificate_identity(b"not DER").is_none());
+    }
 
     #[test]
     fn a_bearer_token_is_read_as_upstream_reads_it() {

@@ -186,19 +186,19 @@ impl Cluster {
         }
         let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
         let addr = listener.local_addr()?;
-        let (token, ca_pem, acceptor, url) = if config.insecure_http {
-            (None, None, None, format!("http://{addr}"))
+        let (token, ca_pem, admin, acceptor, url) = if config.insecure_http {
+            (None, None, None, None, format!("http://{addr}"))
         } else {
             let hosts =
                 vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string(), addr.ip().to_string()];
             let creds = tls::credentials(&hosts)?;
             let acceptor = tokio_rustls::TlsAcceptor::from(creds.server_config.clone());
-            (Some(creds.token), Some(creds.ca_pem), Some(acceptor), format!("https://{addr}"))
+            (Some(creds.token), Some(creds.ca_pem), Some(creds.admin), Some(acceptor), format!("https://{addr}"))
         };
         let files = files::ClusterFiles::create(
             &std::env::temp_dir(),
             config.kubeconfig.as_deref(),
-            &tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref().unwrap_or("")),
+            &tls::kubeconfig(&url, ca_pem.as_deref(), token.as_deref().unwrap_or(""), admin.as_ref()),
         )?;
         let kubeconfig = files.kubeconfig().to_path_buf();
 
@@ -231,9 +231,10 @@ impl Cluster {
     pub fn kubeconfig_for_token(&self, token: &str) -> anyhow::Result<PathBuf> {
         static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.files
-            .dir()
-            .write_new(&format!("kubeconfig-token-{n}"), &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token))
+        self.files.dir().write_new(
+            &format!("kubeconfig-token-{n}"),
+            &tls::kubeconfig(&self.url, self.ca_pem.as_deref(), token, None),
+        )
     }
 
     /// A token for the ServiceAccount `namespace/name` (which must exist), valid for an hour:

@@ -42,6 +42,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::State;
+use crate::auth;
 use crate::server::{self, Body};
 
 /// The limits of [`serve`]'s connections (see the module's documentation for the defaults).
@@ -108,7 +109,11 @@ async fn connection(
     let limits = state.limits;
     let result = match acceptor {
         Some(acceptor) => match tokio::time::timeout(limits.tls_handshake, acceptor.accept(stream)).await {
-            Ok(Ok(tls)) => http(state, TokioIo::new(tls), limits).await,
+            Ok(Ok(tls)) => {
+                let certified = tls.get_ref().1.peer_certificates().and_then(|chain| chain.first());
+                let certified = certified.and_then(|leaf| auth::certificate_identity(leaf)).map(auth::Certified);
+                http(state, TokioIo::new(tls), limits, certified).await
+            }
             Ok(Err(e)) => {
                 tracing::debug!(%peer, "TLS handshake failed: {e}");
                 return;
@@ -118,18 +123,20 @@ async fn connection(
                 return;
             }
         },
-        None => http(state, TokioIo::new(stream), limits).await,
+        None => http(state, TokioIo::new(stream), limits, None).await,
     };
     if let Err(e) = result {
         tracing::debug!(%peer, "connection ended: {e}");
     }
 }
 
-/// Serves HTTP/1 or HTTP/2 on `io` until the client closes, or it has been idle too long.
+/// Serves HTTP/1 or HTTP/2 on `io` until the client closes, or it has been idle too long;
+/// `certified` is who the connection's client certificate names.
 async fn http<I>(
     state: Arc<State>,
     io: I,
     limits: ConnectionLimits,
+    certified: Option<auth::Certified>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
@@ -137,9 +144,12 @@ where
     let activity = Arc::new(Activity::new(limits));
     let service = {
         let activity = activity.clone();
-        hyper::service::service_fn(move |req| {
+        hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let in_progress = activity.begin();
             let state = state.clone();
+            if let Some(certified) = &certified {
+                req.extensions_mut().insert(certified.clone());
+            }
             async move {
                 let response = server::handle(state, req).await?;
                 // In progress until the answer's body is sent (or dropped): a watch's, for as

@@ -79,7 +79,8 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<
     if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") || path.starts_with("/healthz/") {
         return Ok(text(StatusCode::OK, "ok"));
     }
-    let user = match auth::authenticate(&state, req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok())) {
+    let authorization = req.headers().get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let user = match auth::authenticate(&state, req.extensions().get::<auth::Certified>(), authorization) {
         Ok(user) => user,
         Err(e) => return Ok(error_response(&e)),
     };

@@ -534,20 +534,62 @@ async fn bad_requests_get_the_right_status_and_change_nothing() {
     assert_eq!(created["data"]["k"], "v");
 }
 
-#[tokio::test]
-async fn requests_without_the_token_are_refused() {
-    let (cluster, _client) = start().await;
+/// The admin kubeconfig's user, changed by `f`, as a client.
+async fn client_as(cluster: &Cluster, f: impl Fn(&mut kube::config::AuthInfo)) -> Client {
     let mut kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
     for user in &mut kubeconfig.auth_infos {
-        if let Some(auth) = user.auth_info.as_mut() {
-            auth.token = Some("wrong".to_string().into());
-        }
+        f(user.auth_info.as_mut().unwrap());
     }
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-    let client = Client::try_from(config).unwrap();
+    Client::try_from(config).unwrap()
+}
+
+#[tokio::test]
+async fn requests_without_the_token_or_the_client_certificate_are_refused() {
+    let (cluster, _client) = start().await;
+    let client = client_as(&cluster, |auth| {
+        auth.token = Some("wrong".to_string().into());
+        (auth.client_certificate_data, auth.client_key_data) = (None, None);
+    })
+    .await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "default");
     let (code, reason) = api_error(cms.list(&ListParams::default()).await.unwrap_err());
     assert_eq!((code, reason.as_str()), (401, "Unauthorized"));
+}
+
+/// The admin kubeconfig carries a client certificate of the cluster's CA, as kubeadm's and
+/// kind's do: a client that sends no token (kube-rs's bare TLS connectors) is the admin by it,
+/// named as upstream's x509 authenticator names it; a certificate of another CA fails the
+/// handshake.
+#[tokio::test]
+async fn the_admin_client_certificate_authenticates_without_a_token() {
+    let (cluster, _client) = start().await;
+    let client = client_as(&cluster, |auth| auth.token = None).await;
+    let review: serde_json::Value = client
+        .request(
+            http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+                .header("content-type", "application/json")
+                .body(br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#.to_vec())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(review["status"]["userInfo"]["username"], "kubernetes-admin", "{review}");
+    assert_eq!(review["status"]["userInfo"]["groups"], json!(["system:masters", "system:authenticated"]));
+
+    let foreign = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, "kubernetes-admin");
+    let forged = params.self_signed(&foreign).unwrap();
+    use base64::Engine as _;
+    let client = client_as(&cluster, |auth| {
+        auth.token = None;
+        auth.client_certificate_data = Some(base64::engine::general_purpose::STANDARD.encode(forged.pem()));
+        auth.client_key_data = Some(base64::engine::general_purpose::STANDARD.encode(foreign.serialize_pem()).into());
+    })
+    .await;
+    let refused = Api::<ConfigMap>::namespaced(client, "default").list(&ListParams::default()).await.unwrap_err();
+    assert!(!matches!(refused, kube::Error::Api(_)), "refused in the handshake: {refused:?}");
 }
 
 #[tokio::test]
