@@ -471,6 +471,12 @@ fn scaling_mid_rollout_scales_both_replica_sets_proportionally() {
         .then_some(out)
     });
     assert!(described.contains("10 desired"), "{described}");
+    // Written through events.k8s.io/v1 by the deployment plugin: kubectl's From is its
+    // reportingController.
+    assert!(
+        described.lines().any(|l| l.contains("ScalingReplicaSet") && l.contains("wasmcm.dev/deployment")),
+        "{described}"
+    );
 
     // And back down to 3 (max 4): 11 pods lose 7, larger ReplicaSets first — old 7 × 4/11 ≈
     // 2.55 → 3 and new 4 × 4/11 ≈ 1.45 → 1.
