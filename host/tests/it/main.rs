@@ -27,6 +27,7 @@ mod least_privilege;
 mod lifecycle;
 mod plugin_loading;
 mod python;
+mod readme;
 mod record;
 mod reproducible;
 mod sandbox;

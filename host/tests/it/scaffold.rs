@@ -218,11 +218,20 @@ pub(crate) struct Live {
 /// `WASMCM_PLUGINS=$PWD/plugin.yaml make run` starts it in `dir`, once it says it runs the
 /// plugin `name`. The admin token goes to `home`/admin-token.
 pub(crate) fn run_on_the_host(home: &Path, dir: &Path, name: &str) -> (Running, Live) {
+    start_host(home, dir, Some(&dir.join("plugin.yaml")), name)
+}
+
+/// `wasmcm run` in `dir` with the plugins of `manifest` beside the built-ins (as
+/// `WASMCM_PLUGINS=<manifest> make run`), once it says it runs `name`.
+pub(crate) fn start_host(home: &Path, dir: &Path, manifest: Option<&Path>, name: &str) -> (Running, Live) {
+    let mut command = common::host_command();
+    if let Some(manifest) = manifest {
+        command.env("WASMCM_PLUGINS", manifest);
+    }
     let mut host = Running {
-        child: common::host_command()
+        child: command
             .current_dir(dir)
             .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false"])
-            .env("WASMCM_PLUGINS", dir.join("plugin.yaml"))
             .arg("--admin-token-file")
             .arg(home.join("admin-token"))
             .env("WASMCM_CACHE_DIR", common::precompiled_dir())
