@@ -143,6 +143,8 @@ pub struct ClusterConfig {
     pub clock: Clock,
     /// The listener's connection cap and timeouts.
     pub connections: listener::ConnectionLimits,
+    /// How long an Event is kept after its last write (kube-apiserver's `--event-ttl`, 1 h).
+    pub event_ttl: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -159,6 +161,7 @@ impl Default for ClusterConfig {
             sharded_list_watch: true,
             clock: Clock::system(),
             connections: listener::ConnectionLimits::default(),
+            event_ttl: Duration::from_secs(3600),
         }
     }
 }
@@ -219,7 +222,7 @@ impl Cluster {
         let mut tasks = JoinSet::new();
         tasks.spawn(listener::serve(state.clone(), listener, acceptor));
         tasks.spawn(kubelet::run(state.clone(), config.kubelet.clone()));
-        tasks.spawn(gc::run(state.clone()));
+        tasks.spawn(gc::run(state.clone(), config.event_ttl));
         tasks.spawn(disruption::run(state.clone()));
         tasks.spawn(periodic_faults(state.clone()));
         Ok(Cluster { url, addr, kubeconfig, token, ca_pem, state, tasks, files })

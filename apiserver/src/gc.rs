@@ -2,7 +2,8 @@
 //! controller and service-account controller do it: dependents of deleted owners go
 //! (background), foreground deletion waits for dependents, orphaning strips ownerReferences,
 //! a terminating namespace is emptied and then removed, and every namespace has a `default`
-//! ServiceAccount.
+//! ServiceAccount. And as etcd's leases on them: an Event goes an hour (`event_ttl`) after its
+//! last write.
 //!
 //! Incremental, as upstream's dependency graph: the collector follows every change in the
 //! store and keeps its own view of objects by uid with an index from each owner's uid to its
@@ -107,6 +108,11 @@ struct Collector {
     dependents: BTreeMap<String, BTreeSet<String>>,
     /// Namespaces being deleted.
     terminating: BTreeSet<String>,
+    /// How long an Event lives after its last write; zero: for ever (a one-off `pass`).
+    event_ttl: Duration,
+    /// When each Event expires, and the same ordered by time.
+    event_expiry: BTreeMap<Key, Instant>,
+    expiring: BTreeSet<(Instant, Key)>,
     work: Work,
     /// Work whose write failed, for another try after `retry_at`.
     later: Work,
@@ -155,6 +161,17 @@ impl Collector {
                     self.work.dependents.extend(self.dependents.get(&uid).into_iter().flatten().cloned());
                 }
                 self.objects.insert(uid.clone(), (key.clone(), object.clone()));
+            }
+        }
+
+        if key.id == "/events" && !self.event_ttl.is_zero() {
+            if let Some(at) = self.event_expiry.remove(key) {
+                self.expiring.remove(&(at, key.clone()));
+            }
+            if new.is_some() {
+                let at = Instant::now() + self.event_ttl;
+                self.event_expiry.insert(key.clone(), at);
+                self.expiring.insert((at, key.clone()));
             }
         }
 
@@ -324,14 +341,24 @@ impl Collector {
                 self.later.namespaces.insert(name);
             }
         }
+        while let Some((at, key)) = self.expiring.first().cloned().filter(|(at, _)| *at <= now) {
+            self.expiring.remove(&(at, key.clone()));
+            self.event_expiry.remove(&key);
+            if let Some(target) = target_of(state, &key) {
+                // Gone or changed meanwhile: its own change sets it expiring again.
+                failed(api::delete(state, &target, &DeleteOptions::default()).map(drop), &key, "expiring an event");
+            }
+        }
         if !self.later.is_empty() && self.retry_at.is_none() {
             self.retry_at = Some(Instant::now() + Duration::from_secs(1));
         }
     }
 
-    /// When the loop must wake with no change to apply: a retry or a namespace's sweep.
+    /// When the loop must wake with no change to apply: a retry, a namespace's sweep or an
+    /// Event's expiry.
     fn wake_at(&self) -> Option<Instant> {
-        self.retry_at.into_iter().chain(self.sweep_at.values().copied()).min()
+        let first_expiry = self.expiring.first().map(|(at, _)| *at);
+        self.retry_at.into_iter().chain(self.sweep_at.values().copied()).chain(first_expiry).min()
     }
 
     /// Deletes an object of a terminating namespace unless it is already going; true if that
@@ -346,9 +373,9 @@ impl Collector {
     }
 }
 
-pub(crate) async fn run(state: Arc<State>) {
+pub(crate) async fn run(state: Arc<State>, event_ttl: Duration) {
     let (mut changes, initial) = Subscription::start(&state.store, None);
-    let running = || Collector { grace: NAMESPACE_DELETION_GRACE, ..Default::default() };
+    let running = || Collector { grace: NAMESPACE_DELETION_GRACE, event_ttl, ..Default::default() };
     let mut gc = running();
     for event in &initial {
         gc.apply(event);
@@ -532,6 +559,34 @@ mod tests {
         std::thread::sleep(grace);
         settle(&state, &mut changes, &mut gc);
         assert!(state.store.get(&key).is_none(), "finalized once its grace period is over");
+    }
+
+    #[test]
+    fn an_event_expires_its_ttl_after_its_last_write() {
+        let state = state();
+        let (mut changes, initial) = Subscription::start(&state.store, None);
+        let ttl = Duration::from_secs(2);
+        let mut gc = Collector { event_ttl: ttl, ..Default::default() };
+        initial.iter().for_each(|e| gc.apply(e));
+        let events = state.registry.lookup("", "v1", "events").unwrap();
+        let event = |message: &str| {
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "default"},
+                   "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "message": message})
+        };
+        let key = Key { id: "/events".into(), namespace: "default".into(), name: "e".into() };
+        let t = Target { rt: events.clone(), namespace: "default".into(), name: "e".into() };
+        let start = std::time::Instant::now();
+        api::create(&state, &events, "default", event("first"), false, api::Ownership::Unrecorded).unwrap();
+        settle(&state, &mut changes, &mut gc);
+        std::thread::sleep(ttl * 3 / 5);
+        api::update(&state, &t, event("again"), false, api::Ownership::Unrecorded).unwrap();
+        settle(&state, &mut changes, &mut gc);
+        std::thread::sleep((ttl * 6 / 5).saturating_sub(start.elapsed()));
+        settle(&state, &mut changes, &mut gc);
+        assert!(state.store.get(&key).is_some(), "a write starts its time again");
+        std::thread::sleep((ttl * 9 / 5).saturating_sub(start.elapsed()));
+        settle(&state, &mut changes, &mut gc);
+        assert!(state.store.get(&key).is_none(), "gone a TTL after its last write");
     }
 
     #[test]
