@@ -138,7 +138,7 @@ fn namespace_usable(state: &State, rt: &ResourceType, namespace: &str, object: &
 /// read, as upstream's storage decoder does it; an Event read through events.k8s.io/v1 is
 /// converted from the core/v1 form both Event APIs share one storage in (see `to_stored`).
 pub(crate) fn served(rt: &ResourceType, stored: &Value) -> Option<Value> {
-    if rt.api_version() == event::EVENTS && rt.kind == "Event" {
+    if events_v1(rt) {
         return Some(event::convert(stored, event::EVENTS));
     }
     custom::default_stored(rt, stored)
@@ -148,7 +148,13 @@ pub(crate) fn served(rt: &ResourceType, stored: &Value) -> Option<Value> {
 /// storage for core/v1 and events.k8s.io/v1 Events (they are one internal type), so an Event
 /// written through either is listed, watched and field-selected through both.
 fn to_stored(rt: &ResourceType, object: Value) -> Value {
-    if rt.api_version() == event::EVENTS && rt.kind == "Event" { event::convert(&object, event::CORE) } else { object }
+    if events_v1(rt) { event::convert(&object, event::CORE) } else { object }
+}
+
+/// Whether `rt` is events.k8s.io's Event. Asked for every object read (lists, watches), so by
+/// its fields rather than a formatted apiVersion.
+fn events_v1(rt: &ResourceType) -> bool {
+    rt.group == "events.k8s.io" && rt.version == "v1" && rt.kind == "Event"
 }
 
 pub(crate) fn get(state: &State, t: &Target) -> Result<Arc<Value>, ApiError> {
