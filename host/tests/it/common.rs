@@ -5,7 +5,8 @@ pub use wasmcm_test_support::{
     PATIENCE, cluster, config, eventually, helm_path, kubectl_path, token_client, workspace_root,
 };
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -276,6 +277,40 @@ pub fn host_command() -> std::process::Command {
     cmd
 }
 
+/// `wasmcm run` as deploy/manifests' pod runs it, with in-cluster credentials only: what the
+/// kubelet mounts (a token of the ServiceAccount wasmcm/wasmcm, the CA, the namespace) written to
+/// `dir` (`WASMCM_SERVICEACCOUNT_DIR`), the plugin manifest `plugins` (the ConfigMap's volume),
+/// the Lease in `wasmcm` under the identity `pod`, the log (wasmcm's at debug) to `log`.
+pub fn in_cluster_host(
+    cluster: &wasmcm_apiserver::Cluster,
+    dir: &Path,
+    plugins: &Path,
+    pod: &str,
+    log: &Path,
+) -> Child {
+    let token = cluster.service_account_token("wasmcm", "wasmcm").expect("a token");
+    std::fs::write(dir.join("token"), &token).unwrap();
+    std::fs::write(dir.join("ca.crt"), cluster.ca_pem.as_deref().expect("a TLS cluster")).unwrap();
+    std::fs::write(dir.join("namespace"), "wasmcm").unwrap();
+    host_command()
+        .arg("--cache-dir")
+        .arg(precompiled_dir())
+        .arg("run")
+        .arg("--plugins")
+        .arg(plugins)
+        .args(["--leader-elect-resource-namespace", "wasmcm", "--metrics-bind-address", "127.0.0.1:0"])
+        .env_remove("KUBECONFIG")
+        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        .env("KUBERNETES_SERVICE_PORT", cluster.addr.port().to_string())
+        .env("WASMCM_SERVICEACCOUNT_DIR", dir)
+        .env("POD_NAME", pod)
+        .env("RUST_LOG", "warn,wasmcm=debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("wasmcm runs")
+}
+
 /// The `wasmcm` binary with `args`, sharing the tests' precompiled cache, logs off.
 pub fn wasmcm(args: &[&str]) -> Run {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmcm"))
@@ -303,6 +338,12 @@ pub fn plugins_target() -> PathBuf {
 pub fn plugin_cargo(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     let mut cmd = std::process::Command::new("cargo");
     cmd.current_dir(dir).args(args).env("CARGO_TARGET_DIR", plugins_target());
+    as_an_author(&mut cmd).output().expect("cargo runs")
+}
+
+/// `cmd` without what this test's own build put in the environment, which would steer an
+/// author's cargo (as host/build.rs keeps it from the guests').
+pub fn as_an_author(cmd: &mut std::process::Command) -> &mut std::process::Command {
     for var in [
         "RUSTC_WORKSPACE_WRAPPER",
         "RUSTC_WRAPPER",
@@ -318,7 +359,7 @@ pub fn plugin_cargo(dir: &std::path::Path, args: &[&str]) -> std::process::Outpu
     ] {
         cmd.env_remove(var);
     }
-    cmd.output().expect("cargo runs")
+    cmd
 }
 
 /// The embedded cluster and an in-process host running built-in plugins as deploy/manifests'
@@ -367,7 +408,6 @@ impl Bed {
     /// kubectl with `args`, `stdin` written to it.
     pub fn run(&self, args: &[&str], stdin: Option<&str>) -> std::process::Output {
         use std::io::Write;
-        use std::process::Stdio;
         let mut child = std::process::Command::new(&self.kubectl)
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -31,37 +31,11 @@ async fn runs_a_deployment_with_the_manifests_service_account_and_in_cluster_cre
     let (cluster, admin) = common::cluster().await;
     common::kubectl_apply(&cluster.kubeconfig, &common::RBAC_MANIFESTS);
 
-    // What the kubelet mounts into the pod.
     let dir = tempfile::tempdir().unwrap();
-    let token = cluster.service_account_token("wasmcm", "wasmcm").unwrap();
-    std::fs::write(dir.path().join("token"), &token).unwrap();
-    std::fs::write(dir.path().join("ca.crt"), cluster.ca_pem.as_deref().expect("a TLS cluster")).unwrap();
-    std::fs::write(dir.path().join("namespace"), "wasmcm").unwrap();
     let plugins = common::plugins_dir();
     let log = dir.path().join("wasmcm.log");
     println!("host log: {}", log.display());
-
-    let _host = Running(
-        Command::new(env!("CARGO_BIN_EXE_wasmcm"))
-            .arg("--cache-dir")
-            .arg(common::precompiled_dir())
-            .arg("run")
-            .arg("--plugins")
-            .arg(plugins.path())
-            .args(["--leader-elect-resource-namespace", "wasmcm", "--metrics-bind-address", "127.0.0.1:0"])
-            .env_remove("KUBECONFIG")
-            .env_remove("WASMCM_KUBECONFIG")
-            .env_remove("POD_NAMESPACE")
-            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-            .env("KUBERNETES_SERVICE_PORT", cluster.addr.port().to_string())
-            .env("WASMCM_SERVICEACCOUNT_DIR", dir.path())
-            .env("POD_NAME", "wasmcm-test")
-            .env("RUST_LOG", "warn,wasmcm=debug")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("wasmcm runs"),
-    );
+    let _host = Running(common::in_cluster_host(&cluster, dir.path(), plugins.path(), "wasmcm-test", &log));
 
     // It elects itself in the manifests' lease namespace: the Role of 04-role.yaml.
     let leases: Api<Lease> = Api::namespaced(admin.clone(), "wasmcm");

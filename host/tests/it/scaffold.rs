@@ -1,17 +1,19 @@
-//! `wasmcm new` end to end, as a plugin author follows it from an empty directory: scaffold,
-//! build the component with the scaffold's own `cargo build --release --locked`, its native unit
-//! tests, `simulate` on its snapshot, `plugins inspect`, then `wasmcm run` with its plugin.yaml
-//! (in `WASMCM_PLUGINS`, as `make run` gets it) on the embedded cluster, where the `try:` line the
-//! host prints is pasted as it is, and the scaffold's CRD and example are applied with the real
-//! kubectl and reconciled; then a key is recorded on that host with `wasmcm plugins record`,
-//! replayed identically with `simulate --expect`, and replayed again after a change to the
-//! plugin's code, which shows the difference. It prints how long each step took.
+//! `wasmcm new` end to end, as a plugin author follows README.md's "Write a plugin" block from
+//! an empty directory, each line of the block run as written in a reader's shell (`wasmcm` on the
+//! PATH): scaffold, `cargo test && cargo plugin`, `simulate` on its snapshot, then
+//! `WASMCM_PLUGINS=$PWD/plugin.yaml make -C <checkout> run` (checked with `make -n` to be
+//! `cargo run -p wasmcm -- run`, which is this test's binary) on the embedded cluster, where the
+//! `try:` line the host prints is pasted as it is, and the scaffold's CRD and example are applied
+//! with the real kubectl and reconciled; then a key is recorded on that host with `wasmcm plugins
+//! record`, replayed identically with `simulate --expect`, and replayed again after a change to
+//! the plugin's code, which shows the difference. It prints how long each step took.
 //!
 //! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold.rs`. The
-//! plugin builds share `target/plugins` so that reruns reuse compiled dependencies; nothing
-//! else of the workspace is written.
+//! scaffold's `target/` is a link to `target/plugins`, shared so that reruns and the example's
+//! build reuse compiled dependencies; nothing else of the workspace is written.
 
 use crate::common;
+use crate::readme::{README, Reader, commands, sh_block};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -20,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const NAME: &str = "hello-scaffold";
-const WASM: &str = "hello_scaffold.wasm";
-const PLURAL: &str = "helloscaffolds";
+/// What README.md's block makes: `wasmcm new widgets --kind example.com/v1alpha1/Widget`.
+const NAME: &str = "widgets";
+const KIND: &str = "Widget";
+const WASM: &str = "target/wasm32-unknown-unknown/release/widgets.wasm";
 
 pub(crate) fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
@@ -60,34 +63,33 @@ fn bad_input_is_refused_with_the_reason() {
 #[test]
 fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the_host() {
     let home = tempfile::tempdir().unwrap();
+    let checkout = home.path().join("wasmcm");
+    std::fs::create_dir(&checkout).unwrap();
     let dir = home.path().join(NAME);
+    let reader = Reader::new(home.path());
     let mut steps = Steps::start();
 
-    // Scaffold.
-    let out = wasmcm(home.path(), &["new", NAME]);
-    assert!(out.status.success(), "wasmcm new: {}", text(&out));
-    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The block as a reader runs it: scaffold, test and build, simulate, run.
+    let block = commands(&sh_block(README, "wasmcm new "));
+    let [new, build, simulate, run] = &block[..] else { panic!("README.md's Write a plugin block: {block:#?}") };
+
+    // Scaffold, from the checkout (`--dir ../widgets`).
+    let printed = reader.ok(&checkout, new);
     assert!(printed.contains("cargo build --release --target wasm32-unknown-unknown"), "{printed}");
-    let lock = std::fs::read_to_string(dir.join("Cargo.lock")).expect("a Cargo.lock");
+    let lock =
+        std::fs::read_to_string(dir.join("Cargo.lock")).unwrap_or_else(|e| panic!("a Cargo.lock: {e}\n{printed}"));
     assert!(lock.contains("name = \"wasmcm-guest\""), "{lock}");
     assert!(!lock.contains("name = \"wasmtime\""), "the lock is pruned to the plugin's dependencies");
-
+    std::fs::create_dir_all(common::plugins_target()).unwrap();
+    std::os::unix::fs::symlink(common::plugins_target(), dir.join("target")).unwrap();
     steps.done("scaffold");
 
-    // Build: the component, with the lock as generated.
-    let wasm = build(&dir);
-    assert_eq!(std::fs::read_to_string(dir.join("Cargo.lock")).unwrap(), lock, "--locked kept the lock as written");
-    steps.done("build the component");
-
-    // Unit tests, natively.
-    let tested = common::plugin_cargo(&dir, &["test", "--locked"]);
-    assert!(tested.status.success(), "cargo test: {}", text(&tested));
-    assert!(
-        text(&tested).contains("reports_the_generation_ready_then_writes_nothing_more ... ok"),
-        "{}",
-        text(&tested)
-    );
-    steps.done("unit-test");
+    // Native unit tests, then the component, with the lock as generated.
+    let built = reader.ok(&dir, build);
+    assert!(built.contains("reports_the_generation_ready_then_writes_nothing_more ... ok"), "{built}");
+    assert!(dir.join(WASM).exists(), "`cargo plugin` builds {WASM}: {built}");
+    assert_eq!(std::fs::read_to_string(dir.join("Cargo.lock")).unwrap(), lock, "the build kept the lock as written");
+    steps.done("unit-test and build the component");
 
     // Formatted as made, by the repository's rustfmt.toml it carries (seen failing before:
     // rustfmt's default width rewrapped four statements and reordered an import).
@@ -95,21 +97,27 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     assert!(formatted.status.success(), "cargo fmt --check: {}", text(&formatted));
 
     // Simulate on the snapshot: one status update, Ready.
-    simulates_the_example_ready(&dir, &wasm, NAME, "HelloScaffold");
+    the_example_was_made_ready(&reader.run(&dir, simulate), NAME, KIND);
     steps.done("simulate");
 
     // What the host sees of it.
-    let out = wasmcm(&dir, &["plugins", "inspect", &wasm]);
+    let out = wasmcm(&dir, &["plugins", "inspect", WASM]);
     assert!(out.status.success(), "inspect: {}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains(&format!("{NAME} 0.1.0 (contract")), "{shown}");
-    assert!(shown.contains("primary: example.com/v1alpha1/HelloScaffold"), "{shown}");
+    assert!(shown.contains(&format!("primary: example.com/v1alpha1/{KIND}")), "{shown}");
     steps.done("inspect");
 
+    // `make -C <checkout> run` is `cargo run -p wasmcm -- run`, this test's binary, which is
+    // started here with the environment of the line.
+    let root = wasmcm_test_support::workspace_root().display().to_string();
+    let dry = run.replace("<wasmcm checkout>", &root).replacen(" make ", " make -n ", 1);
+    assert!(dry.starts_with("WASMCM_PLUGINS=$PWD/plugin.yaml make -n -C "), "{run}");
+    assert!(reader.ok(&dir, &dry).lines().any(|l| l == "cargo run -p wasmcm -- run"), "{dry}");
     let (_host, live) = run_on_the_host(home.path(), &dir, NAME);
     let (try_line, kubeconfig) = (live.try_line, live.kubeconfig);
     steps.done("load into the host (make run)");
-    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
+    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig, "widgets");
     steps.done("reconcile the custom resource (kubectl)");
 
     // Record a live reconcile of the example, as the README says.
@@ -122,7 +130,7 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     steps.done("record a key");
 
     // Replay it: the same plugin returns the same outcome (nothing to do: it is Ready).
-    let replay = ["simulate", "--plugin", &wasm, "--state", "example.json", "--expect", "example.json"];
+    let replay = ["simulate", "--plugin", WASM, "--state", "example.json", "--expect", "example.json"];
     let out = wasmcm(&dir, &replay);
     assert!(out.status.success(), "replay: {}", text(&out));
     assert!(text(&out).contains("identical to example.json"), "{}", text(&out));
@@ -133,29 +141,16 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     let code = std::fs::read_to_string(&lib).unwrap();
     assert!(code.contains(r#"reason: "Reconciled".into(),"#), "the skeleton's reason");
     std::fs::write(&lib, code.replace(r#"reason: "Reconciled".into(),"#, r#"reason: "Served".into(),"#)).unwrap();
-    let wasm = build(&dir);
+    reader.ok(&dir, "cargo plugin");
     let out = wasmcm(&dir, &replay);
     assert_eq!(out.status.code(), Some(1), "the changed plugin differs: {}", text(&out));
     assert!(text(&out).contains("differs from example.json: 0 intents in 0 batches vs 1 in 1"), "{}", text(&out));
     let replayed: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
     let update = &replayed["outcome"]["batches"][0][0]["updateStatus"];
     assert_eq!(update["status"]["conditions"][0]["reason"], "Served", "{replayed:#}");
-    assert_eq!(replayed["plugin"]["digest"].as_str().map(str::len), Some(64), "{wasm}");
+    assert_eq!(replayed["plugin"]["digest"].as_str().map(str::len), Some(64), "{replayed:#}");
     steps.done("change, rebuild, replay");
     eprintln!("{}", steps.report());
-}
-
-/// `cargo build --release --locked --target wasm32-unknown-unknown` in `dir`, the component
-/// copied where `plugin.yaml` names it (this test's builds go to the shared target dir); its
-/// path.
-fn build(dir: &Path) -> String {
-    let built = common::plugin_cargo(dir, &["build", "--release", "--locked", "--target", "wasm32-unknown-unknown"]);
-    assert!(built.status.success(), "cargo build: {}", text(&built));
-    let wasm_dir = dir.join("target/wasm32-unknown-unknown/release");
-    std::fs::create_dir_all(&wasm_dir).unwrap();
-    std::fs::copy(common::plugins_target().join("wasm32-unknown-unknown/release").join(WASM), wasm_dir.join(WASM))
-        .unwrap();
-    wasm_dir.join(WASM).display().to_string()
 }
 
 /// How long each step took, printed for the record (timings are not asserted).
@@ -181,13 +176,16 @@ impl Steps {
     }
 }
 
-/// Stops the host however the test ends, and removes what its embedded cluster left.
 /// `simulate` of a scaffold's component (`wasm`, plugin `name`, reconciling `kind`) on its
 /// snapshot at the snapshot's time: one status update of the example, then Ready at generation 1.
 pub(crate) fn simulates_the_example_ready(dir: &Path, wasm: &str, name: &str, kind: &str) {
     let simulate = ["simulate", "--plugin", wasm, "--state", "snapshot.yaml", "--key", "default/example"];
-    let out = wasmcm(dir, &[&simulate[..], &["--now", "2026-01-01T00:00:00Z"]].concat());
-    assert!(out.status.success(), "simulate: {}", text(&out));
+    the_example_was_made_ready(&wasmcm(dir, &[&simulate[..], &["--now", "2026-01-01T00:00:00Z"]].concat()), name, kind);
+}
+
+/// What that `simulate` printed: one status update of the example, then Ready at generation 1.
+fn the_example_was_made_ready(out: &Output, name: &str, kind: &str) {
+    assert!(out.status.success(), "simulate: {}", text(out));
     let result: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
     assert_eq!(result["plugin"]["name"], name);
     let actions: Vec<String> = result["actions"]
@@ -287,7 +285,7 @@ impl Drop for Running {
 
 /// The `try:` line pasted into a shell, then the scaffold's CRD and example applied and the
 /// example reconciled Ready, again after a spec change.
-pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, kubeconfig: &Path) {
+pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, kubeconfig: &Path, plural: &str) {
     // As pasted: the command names the kubectl it uses; no KUBECONFIG or PATH from here.
     let pasted = Command::new("sh")
         .args(["-c", try_line])
@@ -323,7 +321,7 @@ pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, ku
         loop {
             let (_, shown) = kubectl(&[
                 "get",
-                PLURAL,
+                plural,
                 "example",
                 "-o",
                 "jsonpath={.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status}",
@@ -337,12 +335,12 @@ pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, ku
         }
     };
     ready("1");
-    let (ok, shown) = kubectl(&["get", PLURAL]);
+    let (ok, shown) = kubectl(&["get", plural]);
     assert!(
         ok && shown.contains("READY") && shown.lines().any(|l| l.starts_with("example ") && l.contains("True")),
         "{shown}"
     );
-    let (ok, shown) = kubectl(&["patch", PLURAL, "example", "--type=merge", "-p", r#"{"spec":{"message":"again"}}"#]);
+    let (ok, shown) = kubectl(&["patch", plural, "example", "--type=merge", "-p", r#"{"spec":{"message":"again"}}"#]);
     assert!(ok, "{shown}");
     ready("2");
 }

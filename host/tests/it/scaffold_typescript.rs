@@ -92,7 +92,7 @@ fn a_new_typescript_plugin_builds_tests_simulates_and_reconciles_its_custom_reso
     let (_host, live) = run_on_the_host(home.path(), &dir, NAME);
     let (try_line, kubeconfig) = (live.try_line, live.kubeconfig);
     steps.done("load into the host (make run)");
-    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig);
+    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig, "helloscaffolds");
     steps.done("reconcile the custom resource (kubectl)");
 
     let address = live.address;
