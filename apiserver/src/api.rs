@@ -13,28 +13,9 @@ use super::State;
 use super::change::Key;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
-use super::resources::ResourceType;
+use super::resources::{ResourceType, Target};
 use super::{certificates, custom, defaults, services, strategy, table, validation};
 use wasmcm_core::{ApiError, Cause, event, meta_mut, spec_part, str_at};
-
-/// Where an object lives.
-#[derive(Clone, Debug)]
-pub(crate) struct Target {
-    pub rt: ResourceType,
-    /// Empty for cluster-scoped types.
-    pub namespace: String,
-    pub name: String,
-}
-
-impl Target {
-    pub(crate) fn key(&self) -> Key {
-        Key { id: self.rt.id(), namespace: self.namespace.clone(), name: self.name.clone() }
-    }
-
-    fn not_found(&self) -> ApiError {
-        ApiError::not_found(&self.rt.group, &self.rt.resource, &self.name)
-    }
-}
 
 /// Who takes ownership of the fields a write changes (`metadata.managedFields`).
 #[derive(Clone, Copy, Debug)]
@@ -100,20 +81,16 @@ fn check_kind(rt: &ResourceType, object: &mut Value) -> Result<(), ApiError> {
         _ => object["kind"] = json!(rt.kind),
     }
     // A custom resource is pruned and defaulted as it is decoded.
-    custom::decode(rt, object)
+    custom::decode(rt.schema.as_ref(), &rt.gvk(), object)
 }
 
-fn invalid(rt: &ResourceType, name: &str, causes: Vec<validation::Cause>) -> ApiError {
-    let causes = causes
-        .into_iter()
-        .map(|c| Cause { reason: c.reason.to_string(), field: c.field, message: c.message })
-        .collect();
+fn invalid(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
     ApiError::invalid(&rt.group, &rt.kind, name, causes)
 }
 
 fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
     let mut causes = validation::validate(&rt.api_version(), &rt.kind, object, old);
-    causes.extend(custom::validate(rt, object, old));
+    causes.extend(custom::validate(rt.schema.as_ref(), object, old));
     if causes.is_empty() { Ok(()) } else { Err(invalid(rt, str_at(object, "/metadata/name"), causes)) }
 }
 
@@ -141,7 +118,7 @@ pub(crate) fn served(rt: &ResourceType, stored: &Value) -> Option<Value> {
     if events_v1(rt) {
         return Some(event::convert(stored, event::EVENTS));
     }
-    custom::default_stored(rt, stored)
+    custom::default_stored(rt.schema.as_ref(), stored)
 }
 
 /// `object`, written through `rt`, in the form it is stored in: kube-apiserver keeps one
@@ -234,7 +211,7 @@ pub(crate) fn create(
     })?;
     if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&created, true);
-        super::control_plane::sync_crd_api_services(state);
+        (state.crd_registration)(state);
     }
     Ok(created)
 }
@@ -377,7 +354,7 @@ fn prepare_status_update(
     }
     owner.record(&t.rt, Some(current), &mut updated)?;
     let mut causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
-    causes.extend(custom::validate_status(&t.rt, &updated, current));
+    causes.extend(custom::validate_status(t.rt.schema.as_ref(), &updated, current));
     if !causes.is_empty() {
         return Err(invalid(&t.rt, &t.name, causes));
     }
@@ -428,7 +405,7 @@ fn write(
     )?;
     if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
         state.registry.sync_crd(&written, state.store.get(&t.key()).is_some());
-        super::control_plane::sync_crd_api_services(state);
+        (state.crd_registration)(state);
     }
     Ok(written)
 }
@@ -484,7 +461,7 @@ pub(crate) fn apply(
     force: bool,
 ) -> Result<(Arc<Value>, bool), ApiError> {
     if part != Part::Scale {
-        custom::check_apply_fields(&t.rt, &config)?;
+        custom::check_apply_fields(t.rt.schema.as_ref(), &t.rt.gvk(), &config)?;
     }
     check_kind(&t.rt, &mut config)?;
     // kube-apiserver checks the name of the object the apply made (its checkName): a
@@ -527,7 +504,7 @@ pub(crate) fn apply(
 
 /// The autoscaling/v1 Scale of an object of this type: a custom resource's at its CRD's paths.
 pub(crate) fn scale_of_type(rt: &ResourceType, object: &Value) -> Value {
-    custom::scale_of(rt, object).unwrap_or_else(|| scale_of(object))
+    custom::scale_of(rt.schema.as_ref(), object).unwrap_or_else(|| scale_of(object))
 }
 
 /// The autoscaling/v1 Scale of a Deployment, ReplicaSet, StatefulSet or ReplicationController,
@@ -561,8 +538,8 @@ fn apply_scale(t: &Target, scale: Value, current: &Value, owner: Ownership<'_>) 
         invalid(
             &t.rt,
             &t.name,
-            vec![validation::Cause {
-                reason: "FieldValueRequired",
+            vec![Cause {
+                reason: "FieldValueRequired".into(),
                 field: "spec.replicas".into(),
                 message: "Required value".into(),
             }],
@@ -572,15 +549,15 @@ fn apply_scale(t: &Target, scale: Value, current: &Value, owner: Ownership<'_>) 
         return Err(invalid(
             &t.rt,
             &t.name,
-            vec![validation::Cause {
-                reason: "FieldValueInvalid",
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
                 field: "spec.replicas".into(),
                 message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
             }],
         ));
     }
     let mut new = current.clone();
-    if !custom::set_replicas(&t.rt, &mut new, replicas) {
+    if !custom::set_replicas(t.rt.schema.as_ref(), &mut new, replicas) {
         new["spec"]["replicas"] = json!(replicas);
     }
     prepare_update(t, new, current, owner)
@@ -707,7 +684,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
         return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone).inspect(|_| {
             if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
                 state.registry.sync_crd(&current, false);
-                super::control_plane::sync_crd_api_services(state);
+                (state.crd_registration)(state);
                 remove_custom_resources(state, &current);
             }
         });

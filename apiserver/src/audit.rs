@@ -19,9 +19,9 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::State;
 use crate::change::Key;
-use crate::rbac::Attributes;
+use crate::request_info::RequestInfo;
+use crate::store::Store;
 use crate::user::UserInfo;
 
 /// One write, as it arrived.
@@ -88,7 +88,7 @@ impl Audit {
     }
 
     /// The Lease a write in `namespace` is entitled by.
-    fn lease_for(&self, state: &State, namespace: &str) -> Key {
+    fn lease_for(&self, store: &Store, namespace: &str) -> Key {
         use wasmcm_core::group::{self, Shape};
         let key = |namespace: &str, name: String| Key {
             id: "coordination.k8s.io/leases".into(),
@@ -102,7 +102,7 @@ impl Audit {
                 key(lease_namespace, leases.get(shard).cloned().unwrap_or_default())
             }
             AuditLease::Group { namespace: lease_namespace, name } => {
-                let anchor = state.store.get(&key(lease_namespace, name.clone()));
+                let anchor = store.get(&key(lease_namespace, name.clone()));
                 let shape = anchor.and_then(|a| {
                     let annotation = a.get("metadata")?.get("annotations").and_then(|m| m.get(group::SHAPE_ANNOTATION));
                     let seconds = a.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64);
@@ -113,21 +113,23 @@ impl Audit {
         }
     }
 
-    /// The record of a request arriving now, if it is a write; completed by [`Audit::answered`].
+    /// The record of a request that arrived at `received`, if it is a write (its Lease as `store`
+    /// holds it then); completed by [`Audit::answered`].
     pub(crate) fn arrived(
         &self,
-        state: &State,
+        store: &Store,
+        received: jiff::Timestamp,
         user: &UserInfo,
         user_agent: &str,
-        request: &Attributes,
+        request: &RequestInfo,
     ) -> Option<AuditRecord> {
         if !request.resource_request
             || !matches!(request.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
         {
             return None;
         }
-        let key = self.lease_for(state, &request.namespace);
-        let lease = state.store.get(&key).map(|l| {
+        let key = self.lease_for(store, &request.namespace);
+        let lease = store.get(&key).map(|l| {
             let spec = l.get("spec").cloned().unwrap_or(Value::Null);
             LeaseState {
                 holder: spec.get("holderIdentity").and_then(Value::as_str).unwrap_or("").into(),
@@ -140,7 +142,7 @@ impl Audit {
             sub => format!("{}/{sub}", request.resource),
         };
         Some(AuditRecord {
-            received: state.now(),
+            received,
             user: user.name.clone(),
             user_agent: user_agent.into(),
             verb: request.verb.clone(),

@@ -11,39 +11,16 @@
 //! re-creating it under the same name) invalidates its tokens, as the real server's check of
 //! a token's bound ServiceAccount does.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::State;
 use super::change::Key;
-use super::rbac::{self, Attributes};
+use super::rbac;
+use super::request_info::RequestInfo;
+use super::tokens::Issued;
 use super::user::UserInfo;
 use wasmcm_core::{ApiError, Cause, str_at};
-
-struct Issued {
-    namespace: String,
-    name: String,
-    /// The ServiceAccount's uid when the token was issued.
-    uid: String,
-    expires: Timestamp,
-    /// Whom the token is for (`spec.audiences` of its TokenRequest).
-    audiences: Vec<String>,
-}
-
-/// ServiceAccount tokens issued by this server, by token.
-#[derive(Default)]
-pub(crate) struct Tokens {
-    issued: Mutex<HashMap<String, Issued>>,
-}
-
-impl Tokens {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Issued>> {
-        self.issued.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 fn service_account_key(namespace: &str, name: &str) -> Key {
     Key { id: "/serviceaccounts".into(), namespace: namespace.into(), name: name.into() }
@@ -236,11 +213,11 @@ pub(crate) fn impersonate(
         }
         return Err(ApiError::bad_request(format!("requested groups {as_groups:?} without impersonating a user")));
     };
-    let allowed = |attributes: Attributes| {
+    let allowed = |attributes: RequestInfo| {
         let decision = rbac::authorize(state, &requester, &attributes);
         if decision.allowed { Ok(()) } else { Err(rbac::forbidden(&requester, &attributes, &decision.reason)) }
     };
-    let impersonating = |resource: &str, namespace: &str, name: &str| Attributes {
+    let impersonating = |resource: &str, namespace: &str, name: &str| RequestInfo {
         resource_request: true,
         verb: "impersonate".into(),
         namespace: namespace.into(),
@@ -428,7 +405,7 @@ pub(crate) fn review(state: &State, user: &UserInfo, resource: &str, request: Va
 
 /// The attributes a SelfSubjectAccessReview asks about, validated as upstream's
 /// ValidateSelfSubjectAccessReviewSpec.
-fn access_review_attributes(request: &Value) -> Result<Attributes, ApiError> {
+fn access_review_attributes(request: &Value) -> Result<RequestInfo, ApiError> {
     let resource = request.pointer("/spec/resourceAttributes").filter(|v| v.is_object());
     let non_resource = request.pointer("/spec/nonResourceAttributes").filter(|v| v.is_object());
     let invalid = |field: &str, shown: &str, detail: &str| {
@@ -452,7 +429,7 @@ fn access_review_attributes(request: &Value) -> Result<Attributes, ApiError> {
             "\"null\"",
             "exactly one of nonResourceAttributes or resourceAttributes must be specified",
         )),
-        (Some(r), None) => Ok(Attributes {
+        (Some(r), None) => Ok(RequestInfo {
             resource_request: true,
             verb: s(r, "verb"),
             path: String::new(),
@@ -463,7 +440,7 @@ fn access_review_attributes(request: &Value) -> Result<Attributes, ApiError> {
             subresource: s(r, "subresource"),
             name: s(r, "name"),
         }),
-        (None, Some(n)) => Ok(Attributes { verb: s(n, "verb"), path: s(n, "path"), ..Default::default() }),
+        (None, Some(n)) => Ok(RequestInfo { verb: s(n, "verb"), path: s(n, "path"), ..Default::default() }),
     }
 }
 

@@ -45,7 +45,7 @@ pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
         create("apiservices", "", service.clone())?;
         if let Some(rt) = &api_services {
             let name = service.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-            let target = api::Target { rt: rt.clone(), namespace: String::new(), name };
+            let target = crate::resources::Target { rt: rt.clone(), namespace: String::new(), name };
             api::update_status(state, &target, service, false, Ownership::Unrecorded)
                 .map_err(|e| anyhow::anyhow!("marking APIService {} available: {e}", target.name))?;
         }
@@ -242,4 +242,13 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
             ],
         ),
     ]
+}
+
+/// A bootstrapped state on a fixed clock, for the unit tests of the server's own loops.
+#[cfg(test)]
+pub(crate) fn test_state() -> State {
+    let sources = crate::state::Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() };
+    let state = State::new(crate::store::Store::default(), sources, crate::control_plane::sync_crd_api_services);
+    bootstrap(&state).expect("bootstrap");
+    state
 }

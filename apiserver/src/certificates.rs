@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use wasmcm_core::{ApiError, Cause, str_at};
+use wasmcm_core::{ApiError, str_at};
 
 use super::State;
-use super::api::Target;
+use super::resources::Target;
 use super::user::UserInfo;
 use super::validation;
 
@@ -144,10 +144,6 @@ pub(crate) fn update_approval(
         fill_conditions(&mut updated, current, &now);
         let causes = validation::validate(&api_version, &target.rt.kind, &updated, Some(current));
         if !causes.is_empty() {
-            let causes = causes
-                .into_iter()
-                .map(|c| Cause { reason: c.reason.into(), field: c.field, message: c.message })
-                .collect();
             return Err(ApiError::invalid(&target.rt.group, &target.rt.kind, &target.name, causes));
         }
         Ok((updated != *current).then_some(updated))

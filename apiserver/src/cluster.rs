@@ -13,107 +13,10 @@ use tokio::task::JoinSet;
 use wasmcm_core::clock::Clock;
 
 use crate::change::StoredChange;
+use crate::state::{Sources, State};
 use crate::store::{Changes, Subscription};
 use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
-use crate::{audit, auth, disruption, faults, files, gc, kubelet, listener, resources, store, tls};
-
-/// Shared by the HTTP layer and the cluster's own loops.
-pub(crate) struct State {
-    pub store: store::Store,
-    pub registry: resources::Registry,
-    /// The admin token. `None` only in the explicit plain-HTTP loopback mode.
-    pub token: Option<String>,
-    /// ServiceAccount tokens issued through TokenRequest.
-    pub tokens: auth::Tokens,
-    pub server_address: String,
-    pub faults: faults::Faults,
-    pub sources: Sources,
-    /// Who writes, and who holds the audited Lease meanwhile; `None` records nothing.
-    pub audit: Option<audit::Audit>,
-    /// `shardSelector` is served (`ClusterConfig::sharded_list_watch`).
-    pub sharded_list_watch: bool,
-    /// What a connection may hold the server for (`ClusterConfig::connections`).
-    pub limits: listener::ConnectionLimits,
-}
-
-/// Where the server gets the time and the randomness of what it makes up (timestamps, uids,
-/// generated names, cluster IPs): the system's (with the configured clock, which a test may
-/// speed up), or a fixed time and a seeded sequence, so that an offline run is reproducible.
-pub(crate) enum Sources {
-    System(Clock),
-    Fixed { now: jiff::Timestamp, seq: std::sync::atomic::AtomicU64 },
-}
-
-impl State {
-    pub(crate) fn new(store: store::Store, sources: Sources) -> Self {
-        State {
-            store,
-            registry: resources::Registry::default(),
-            token: None,
-            tokens: auth::Tokens::default(),
-            server_address: String::new(),
-            faults: faults::Faults::default(),
-            sources,
-            audit: None,
-            sharded_list_watch: true,
-            limits: listener::ConnectionLimits::default(),
-        }
-    }
-
-    pub(crate) fn now(&self) -> jiff::Timestamp {
-        match &self.sources {
-            Sources::System(clock) => clock.now(),
-            Sources::Fixed { now, .. } => *now,
-        }
-    }
-
-    /// How long, in real time, the cluster's clock takes to advance by `span` (a test clock runs
-    /// faster than the system's).
-    pub(crate) fn real(&self, span: Duration) -> Duration {
-        match &self.sources {
-            Sources::System(clock) => clock.real(span),
-            Sources::Fixed { .. } => span,
-        }
-    }
-
-    /// Now in whole seconds, RFC 3339, as objects are stamped.
-    pub(crate) fn now_rfc3339(&self) -> String {
-        let now = self.now();
-        jiff::Timestamp::from_second(now.as_second()).unwrap_or(now).to_string()
-    }
-
-    /// Random bytes, or the next ones of the seeded sequence (splitmix64).
-    pub(crate) fn fill(&self, buf: &mut [u8]) {
-        match &self.sources {
-            Sources::System(_) => {
-                let _ = getrandom::fill(buf);
-            }
-            Sources::Fixed { seq, .. } => {
-                for chunk in buf.chunks_mut(8) {
-                    let n = seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed).wrapping_add(1);
-                    let mut z = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                    z ^= z >> 31;
-                    chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
-                }
-            }
-        }
-    }
-
-    pub(crate) fn new_uid(&self) -> String {
-        let mut b = [0u8; 16];
-        self.fill(&mut b);
-        wasmcm_core::names::uid(b)
-    }
-
-    /// A generateName suffix.
-    pub(crate) fn name_suffix(&self) -> String {
-        let mut b = [0u8; 5];
-        self.fill(&mut b);
-        wasmcm_core::names::suffix(&b)
-    }
-}
+use crate::{audit, auth, disruption, files, gc, kubelet, limits, listener, store, tls};
 
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
@@ -142,7 +45,7 @@ pub struct ClusterConfig {
     /// times and back-offs run in. A test clock (`wasmcm_core::clock`) runs faster.
     pub clock: Clock,
     /// The listener's connection cap and timeouts.
-    pub connections: listener::ConnectionLimits,
+    pub connections: limits::ConnectionLimits,
     /// How long an Event is kept after its last write (kube-apiserver's `--event-ttl`, 1 h).
     pub event_ttl: Duration,
 }
@@ -160,7 +63,7 @@ impl Default for ClusterConfig {
             audit_lease: None,
             sharded_list_watch: true,
             clock: Clock::system(),
-            connections: listener::ConnectionLimits::default(),
+            connections: limits::ConnectionLimits::default(),
             event_ttl: Duration::from_secs(3600),
         }
     }
@@ -214,6 +117,7 @@ impl Cluster {
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
                 Sources::System(config.clock),
+                crate::control_plane::sync_crd_api_services,
             )
         });
         state.faults.set(config.faults.clone());
@@ -321,15 +225,6 @@ impl Cluster {
     pub async fn shutdown(mut self) {
         self.tasks.shutdown().await;
     }
-}
-
-/// A bootstrapped state on a fixed clock, for the unit tests of the server's own loops.
-#[cfg(test)]
-pub(crate) fn test_state() -> State {
-    let sources = Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() };
-    let state = State::new(store::Store::default(), sources);
-    crate::bootstrap::bootstrap(&state).expect("bootstrap");
-    state
 }
 
 /// Drops watches and compacts the history on the configured fault intervals.

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use wasmcm_core::str_at;
 
 use super::State;
-use super::api::{self, DeleteOptions, Ownership, Target};
+use super::api::{self, DeleteOptions, Ownership};
 use super::query::Filter;
 use super::resources::Registry;
+use super::resources::Target;
 
 const API_SERVICES_ID: &str = "apiregistration.k8s.io/apiservices";
 const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";

@@ -16,9 +16,10 @@ use serde_json::{Map, Value, json};
 use wasmcm_core::{ApiError, Cause, Operator, Requirement, Selector, str_at};
 
 use super::State;
-use super::api::{self, DeleteOptions, Ownership, Target};
+use super::api::{self, DeleteOptions, Ownership};
 use super::change::Key;
 use super::query::Filter;
+use super::resources::Target;
 use super::store::{Changes, Subscription};
 
 const PDB_ID: &str = "policy/poddisruptionbudgets";
@@ -669,7 +670,7 @@ pub(crate) async fn run(state: Arc<State>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::test_state;
+    use crate::bootstrap::test_state;
 
     fn create(state: &State, resource: &str, object: Value) -> Arc<Value> {
         let (group, version) = match str_at(&object, "/apiVersion").split_once('/') {

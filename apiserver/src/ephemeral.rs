@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use wasmcm_core::{ApiError, Cause, str_at};
+use wasmcm_core::{ApiError, str_at};
 
 use super::State;
-use super::api::Target;
 use super::defaults;
 use super::patch::{self, PatchType};
+use super::resources::Target;
 use super::validation;
 
 /// `dropNonEphemeralContainerUpdates`, defaulting and validation, from the pod `sent` and the
@@ -52,8 +52,6 @@ fn prepare(target: &Target, sent: &Value, current: &Value) -> Result<Option<Valu
     defaults::apply("v1", "Pod", &mut pod);
     let causes = validation::validate_ephemeral_containers_update(&pod, current);
     if !causes.is_empty() {
-        let causes =
-            causes.into_iter().map(|c| Cause { reason: c.reason.into(), field: c.field, message: c.message }).collect();
         return Err(ApiError::invalid("", "Pod", &target.name, causes));
     }
     Ok((pod != *current).then_some(pod))

@@ -23,8 +23,9 @@ use tokio::time::Instant;
 use wasmcm_core::str_at;
 
 use super::State;
-use super::api::{self, DeleteOptions, Target};
+use super::api::{self, DeleteOptions};
 use super::change::{Event, EventType, Key};
+use super::resources::Target;
 use super::store::{Changes, Subscription};
 
 fn deleting(v: &Value) -> bool {
@@ -448,7 +449,7 @@ fn failed(result: Result<(), wasmcm_core::ApiError>, key: &Key, what: &str) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::test_state;
+    use crate::bootstrap::test_state;
     use crate::resources::ResourceType;
 
     fn state() -> State {

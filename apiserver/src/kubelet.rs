@@ -28,9 +28,10 @@ use tokio::time::Instant;
 use wasmcm_core::str_at;
 
 use super::State;
-use super::api::{self, DeleteOptions, Target};
+use super::api::{self, DeleteOptions};
 use super::change::{Event, EventType, Key};
 use super::resources::ResourceType;
+use super::resources::Target;
 use super::runs::{self, Exit, Run, RunState};
 use super::store::{Changes, Subscription};
 
@@ -687,7 +688,7 @@ fn restart(state: &State, target: &Target, pod: &Value) -> Option<Arc<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::test_state;
+    use crate::bootstrap::test_state;
 
     fn state() -> State {
         test_state()
@@ -781,7 +782,8 @@ mod tests {
     fn fast_state() -> State {
         let epoch = jiff::Timestamp::now();
         let clock = wasmcm_core::clock::Clock::test(epoch, epoch, 100.0).unwrap();
-        let state = State::new(crate::store::Store::default(), crate::cluster::Sources::System(clock));
+        let sources = crate::state::Sources::System(clock);
+        let state = State::new(crate::store::Store::default(), sources, crate::control_plane::sync_crd_api_services);
         crate::bootstrap::bootstrap(&state).expect("bootstrap");
         state
     }

@@ -2,7 +2,7 @@
 //! each, and the limits that keep clients that do nothing from holding the server. What a
 //! request gets is `server`'s business; this module only decides which connections live.
 //!
-//! - **A connection cap** ([`ConnectionLimits::max`], 2048): past it the server accepts no more
+//! - **A connection cap** ([`ConnectionLimits::max`](crate::ConnectionLimits::max), 2048): past it the server accepts no more
 //!   until one closes, and new clients wait in the kernel's backlog (or are refused once that
 //!   is full). The test suites hold a few hundred at most (kube-rs opens one per watch over
 //!   HTTP/1.1: a host with its plugins' informers holds tens; kubectl multiplexes over one
@@ -22,7 +22,7 @@
 //!   (seen in the shards test, a PATCH after 90 s of waiting). Longer than the clients', so the
 //!   client closes first.
 //!
-//! A request's body must arrive within [`ConnectionLimits::body`] (60 s, kube-apiserver's
+//! A request's body must arrive within [`ConnectionLimits::body`](crate::ConnectionLimits::body) (60 s, kube-apiserver's
 //! `--request-timeout`), see `server::read_body`.
 
 use std::net::SocketAddr;
@@ -43,34 +43,8 @@ use tokio::time::Instant;
 
 use crate::State;
 use crate::auth;
+use crate::limits::ConnectionLimits;
 use crate::server::{self, Body};
-
-/// The limits of [`serve`]'s connections (see the module's documentation for the defaults).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// Connections open at once.
-    pub max: usize,
-    /// From TCP accept to a finished TLS handshake.
-    pub tls_handshake: Duration,
-    /// From the connection's start (after TLS) to its first request read whole.
-    pub first_request: Duration,
-    /// With no request in progress.
-    pub idle: Duration,
-    /// For a request's body to arrive.
-    pub body: Duration,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        ConnectionLimits {
-            max: 2048,
-            tls_handshake: Duration::from_secs(10),
-            first_request: Duration::from_secs(32),
-            idle: Duration::from_secs(120),
-            body: Duration::from_secs(60),
-        }
-    }
-}
 
 /// How long a connection closed for idleness may take to finish what it was answering.
 const CLOSE_GRACE: Duration = Duration::from_secs(10);

@@ -15,11 +15,12 @@ use serde_json::{Value, json};
 use wasmcm_core::{ApiError, Kind, str_at};
 
 use crate::State;
-use crate::api::{self, DeleteOptions, Target};
+use crate::api::{self, DeleteOptions};
 use crate::bootstrap::bootstrap;
 use crate::change::Key;
-use crate::cluster::Sources;
 use crate::resources::ResourceType;
+use crate::resources::Target;
+use crate::state::Sources;
 use crate::store::Store;
 
 pub struct Offline {
@@ -31,7 +32,8 @@ pub struct Offline {
 impl Offline {
     /// A server holding `objects`, whose clock stands at `now`.
     pub fn new(objects: Vec<Value>, now: jiff::Timestamp) -> Result<Self, String> {
-        let state = State::new(Store::default(), Sources::Fixed { now, seq: Default::default() });
+        let sources = Sources::Fixed { now, seq: Default::default() };
+        let state = State::new(Store::default(), sources, crate::control_plane::sync_crd_api_services);
         bootstrap(&state).map_err(|e| e.to_string())?;
         let mut offline = Offline { implicit: state.store.snapshot().into_iter().map(|(k, _)| k).collect(), state };
         // CRDs first, so their custom resources have a type to be stored as.

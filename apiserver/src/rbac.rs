@@ -11,110 +11,19 @@
 //! listed and changed as any other; members of system:masters (the kubeconfig's admin) are
 //! allowed everything besides, as upstream's privileged-group authorizer does.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::State;
 use super::change::Key;
-use super::query::{Filter, query_bool};
+use super::query::Filter;
+use super::request_info::RequestInfo;
 use super::user::UserInfo;
 use wasmcm_core::{ApiError, Details, str_at};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 const PRIVILEGED_GROUP: &str = "system:masters";
-
-/// What a request asks to do, as the authorizer sees it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Attributes {
-    /// False for paths outside the resource API (`/api`, `/apis/apps/v1`, `/version`, ...).
-    pub resource_request: bool,
-    /// get, list, watch, create, update, patch, delete, deletecollection; for a non-resource
-    /// path the lowercased HTTP method.
-    pub verb: String,
-    pub path: String,
-    pub group: String,
-    pub version: String,
-    pub namespace: String,
-    pub resource: String,
-    pub subresource: String,
-    pub name: String,
-}
-
-impl Attributes {
-    /// Upstream's RequestInfoFactory.NewRequestInfo over a request line.
-    pub(crate) fn of_request(method: &str, path: &str, query: &HashMap<String, String>) -> Attributes {
-        let mut a = Attributes { verb: method.to_ascii_lowercase(), path: path.to_string(), ..Default::default() };
-        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        if parts.len() < 3 {
-            return a;
-        }
-        let mut rest: &[&str] = match parts[0] {
-            "api" => &parts[1..],
-            "apis" if parts.len() >= 4 => {
-                a.group = parts[1].to_string();
-                &parts[2..]
-            }
-            _ => return a,
-        };
-        a.resource_request = true;
-        a.version = rest[0].to_string();
-        rest = &rest[1..];
-        // The deprecated /watch/ prefix makes any GET a watch.
-        let mut verb = match method {
-            "POST" => "create",
-            "GET" | "HEAD" => "get",
-            "PUT" => "update",
-            "PATCH" => "patch",
-            "DELETE" => "delete",
-            _ => "",
-        };
-        if rest.first() == Some(&"watch") {
-            verb = "watch";
-            rest = &rest[1..];
-        }
-        if rest.first() == Some(&"namespaces")
-            && let Some(ns) = rest.get(1)
-        {
-            a.namespace = ns.to_string();
-            // /namespaces/{ns}/status and /finalize are subresources of the namespace itself.
-            if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
-                rest = &rest[2..];
-            }
-        }
-        a.resource = rest.first().map(|s| s.to_string()).unwrap_or_default();
-        a.name = rest.get(1).map(|s| s.to_string()).unwrap_or_default();
-        a.subresource = rest.get(2).map(|s| s.to_string()).unwrap_or_default();
-        if a.name.is_empty() && verb == "get" {
-            verb = if query_bool(query, "watch") { "watch" } else { "list" };
-            // A list or watch of one object by name is authorized as that object.
-            if let Some(name) = query.get("fieldSelector").and_then(|s| exact_name(s)) {
-                a.name = name;
-            }
-        }
-        if a.name.is_empty() && verb == "delete" {
-            verb = "deletecollection";
-        }
-        a.verb = verb.to_string();
-        a
-    }
-}
-
-/// `fieldSelector.RequiresExactMatch("metadata.name")`, for names valid as a path segment.
-pub(crate) fn exact_name(selector: &str) -> Option<String> {
-    selector.split(',').find_map(|term| {
-        if term.contains("!=") {
-            return None;
-        }
-        let (field, value) = term.split_once("==").or_else(|| term.split_once('='))?;
-        (field.trim() == "metadata.name"
-            && !matches!(value, "." | "..")
-            && !value.contains('/')
-            && !value.contains('%'))
-        .then(|| value.to_string())
-    })
-}
 
 /// The outcome, with upstream's reason: which binding allowed it, or why rules could not be
 /// read (a binding naming a missing role).
@@ -242,7 +151,7 @@ fn has(rule: &Value, field: &str, wanted: &str) -> bool {
 
 /// Upstream's RuleAllows with VerbMatches, APIGroupMatches, ResourceMatches (including
 /// `*/subresource`), ResourceNameMatches and NonResourceURLMatches (trailing `*` prefixes).
-fn rule_allows(a: &Attributes, rule: &Value) -> bool {
+fn rule_allows(a: &RequestInfo, rule: &Value) -> bool {
     if !has(rule, "verbs", &a.verb) {
         return false;
     }
@@ -263,7 +172,7 @@ fn rule_allows(a: &Attributes, rule: &Value) -> bool {
 }
 
 /// Whether `user` may do what `a` describes.
-pub(crate) fn authorize(state: &State, user: &UserInfo, a: &Attributes) -> Decision {
+pub(crate) fn authorize(state: &State, user: &UserInfo, a: &RequestInfo) -> Decision {
     if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
         return Decision { allowed: true, reason: String::new() };
     }
@@ -311,7 +220,7 @@ pub(crate) fn rules_for(state: &State, user: &UserInfo, namespace: &str) -> (Vec
 
 /// The 403 of a denied request: upstream's `responsewriters.Forbidden` with
 /// `apierrors.NewForbidden`.
-pub(crate) fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
+pub(crate) fn forbidden(user: &UserInfo, a: &RequestInfo, reason: &str) -> ApiError {
     let what = if !a.resource_request {
         format!("User {} cannot {} path {}", q(&user.name), a.verb, q(&a.path))
     } else {
@@ -344,9 +253,9 @@ pub(crate) fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiErr
 mod tests {
     use super::*;
 
-    fn attrs(method: &str, path: &str, query: &[(&str, &str)]) -> Attributes {
+    fn attrs(method: &str, path: &str, query: &[(&str, &str)]) -> RequestInfo {
         let query = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Attributes::of_request(method, path, &query)
+        RequestInfo::of_request(method, path, &query)
     }
 
     #[test]

@@ -1,10 +1,14 @@
 //! The resource types the embedded API server serves: built-ins, plus custom resources added
 //! by CustomResourceDefinitions. Owns naming (group, version, plural, kind) and which
-//! subresources a type has; knows nothing about stored objects.
+//! subresources a type has, and where an object lives ([`Target`]: its type, namespace and
+//! name); knows nothing about stored objects.
 
 use std::sync::RwLock;
 
 use serde_json::{Value, json};
+use wasmcm_core::{ApiError, Kind};
+
+use crate::change::Key;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ResourceType {
@@ -36,6 +40,11 @@ impl ResourceType {
 
     /// Storage identity: one per group and resource, whatever the version. events.k8s.io's
     /// Events are the core group's (one internal type upstream, served under two names).
+    /// The kind it serves, with its group and version.
+    pub(crate) fn gvk(&self) -> Kind {
+        Kind::new(&self.api_version(), &self.kind)
+    }
+
     pub(crate) fn id(&self) -> String {
         let group = if self.group == "events.k8s.io" && self.resource == "events" { "" } else { &self.group };
         format!("{group}/{}", self.resource)
@@ -173,6 +182,25 @@ fn builtins() -> Vec<ResourceType> {
             &["api-extensions"],
         ),
     ]
+}
+
+/// Where an object lives.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub rt: ResourceType,
+    /// Empty for cluster-scoped types.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Target {
+    pub(crate) fn key(&self) -> Key {
+        Key { id: self.rt.id(), namespace: self.namespace.clone(), name: self.name.clone() }
+    }
+
+    pub(crate) fn not_found(&self) -> ApiError {
+        ApiError::not_found(&self.rt.group, &self.rt.resource, &self.name)
+    }
 }
 
 /// The served types. Built-ins are fixed; custom resources come and go with their CRDs.

@@ -24,14 +24,16 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::api::{self, DeleteOptions, Deleted, Ownership, Part, Target};
+use super::api::{self, DeleteOptions, Deleted, Ownership, Part};
 use super::auth;
 use super::change::{Event, EventType};
 use super::custom::{self, Arrival, FieldValidation};
 use super::managed::Writer;
 use super::patch::PatchType;
 use super::query::{self, Filter, query_bool};
+use super::request_info::{self, RequestInfo};
 use super::resources::ResourceType;
+use super::resources::Target;
 use super::store::WatchFrom;
 use super::user::UserInfo;
 use super::{State, certificates, control_plane, discovery, disruption, ephemeral, json, openapi, rbac, table};
@@ -93,10 +95,10 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<
     };
     let query: HashMap<String, String> =
         req.uri().query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
-    let attributes = rbac::Attributes::of_request(req.method().as_str(), &path, &query);
+    let attributes = RequestInfo::of_request(req.method().as_str(), &path, &query);
     let audited = state.audit.as_ref().and_then(|audit| {
         let agent = req.headers().get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
-        Some((audit, audit.arrived(&state, &user, agent, &attributes)?))
+        Some((audit, audit.arrived(&state.store, state.now(), &user, agent, &attributes)?))
     });
     let response = authorized(&state, &user, &attributes, query, req).await;
     if let Some((audit, record)) = audited {
@@ -109,7 +111,7 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<
 async fn authorized(
     state: &Arc<State>,
     user: &UserInfo,
-    attributes: &rbac::Attributes,
+    attributes: &RequestInfo,
     query: HashMap<String, String>,
     req: Request<Incoming>,
 ) -> Response<Body> {
@@ -231,7 +233,7 @@ impl Ctx {
 /// Resolves the request's path; `attributes` and `query` are what `handle` parsed of it once.
 async fn route(
     state: &Arc<State>,
-    attributes: &rbac::Attributes,
+    attributes: &RequestInfo,
     query: HashMap<String, String>,
     req: Request<Incoming>,
 ) -> Result<Routed, ApiError> {
@@ -338,7 +340,7 @@ async fn route(
         }
         if let Some(name) = name.take() {
             match ctx.query.get("fieldSelector").filter(|s| !s.is_empty()) {
-                Some(s) if rbac::exact_name(s).as_deref() != Some(name.as_str()) => {
+                Some(s) if request_info::exact_name(s).as_deref() != Some(name.as_str()) => {
                     return Err(ApiError::bad_request("fieldSelector metadata.name doesn't match requested name"));
                 }
                 Some(_) => {}

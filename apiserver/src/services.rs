@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::State;
 use super::query::Filter;
-use super::validation::Cause;
+use wasmcm_core::Cause;
 
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
@@ -69,7 +69,7 @@ pub(crate) fn allocate(state: &State, service: &mut Value) -> Vec<Cause> {
     let ip = match requested {
         Some(ip) if ip != "None" && used_ips.contains(&ip) => {
             causes.push(Cause {
-                reason: "FieldValueInvalid",
+                reason: "FieldValueInvalid".into(),
                 field: "spec.clusterIPs".into(),
                 message: format!(
                     "Invalid value: []string{{{ip:?}}}: failed to allocate IP {ip}: provided IP is already allocated"
@@ -89,7 +89,7 @@ pub(crate) fn allocate(state: &State, service: &mut Value) -> Vec<Cause> {
                 Some(ip) => ip,
                 None => {
                     causes.push(Cause {
-                        reason: "FieldValueInvalid",
+                        reason: "FieldValueInvalid".into(),
                         field: "spec.clusterIPs".into(),
                         message: "Invalid value: []string(nil): failed to allocate IP: range is full".into(),
                     });
@@ -121,7 +121,7 @@ pub(crate) fn allocate(state: &State, service: &mut Value) -> Vec<Cause> {
         for (i, port) in requested.iter().enumerate() {
             if !taken.insert(*port) {
                 causes.push(Cause {
-                    reason: "FieldValueInvalid",
+                    reason: "FieldValueInvalid".into(),
                     field: format!("spec.ports[{i}].nodePort"),
                     message: format!("Invalid value: {port}: provided port is already allocated"),
                 });

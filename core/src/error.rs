@@ -4,10 +4,17 @@
 
 use serde_json::{Value, json};
 
+/// One problem of a request (`metav1.StatusCause`): what validation finds, a field manager's
+/// conflict, a refused token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cause {
+    /// The CauseType as the real server writes it: "FieldValueRequired", "FieldValueInvalid",
+    /// "FieldValueNotSupported", "FieldValueForbidden", "FieldValueDuplicate", "FieldValueTooLong",
+    /// "FieldValueNotFound", "FieldManagerConflict", …
     pub reason: String,
+    /// The field path as upstream prints it: "metadata.name", "spec.containers[0].image".
     pub field: String,
+    /// Upstream's message: "Required value", "Invalid value: \"Foo_Bar\": a lowercase RFC 1123 …".
     pub message: String,
 }
 

@@ -33,6 +33,11 @@ impl Kind {
         self.api_version.rsplit_once('/').map_or("", |(group, _)| group)
     }
 
+    /// The version, without its group.
+    pub fn version(&self) -> &str {
+        self.api_version.rsplit_once('/').map_or(self.api_version.as_str(), |(_, version)| version)
+    }
+
     /// The group and a best-guess plural, for callers that know only the kind (error
     /// messages name resources by plural).
     pub fn group_and_plural(&self) -> (String, String) {

@@ -33,9 +33,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::validation::Cause;
 use props::Props;
 use wasmcm_core::ApiError;
+use wasmcm_core::{Cause, Kind};
 
 const META_KEYS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
@@ -153,29 +153,24 @@ pub(crate) fn take_warnings() -> Vec<String> {
     PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
 }
 
-/// The version's schema for a type, when it is a custom resource's.
-fn schema_of(rt: &crate::resources::ResourceType) -> Option<&Schema> {
-    rt.schema.as_ref().map(|s| &*s.0)
-}
-
 /// Decodes a custom resource's incoming object as upstream's decoder does: prunes it
 /// (unknown fields handled per the request's directive), coerces nulls and defaults it.
 /// A built-in kind's object loses the fields its type does not have, as a typed decoder drops
 /// them, but only in a request's scope: the server's own loops write what they mean to.
-pub(crate) fn decode(rt: &crate::resources::ResourceType, object: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn decode(schema: Option<&CustomSchema>, kind: &Kind, object: &mut Value) -> Result<(), ApiError> {
     // What a strict patch error shows: the patched object as it came, before pruning.
     let strict_patch = SCOPE.with(|s| {
         s.borrow().as_ref().is_some_and(|s| s.directive == FieldValidation::Strict && s.arrival == Arrival::Patch)
     });
     let original = if strict_patch { object.clone() } else { Value::Null };
-    let unknown = match schema_of(rt) {
-        Some(schema) => {
+    let unknown = match schema {
+        Some(CustomSchema(schema)) => {
             let unknown = prune::prune_resource(object, &schema.root);
             prune::drop_null_fields(object, &schema.root);
             prune::default(object, &schema.root);
             unknown
         }
-        None if SCOPE.with(|s| s.borrow().is_some()) => builtin::prune(&rt.api_version(), &rt.kind, object),
+        None if SCOPE.with(|s| s.borrow().is_some()) => builtin::prune(&kind.api_version, &kind.kind, object),
         None => Vec::new(),
     };
     if unknown.is_empty() {
@@ -200,7 +195,9 @@ pub(crate) fn decode(rt: &crate::resources::ResourceType, object: &mut Value) ->
                 Err(match scope.arrival {
                     Arrival::Body => ApiError::bad_request(format!(
                         "{} in version {:?} cannot be handled as a {}: {strict}",
-                        rt.kind, rt.version, rt.kind
+                        kind.kind,
+                        kind.version(),
+                        kind.kind
                     )),
                     Arrival::Patch => {
                         let shown = format!("{:?}", original.to_string());
@@ -220,11 +217,11 @@ pub(crate) fn decode(rt: &crate::resources::ResourceType, object: &mut Value) ->
 /// A server-side apply's configuration must hold only fields the type declares: upstream's
 /// field manager converts it to its typed form first and fails with a plain error (500), for
 /// any `fieldValidation`.
-pub(crate) fn check_apply_fields(rt: &crate::resources::ResourceType, config: &Value) -> Result<(), ApiError> {
+pub(crate) fn check_apply_fields(schema: Option<&CustomSchema>, kind: &Kind, config: &Value) -> Result<(), ApiError> {
     let mut probe = config.clone();
-    let unknown = match schema_of(rt) {
-        Some(schema) => prune::prune_resource(&mut probe, &schema.root),
-        None => builtin::prune(&rt.api_version(), &rt.kind, &mut probe),
+    let unknown = match schema {
+        Some(CustomSchema(schema)) => prune::prune_resource(&mut probe, &schema.root),
+        None => builtin::prune(&kind.api_version, &kind.kind, &mut probe),
     };
     if unknown.is_empty() {
         return Ok(());
@@ -241,23 +238,25 @@ pub(crate) fn check_apply_fields(rt: &crate::resources::ResourceType, config: &V
         "",
         format!(
             "failed to create typed patch object ({namespace}/{name}; {}/{}, Kind={}): {joined}",
-            rt.group, rt.version, rt.kind
+            kind.group(),
+            kind.version(),
+            kind.kind
         ),
     ))
 }
 
 /// Applies defaults to an object read back from storage (a schema may have gained defaults
 /// since it was written), as upstream's storage decoder does.
-pub(crate) fn default_stored(rt: &crate::resources::ResourceType, object: &Value) -> Option<Value> {
-    let schema = schema_of(rt)?;
+pub(crate) fn default_stored(schema: Option<&CustomSchema>, object: &Value) -> Option<Value> {
+    let CustomSchema(schema) = schema?;
     let mut o = object.clone();
     prune::default(&mut o, &schema.root);
     (o != *object).then_some(o)
 }
 
 /// Schema validation of a whole custom resource: create (`old` None) and update.
-pub(crate) fn validate(rt: &crate::resources::ResourceType, object: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let Some(schema) = schema_of(rt) else { return Vec::new() };
+pub(crate) fn validate(schema: Option<&CustomSchema>, object: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let Some(CustomSchema(schema)) = schema else { return Vec::new() };
     let mut causes = validate::validate(&schema.root, object, old, None);
     causes.extend(scale_causes(schema, object, true));
     // The root is checked by the generic ObjectMeta rules, not as an embedded resource.
@@ -273,8 +272,8 @@ pub(crate) fn validate(rt: &crate::resources::ResourceType, object: &Value, old:
 }
 
 /// Schema validation of a status subresource write: `status` against its own schema.
-pub(crate) fn validate_status(rt: &crate::resources::ResourceType, object: &Value, old: &Value) -> Vec<Cause> {
-    let Some(schema) = schema_of(rt) else { return Vec::new() };
+pub(crate) fn validate_status(schema: Option<&CustomSchema>, object: &Value, old: &Value) -> Vec<Cause> {
+    let Some(CustomSchema(schema)) = schema else { return Vec::new() };
     let mut causes = Vec::new();
     if let (Some(status), Some(s)) = (object.get("status"), schema.root.property("status")) {
         causes = validate::validate(s, status, old.get("status"), Some("status"));
@@ -295,7 +294,7 @@ fn embedded(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
                 for k in ["apiVersion", "kind"] {
                     if !m.contains_key(k) {
                         causes.push(Cause {
-                            reason: "FieldValueRequired",
+                            reason: "FieldValueRequired".into(),
                             field: at(k),
                             message: "Required value".into(),
                         });
@@ -303,7 +302,7 @@ fn embedded(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
                 }
                 let mut invalid = |k: &str, shown: String, detail: String| {
                     causes.push(Cause {
-                        reason: "FieldValueInvalid",
+                        reason: "FieldValueInvalid".into(),
                         field: at(k),
                         message: format!("Invalid value: {shown}: {detail}"),
                     })
@@ -391,7 +390,7 @@ fn scale_causes(schema: &Schema, object: &Value, spec: bool) -> Vec<Cause> {
             }
         };
         causes.push(Cause {
-            reason: "FieldValueInvalid",
+            reason: "FieldValueInvalid".into(),
             field: path.to_string(),
             message: format!("Invalid value: {}: {}", shown.0, shown.1),
         });
@@ -405,7 +404,7 @@ fn scale_causes(schema: &Schema, object: &Value, spec: bool) -> Vec<Cause> {
     {
         let field = dotted(path).join(".");
         causes.push(Cause {
-            reason: "FieldValueInvalid",
+            reason: "FieldValueInvalid".into(),
             field: path.clone(),
             message: format!(
                 "Invalid value: \"\": .{field} accessor error: {} is of the type {}, expected string",
@@ -457,7 +456,7 @@ fn defaults_at(s: &Props, path: &str, root: bool, causes: &mut Vec<Cause>) {
         if prune::prune_value(&mut pruned, s) {
             let shown = if d.is_string() { format!("{:?}", d.as_str().unwrap_or("")) } else { go_print(d) };
             causes.push(Cause {
-                reason: "FieldValueInvalid",
+                reason: "FieldValueInvalid".into(),
                 field: field.clone(),
                 message: format!("Invalid value: {shown}: must not have unknown fields"),
             });
@@ -495,7 +494,7 @@ fn lists(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
                     other => go_print(other),
                 };
                 causes.push(Cause {
-                    reason: "FieldValueDuplicate",
+                    reason: "FieldValueDuplicate".into(),
                     field: format!("{path}[{i}]"),
                     message: format!("Duplicate value: {shown}"),
                 });
@@ -509,7 +508,7 @@ fn lists(s: &Props, v: &Value, path: &str, causes: &mut Vec<Cause>) {
                 Some("map") => {
                     if let Some(i) = items.iter().position(|x| !x.is_null() && !x.is_object()) {
                         causes.push(Cause {
-                            reason: "FieldValueInvalid",
+                            reason: "FieldValueInvalid".into(),
                             field: format!("{path}[{i}]"),
                             message: format!(
                                 "Invalid value: {}: must be an object for an array of list-type map",
@@ -562,8 +561,8 @@ pub(super) fn pattern_matches(pattern: &str, text: &str) -> bool {
 
 /// The autoscaling/v1 Scale of a custom resource at its CRD's paths: `status.selector` is the
 /// string at `labelSelectorPath`, absent when it has none (as kube-apiserver leaves it).
-pub(crate) fn scale_of(rt: &crate::resources::ResourceType, object: &Value) -> Option<Value> {
-    let scale = schema_of(rt)?.scale.as_ref()?;
+pub(crate) fn scale_of(schema: Option<&CustomSchema>, object: &Value) -> Option<Value> {
+    let scale = schema?.0.scale.as_ref()?;
     let mut meta = json!({});
     for f in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
         if let Some(v) = object.pointer(&format!("/metadata/{f}")) {
@@ -585,8 +584,8 @@ pub(crate) fn scale_of(rt: &crate::resources::ResourceType, object: &Value) -> O
 }
 
 /// Sets a custom resource's replicas at its CRD's `specReplicasPath` (a scale write).
-pub(crate) fn set_replicas(rt: &crate::resources::ResourceType, object: &mut Value, replicas: i64) -> bool {
-    let Some(scale) = schema_of(rt).and_then(|s| s.scale.as_ref()) else { return false };
+pub(crate) fn set_replicas(schema: Option<&CustomSchema>, object: &mut Value, replicas: i64) -> bool {
+    let Some(scale) = schema.and_then(|s| s.0.scale.as_ref()) else { return false };
     let keys = dotted(&scale.spec_replicas);
     let mut v = object;
     for k in &keys[..keys.len().saturating_sub(1)] {

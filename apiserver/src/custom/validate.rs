@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::identity::{Identity, OldItems, first_repeats};
 use super::props::{Additional, Props};
-use crate::validation::Cause;
+use wasmcm_core::Cause;
 
 /// One kube-openapi error, before it becomes a field error.
 struct Failure {
@@ -159,7 +159,7 @@ fn to_cause(f: Failure, prefix: Option<&str>) -> Cause {
         FailKind::Invalid(shown) => ("FieldValueInvalid", format!("Invalid value: {}: {}", shown.render(), f.message)),
         FailKind::Plain => ("FieldValueInvalid", format!("Invalid value: \"\": {}", f.message)),
     };
-    Cause { reason, field, message }
+    Cause { reason: reason.into(), field, message }
 }
 
 fn fail(out: &mut Vec<Failure>, name: &str, kind: FailKind, message: String) {

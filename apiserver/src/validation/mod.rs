@@ -48,23 +48,10 @@ mod tests;
 mod workloads;
 
 use serde_json::{Map, Value};
+use wasmcm_core::Cause;
 use wasmcm_core::validation::max_len;
 
 use meta::{NameRule, Scope, meta};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Cause {
-    /// metav1.CauseType string as the real server uses: "FieldValueRequired", "FieldValueInvalid",
-    /// "FieldValueNotSupported", "FieldValueForbidden", "FieldValueDuplicate", "FieldValueTooLong" (and
-    /// "FieldValueNotFound" for a volume mount naming no volume).
-    pub reason: &'static str,
-    /// JSON-ish field path as upstream prints it, e.g. "spec.template.metadata.labels", "spec.containers[0].image",
-    /// "metadata.name".
-    pub field: String,
-    /// Upstream's message, e.g. "Required value",
-    /// "Invalid value: \"Foo_Bar\": a lowercase RFC 1123 subdomain must consist of ...".
-    pub message: String,
-}
 
 /// Validates `object` (already defaulted) of apiVersion/kind on create (`old` = None) or update
 /// (`old` = Some(stored)). Returns every problem found; empty = valid.
@@ -153,7 +140,7 @@ struct V {
 
 impl V {
     fn add(&mut self, reason: &'static str, field: &str, message: String) {
-        self.causes.push(Cause { reason, field: field.to_owned(), message });
+        self.causes.push(Cause { reason: reason.into(), field: field.to_owned(), message });
     }
 
     fn required(&mut self, field: &str, detail: &str) {

@@ -372,6 +372,6 @@ fn odd_json_never_panics() {
         }
         let causes = validate(api_version, kind, &json!([1]), None);
         assert_eq!(causes.len(), 1);
-        assert_eq!((causes[0].reason, causes[0].field.as_str()), (INVALID, ""));
+        assert_eq!((causes[0].reason.as_str(), causes[0].field.as_str()), (INVALID, ""));
     }
 }
