@@ -14,7 +14,7 @@ use super::change::Key;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::{ResourceType, Target};
-use super::{certificates, custom, defaults, services, strategy, table, validation};
+use super::{certificates, custom, services, table, validation};
 use wasmcm_core::{ApiError, Cause, event, meta_mut, spec_part, str_at};
 
 /// Who takes ownership of the fields a write changes (`metadata.managedFields`).
@@ -89,7 +89,7 @@ fn invalid(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
 }
 
 fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let mut causes = validation::validate(&rt.api_version(), &rt.kind, object, old);
+    let mut causes = validation::validate(rt.strategy.validate, object, old);
     causes.extend(custom::validate(rt.schema.as_ref(), object, old));
     if causes.is_empty() { Ok(()) } else { Err(invalid(rt, str_at(object, "/metadata/name"), causes)) }
 }
@@ -185,11 +185,11 @@ pub(crate) fn create(
     {
         o.remove("status");
     }
-    defaults::apply(&rt.api_version(), &rt.kind, &mut object);
+    rt.strategy.default(&mut object);
     owner.record(rt, None, &mut object)?;
     // After the writer's fields are recorded: upstream's field manager runs before the
     // registry strategy, so what the strategy writes belongs to no manager.
-    strategy::prepare_create(&rt.api_version(), &rt.kind, &mut object);
+    (rt.strategy.prepare_create)(&mut object);
     validate(rt, &object, None)?;
     if rt.id() == "/services" {
         let causes = services::allocate(state, &mut object);
@@ -281,9 +281,9 @@ fn prepare_update(
     if t.rt.id() == certificates::CSR_ID {
         certificates::keep_spec(&mut new, current);
     }
-    defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut new);
+    t.rt.strategy.default(&mut new);
     owner.record(&t.rt, Some(current), &mut new)?;
-    strategy::prepare_update(&t.rt.api_version(), &t.rt.kind, &mut new, current);
+    (t.rt.strategy.prepare_update)(&mut new, current);
     validate(&t.rt, &new, Some(current))?;
     // A custom resource without a status subresource counts its status as content too.
     let content = |o: &Value| {
@@ -306,13 +306,6 @@ fn prepare_update(
     Ok(Some(new))
 }
 
-/// Whether a write to the status subresource of this kind also takes `metadata.annotations`.
-/// Upstream's Deployment status strategy resets only spec and labels, and the deployment
-/// controller relies on it to set its revision annotation; other kinds keep their metadata.
-pub(crate) fn status_takes_annotations(api_version: &str, kind: &str) -> bool {
-    (api_version, kind) == ("apps/v1", "Deployment")
-}
-
 fn prepare_status_update(
     t: &Target,
     new: Value,
@@ -332,7 +325,7 @@ fn prepare_status_update(
             None => meta_mut(&mut updated).remove("managedFields"),
         };
     }
-    if status_takes_annotations(&t.rt.api_version(), &t.rt.kind) {
+    if t.rt.strategy.status_takes_annotations {
         match new.pointer("/metadata/annotations") {
             Some(a) if a.as_object().is_some_and(|m| !m.is_empty()) => {
                 meta_mut(&mut updated).insert("annotations".into(), a.clone());
@@ -346,14 +339,14 @@ fn prepare_status_update(
     // sees it; the status strategy validates it against the stored object. Only for the
     // workload kinds whose status defaults are all decode defaults: a pod's phase and QoS
     // class are the pod registry's on create, not a status write's.
-    if strategy::defaults_status(&t.rt.api_version(), &t.rt.kind) {
-        defaults::apply(&t.rt.api_version(), &t.rt.kind, &mut updated);
+    if t.rt.strategy.defaults_status {
+        t.rt.strategy.default(&mut updated);
     }
     if t.rt.id() == certificates::CSR_ID {
         certificates::status_update(&mut updated, current);
     }
     owner.record(&t.rt, Some(current), &mut updated)?;
-    let mut causes = validation::validate_status(&t.rt.api_version(), &t.rt.kind, &updated, current);
+    let mut causes = validation::validate_status(t.rt.strategy.validate_status, &updated, current);
     causes.extend(custom::validate_status(t.rt.schema.as_ref(), &updated, current));
     if !causes.is_empty() {
         return Err(invalid(&t.rt, &t.name, causes));
@@ -427,22 +420,21 @@ pub(crate) fn patch(
     dry_run: bool,
     owner: Ownership<'_>,
 ) -> Result<Arc<Value>, ApiError> {
-    let api_version = t.rt.api_version();
-    let apply = |doc: &Value, api_version: &str, kind: &str| {
-        patch::apply(ty, api_version, kind, doc, body).map_err(ApiError::from)
+    let apply = |doc: &Value, schema: Option<patch::Fields>, kind: &str| {
+        patch::apply(ty, schema, kind, doc, body).map_err(ApiError::from)
     };
     let result = write(state, t, dry_run, |current| match part {
         Part::Main => {
-            let patched = apply(current, &api_version, &t.rt.kind)?;
+            let patched = apply(current, t.rt.strategy.merge_schema, &t.rt.kind)?;
             prepare_update(t, patched, current, owner)
         }
         Part::Status => {
-            let patched = apply(current, &api_version, &t.rt.kind)?;
+            let patched = apply(current, t.rt.strategy.merge_schema, &t.rt.kind)?;
             prepare_status_update(t, patched, current, owner)
         }
         Part::Scale => {
             let scale = scale_of_type(&t.rt, current);
-            let patched = apply(&scale, "autoscaling/v1", "Scale")?;
+            let patched = apply(&scale, Some(patch::METADATA_ONLY), "Scale")?;
             apply_scale(t, patched, current, owner)
         }
     })?;

@@ -142,7 +142,7 @@ pub(crate) fn update_approval(
             }
         }
         fill_conditions(&mut updated, current, &now);
-        let causes = validation::validate(&api_version, &target.rt.kind, &updated, Some(current));
+        let causes = validation::validate(target.rt.strategy.validate, &updated, Some(current));
         if !causes.is_empty() {
             return Err(ApiError::invalid(&target.rt.group, &target.rt.kind, &target.name, causes));
         }

@@ -1,35 +1,13 @@
 //! Server-side defaulting of built-in kinds, mirroring kube-apiserver: the v1 `SetDefaults_*`
 //! functions and their generated wrappers (pkg/apis/*/v1), plus the few create-time fields the
-//! registry strategies fill in (pod phase and QoS class, namespace finalizer and phase).
+//! registry strategies fill in (pod phase and QoS class, namespace finalizer and phase). One
+//! function per kind, which its `Strategy` names.
 //!
 //! Only fields upstream would add are added, so objects read back look like a real cluster's and
 //! `kubectl diff` / server-side apply see no phantom changes. Input of the wrong shape is left
 //! alone: validation reports it, defaulting must never make it worse or panic.
 
 use serde_json::{Map, Value, json};
-
-/// Fills in what kube-apiserver defaults on create and update, in place. Unknown kinds are left alone.
-pub(crate) fn apply(api_version: &str, kind: &str, object: &mut Value) {
-    let Some(obj) = object.as_object_mut() else { return };
-    match (api_version, kind) {
-        ("apps/v1", "Deployment") => deployment(obj),
-        ("apps/v1", "ReplicaSet") => replica_set(obj),
-        ("apps/v1", "DaemonSet") => daemon_set(obj),
-        ("apps/v1", "StatefulSet") => stateful_set(obj),
-        ("batch/v1", "Job") => job(obj),
-        ("batch/v1", "CronJob") => cron_job(obj),
-        ("v1", "ReplicationController") => replication_controller(obj),
-        ("v1", "Pod") => pod(obj),
-        ("v1", "Namespace") => namespace(obj),
-        ("v1", "Secret") => secret(obj),
-        ("v1", "Node") => node(obj),
-        ("v1", "Service") => service(obj),
-        ("policy/v1", "PodDisruptionBudget") => pod_disruption_budget(obj),
-        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => binding(obj),
-        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => crd(obj),
-        _ => {}
-    }
-}
 
 /// The pod's QoS class as the kubelet and `status.qosClass` see it (pkg/apis/core/helper/qos).
 ///
@@ -90,7 +68,7 @@ fn has_entries(v: Option<&Value>) -> bool {
     v.and_then(Value::as_object).is_some_and(|m| !m.is_empty())
 }
 
-fn deployment(obj: &mut Map<String, Value>) {
+pub(crate) fn deployment(obj: &mut Map<String, Value>) {
     let Some(spec) = child_obj(obj, "spec") else { return };
     default_val(spec, "replicas", json!(1));
     if let Some(strategy) = child_obj(spec, "strategy") {
@@ -107,7 +85,7 @@ fn deployment(obj: &mut Map<String, Value>) {
     template(spec);
 }
 
-fn replica_set(obj: &mut Map<String, Value>) {
+pub(crate) fn replica_set(obj: &mut Map<String, Value>) {
     if let Some(spec) = child_obj(obj, "spec") {
         default_val(spec, "replicas", json!(1));
         template(spec);
@@ -119,7 +97,7 @@ fn replica_set(obj: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_DaemonSet`. The four counters of DaemonSetStatus without omitempty always show.
-fn daemon_set(obj: &mut Map<String, Value>) {
+pub(crate) fn daemon_set(obj: &mut Map<String, Value>) {
     if let Some(spec) = child_obj(obj, "spec") {
         if let Some(strategy) = child_obj(spec, "updateStrategy") {
             default_str(strategy, "type", "RollingUpdate");
@@ -142,7 +120,7 @@ fn daemon_set(obj: &mut Map<String, Value>) {
 
 /// `SetDefaults_StatefulSet` with MaxUnavailableStatefulSet on (beta, hence default, in 1.35),
 /// plus the claim templates' PersistentVolumeClaim defaults the generated defaulter applies.
-fn stateful_set(obj: &mut Map<String, Value>) {
+pub(crate) fn stateful_set(obj: &mut Map<String, Value>) {
     if let Some(spec) = child_obj(obj, "spec") {
         default_str(spec, "podManagementPolicy", "OrderedReady");
         if let Some(strategy) = child_obj(spec, "updateStrategy") {
@@ -186,7 +164,7 @@ fn stateful_set(obj: &mut Map<String, Value>) {
 /// the registry's (`strategy`), which runs between two passes of this: the second pass is the
 /// defaulting upstream applies whenever it reads the stored Job back, which is how a Job
 /// created without labels shows the generated ones in `metadata.labels` too.
-fn job(obj: &mut Map<String, Value>) {
+pub(crate) fn job(obj: &mut Map<String, Value>) {
     let template_labels = obj
         .get("spec")
         .and_then(|s| s.pointer("/template/metadata/labels"))
@@ -221,7 +199,7 @@ fn job(obj: &mut Map<String, Value>) {
 /// `SetDefaults_CronJob`. Its job template gets only what the generated defaulter reaches
 /// inside it (the pod spec, pod failure policy patterns), not `SetDefaults_Job`, which is for
 /// Job objects: the cron job controller's Jobs are defaulted when they are created.
-fn cron_job(obj: &mut Map<String, Value>) {
+pub(crate) fn cron_job(obj: &mut Map<String, Value>) {
     // Go writes a struct-valued status even when empty (omitempty does not omit structs).
     child_obj(obj, "status");
     let Some(spec) = child_obj(obj, "spec") else { return };
@@ -248,7 +226,7 @@ fn job_spec(spec: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_ReplicationController`: selector and labels from the template's labels.
-fn replication_controller(obj: &mut Map<String, Value>) {
+pub(crate) fn replication_controller(obj: &mut Map<String, Value>) {
     // Go's `labels != nil`: any labels map, even an empty one, counts as given.
     let template_labels =
         obj.get("spec").and_then(|s| s.pointer("/template/metadata/labels")).and_then(Value::as_object).cloned();
@@ -282,7 +260,7 @@ fn template(spec: &mut Map<String, Value>) {
     }
 }
 
-fn pod(obj: &mut Map<String, Value>) {
+pub(crate) fn pod(obj: &mut Map<String, Value>) {
     if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
         for list in ["containers", "initContainers"] {
             for c in objects_mut(spec.get_mut(list)) {
@@ -445,7 +423,7 @@ fn field_ref_items(items: Option<&mut Value>) {
     }
 }
 
-fn namespace(obj: &mut Map<String, Value>) {
+pub(crate) fn namespace(obj: &mut Map<String, Value>) {
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(str::to_owned);
     let deleting = obj.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null());
     if let Some(name) = name.filter(|n| !n.is_empty())
@@ -469,7 +447,7 @@ fn namespace(obj: &mut Map<String, Value>) {
     }
 }
 
-fn secret(obj: &mut Map<String, Value>) {
+pub(crate) fn secret(obj: &mut Map<String, Value>) {
     default_str(obj, "type", "Opaque");
     // stringData is write-only: conversion merges it into data, overriding same-named keys.
     // Left in place when it is not all strings, so validation can report it.
@@ -492,7 +470,7 @@ fn secret(obj: &mut Map<String, Value>) {
     }
 }
 
-fn node(obj: &mut Map<String, Value>) {
+pub(crate) fn node(obj: &mut Map<String, Value>) {
     let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) else { return };
     if status.get("allocatable").is_none_or(Value::is_null)
         && let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned()
@@ -502,7 +480,7 @@ fn node(obj: &mut Map<String, Value>) {
 }
 
 /// `SetDefaults_Service`. Addresses (clusterIP, nodePorts) are allocated by `services`, not here.
-fn service(obj: &mut Map<String, Value>) {
+pub(crate) fn service(obj: &mut Map<String, Value>) {
     if let Some(spec) = child_obj(obj, "spec") {
         default_str(spec, "sessionAffinity", "None");
         match spec.get("sessionAffinity").and_then(Value::as_str) {
@@ -553,7 +531,7 @@ fn service(obj: &mut Map<String, Value>) {
 }
 
 /// PodDisruptionBudgetStatus's counters have no omitempty, so a real server always shows them.
-fn pod_disruption_budget(obj: &mut Map<String, Value>) {
+pub(crate) fn pod_disruption_budget(obj: &mut Map<String, Value>) {
     if let Some(status) = child_obj(obj, "status") {
         for counter in ["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"] {
             default_val(status, counter, json!(0));
@@ -563,7 +541,7 @@ fn pod_disruption_budget(obj: &mut Map<String, Value>) {
 
 /// `SetDefaults_RoleBinding`, `SetDefaults_ClusterRoleBinding` and `SetDefaults_Subject`: the
 /// RBAC group where it goes without saying.
-fn binding(obj: &mut Map<String, Value>) {
+pub(crate) fn binding(obj: &mut Map<String, Value>) {
     const RBAC: &str = "rbac.authorization.k8s.io";
     if let Some(role_ref) = child_obj(obj, "roleRef") {
         default_str(role_ref, "apiGroup", RBAC);
@@ -576,7 +554,7 @@ fn binding(obj: &mut Map<String, Value>) {
     }
 }
 
-fn crd(obj: &mut Map<String, Value>) {
+pub(crate) fn crd(obj: &mut Map<String, Value>) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
     if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
         let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
@@ -685,9 +663,12 @@ fn quantity_nanos(v: &Value) -> Option<i128> {
 mod tests {
     use super::*;
 
+    /// `object` defaulted as the registered type of `api_version` and `kind` defaults it
+    /// (unknown kinds: as the generic registry, which leaves it alone).
     fn applied(api_version: &str, kind: &str, object: Value) -> Value {
         let mut object = object;
-        apply(api_version, kind, &mut object);
+        let registered = crate::resources::Registry::default().by_kind(api_version, kind);
+        registered.map_or(&crate::strategy::Strategy::GENERIC, |t| t.strategy).default(&mut object);
         object
     }
 

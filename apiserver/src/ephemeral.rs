@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use wasmcm_core::{ApiError, str_at};
 
 use super::State;
-use super::defaults;
 use super::patch::{self, PatchType};
 use super::resources::Target;
+use super::strategy;
 use super::validation;
 
 /// `dropNonEphemeralContainerUpdates`, defaulting and validation, from the pod `sent` and the
@@ -49,7 +49,7 @@ fn prepare(target: &Target, sent: &Value, current: &Value) -> Result<Option<Valu
             }
         }
     }
-    defaults::apply("v1", "Pod", &mut pod);
+    strategy::POD.default(&mut pod);
     let causes = validation::validate_ephemeral_containers_update(&pod, current);
     if !causes.is_empty() {
         return Err(ApiError::invalid("", "Pod", &target.name, causes));
@@ -94,7 +94,7 @@ pub(crate) fn patch(
         ));
     }
     write(state, target, dry_run, |current| {
-        let patched = patch::apply(ty, "v1", "Pod", current, body)?;
+        let patched = patch::apply(ty, strategy::POD.merge_schema, "Pod", current, body)?;
         let mut sent = patched;
         // A patch is applied to the stored pod: its version is the one it was based on.
         sent["metadata"]["resourceVersion"] = json!(str_at(current, "/metadata/resourceVersion"));

@@ -59,7 +59,7 @@ impl From<PatchError> for wasmcm_core::ApiError {
 /// given apiVersion/kind. Returns the patched object. Must never panic on any input.
 pub(crate) fn apply(
     patch_type: PatchType,
-    api_version: &str,
+    schema: Option<Fields>,
     kind: &str,
     original: &Value,
     patch: &[u8],
@@ -69,7 +69,7 @@ pub(crate) fn apply(
         PatchType::Merge => merge_patch(original, patch)?,
         PatchType::Strategic => {
             // Custom resources have no Go struct to carry patch strategies, so the real server refuses them (415).
-            let schema = schema_for(api_version, kind).ok_or_else(|| {
+            let schema = schema.ok_or_else(|| {
                 PatchError::Unsupported(format!(
                     "strategic merge patch is not supported for {kind}; use --type merge or --type json"
                 ))
@@ -178,8 +178,8 @@ fn bad(message: impl Into<String>) -> PatchError {
 /// How strategic merge treats one field, from its Go struct tags. A field missing from its table has no patch
 /// strategy: objects merge key by key and lists are replaced whole, which is also what upstream does for the
 /// untagged fields of these types.
-#[derive(Clone, Copy)]
-enum Field {
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Field {
     /// A struct-typed field whose own fields carry tags.
     Object(Fields),
     /// `patchStrategy:"merge"`: lists of objects matched by the merge key, or lists of scalars (no key) merged
@@ -190,7 +190,8 @@ enum Field {
     Replace,
 }
 
-type Fields = &'static [(&'static str, Field)];
+/// A kind's patch strategies by field (its `Strategy` names them).
+pub(crate) type Fields = &'static [(&'static str, Field)];
 
 const NO_FIELDS: Fields = &[];
 const SET: Field = Field::MergeList(None, NO_FIELDS);
@@ -236,29 +237,29 @@ const CONDITIONS_STATUS: Fields = &[("conditions", keyed("type"))];
 
 const POD_TEMPLATE_SPEC: Fields = &[METADATA, ("spec", Field::Object(POD_SPEC))];
 
-const POD: Fields = &[METADATA, ("spec", Field::Object(POD_SPEC)), ("status", Field::Object(POD_STATUS))];
+pub(crate) const POD: Fields = &[METADATA, ("spec", Field::Object(POD_SPEC)), ("status", Field::Object(POD_STATUS))];
 
-const NODE: Fields = &[
+pub(crate) const NODE: Fields = &[
     METADATA,
     ("spec", Field::Object(&[("podCIDRs", SET)])),
     ("status", Field::Object(&[("addresses", keyed("type")), ("conditions", keyed("type"))])),
 ];
 
-const NAMESPACE: Fields = &[METADATA, ("status", Field::Object(CONDITIONS_STATUS))];
+pub(crate) const NAMESPACE: Fields = &[METADATA, ("status", Field::Object(CONDITIONS_STATUS))];
 
-const SERVICE_ACCOUNT: Fields = &[METADATA, ("secrets", keyed("name"))];
+pub(crate) const SERVICE_ACCOUNT: Fields = &[METADATA, ("secrets", keyed("name"))];
 
 // apps/v1 Deployment, ReplicaSet, DaemonSet and StatefulSet, batch/v1 Job and v1 ReplicationController share
 // every tagged path: a pod template and status conditions merged by type (a StatefulSet's volumeClaimTemplates
 // and a Job's podFailurePolicy rules are untagged, hence replaced).
-const WORKLOAD: Fields = &[
+pub(crate) const WORKLOAD: Fields = &[
     METADATA,
     ("spec", Field::Object(&[("template", Field::Object(POD_TEMPLATE_SPEC))])),
     ("status", Field::Object(CONDITIONS_STATUS)),
 ];
 
 // batch/v1 CronJob: the job template's metadata and pod template; status.active is atomic.
-const CRON_JOB: Fields = &[
+pub(crate) const CRON_JOB: Fields = &[
     METADATA,
     (
         "spec",
@@ -270,39 +271,16 @@ const CRON_JOB: Fields = &[
 ];
 
 // k8s.io/api/core/v1 ServiceSpec ports (merge key port) and ServiceStatus conditions.
-const SERVICE: Fields =
+pub(crate) const SERVICE: Fields =
     &[METADATA, ("spec", Field::Object(&[("ports", keyed("port"))])), ("status", Field::Object(CONDITIONS_STATUS))];
 
 // k8s.io/api/policy/v1: the selector is replaced whole, so kubectl apply always sends it.
-const POD_DISRUPTION_BUDGET: Fields =
+pub(crate) const POD_DISRUPTION_BUDGET: Fields =
     &[METADATA, ("spec", Field::Object(&[("selector", Field::Replace)])), ("status", Field::Object(CONDITIONS_STATUS))];
 
-// Kinds with no tagged field outside ObjectMeta (CRD conditions and versions are untagged, hence atomic).
-const METADATA_ONLY: Fields = &[METADATA];
-
-fn schema_for(api_version: &str, kind: &str) -> Option<Fields> {
-    match (api_version, kind) {
-        ("v1", "Pod") => Some(POD),
-        ("v1", "Node") => Some(NODE),
-        ("v1", "Namespace") => Some(NAMESPACE),
-        ("v1", "ServiceAccount") => Some(SERVICE_ACCOUNT),
-        ("apps/v1", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet")
-        | ("batch/v1", "Job")
-        | ("v1", "ReplicationController") => Some(WORKLOAD),
-        ("batch/v1", "CronJob") => Some(CRON_JOB),
-        ("v1", "Service") => Some(SERVICE),
-        ("policy/v1", "PodDisruptionBudget") => Some(POD_DISRUPTION_BUDGET),
-        // Endpoints' subsets and an EndpointSlice's endpoints and ports are atomic lists.
-        ("v1", "Event" | "ConfigMap" | "Secret" | "Endpoints")
-        | ("discovery.k8s.io/v1", "EndpointSlice")
-        | ("events.k8s.io/v1", "Event")
-        | ("coordination.k8s.io/v1", "Lease")
-        | ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding")
-        | ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-        | ("autoscaling/v1", "Scale") => Some(METADATA_ONLY),
-        _ => None,
-    }
-}
+// Kinds with no tagged field outside ObjectMeta (CRD conditions and versions are untagged, hence atomic;
+// Endpoints' subsets and an EndpointSlice's endpoints and ports are atomic lists), and autoscaling/v1 Scale.
+pub(crate) const METADATA_ONLY: Fields = &[METADATA];
 
 fn lookup(fields: Fields, name: &str) -> Option<Field> {
     fields.iter().find(|(field, _)| *field == name).map(|(_, field)| *field)
@@ -744,6 +722,22 @@ fn json_kind(value: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A patch of `api_version` and `kind`, under its registered strategy's schema (a Scale's is
+    /// the one `api` patches the scale subresource with).
+    fn apply(
+        patch_type: PatchType,
+        api_version: &str,
+        kind: &str,
+        original: &Value,
+        patch: &[u8],
+    ) -> Result<Value, PatchError> {
+        let schema = match (api_version, kind) {
+            ("autoscaling/v1", "Scale") => Some(METADATA_ONLY),
+            _ => crate::resources::Registry::default().by_kind(api_version, kind).and_then(|t| t.strategy.merge_schema),
+        };
+        super::apply(patch_type, schema, kind, original, patch)
+    }
 
     fn run(
         patch_type: PatchType,

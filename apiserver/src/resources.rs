@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use wasmcm_core::{ApiError, Kind};
 
 use crate::change::Key;
+use crate::strategy::{self, Strategy};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ResourceType {
@@ -31,6 +32,8 @@ pub(crate) struct ResourceType {
     pub create_only: bool,
     /// Set for custom resources: the structural schema of this version (see `custom`).
     pub schema: Option<super::custom::CustomSchema>,
+    /// What its registry does besides storing.
+    pub strategy: &'static Strategy,
 }
 
 impl ResourceType {
@@ -38,13 +41,13 @@ impl ResourceType {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 
-    /// Storage identity: one per group and resource, whatever the version. events.k8s.io's
-    /// Events are the core group's (one internal type upstream, served under two names).
     /// The kind it serves, with its group and version.
     pub(crate) fn gvk(&self) -> Kind {
         Kind::new(&self.api_version(), &self.kind)
     }
 
+    /// Storage identity: one per group and resource, whatever the version. events.k8s.io's
+    /// Events are the core group's (one internal type upstream, served under two names).
     pub(crate) fn id(&self) -> String {
         let group = if self.group == "events.k8s.io" && self.resource == "events" { "" } else { &self.group };
         format!("{group}/{}", self.resource)
@@ -99,6 +102,14 @@ fn builtin(
         printer_columns: None,
         create_only: false,
         schema: None,
+        strategy: &Strategy::GENERIC,
+    }
+}
+
+impl ResourceType {
+    /// Registered with `strategy`.
+    fn with(self, strategy: &'static Strategy) -> Self {
+        ResourceType { strategy, ..self }
     }
 }
 
@@ -109,17 +120,20 @@ fn review(group: &str, resource: &str, kind: &str) -> ResourceType {
 
 fn builtins() -> Vec<ResourceType> {
     vec![
-        builtin("", "v1", "namespaces", "Namespace", false, &["ns"], true, false, &[]),
-        builtin("", "v1", "componentstatuses", "ComponentStatus", false, &["cs"], false, false, &[]),
-        builtin("", "v1", "nodes", "Node", false, &["no"], true, false, &[]),
-        builtin("", "v1", "pods", "Pod", true, &["po"], true, false, &["all"]),
-        builtin("", "v1", "replicationcontrollers", "ReplicationController", true, &["rc"], true, true, &["all"]),
-        builtin("", "v1", "events", "Event", true, &["ev"], false, false, &[]),
-        builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], false, false, &[]),
-        builtin("", "v1", "secrets", "Secret", true, &[], false, false, &[]),
-        builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false, false, &[]),
-        builtin("", "v1", "services", "Service", true, &["svc"], true, false, &["all"]),
-        builtin("", "v1", "endpoints", "Endpoints", true, &["ep"], false, false, &[]),
+        builtin("", "v1", "namespaces", "Namespace", false, &["ns"], true, false, &[]).with(&strategy::NAMESPACE),
+        builtin("", "v1", "componentstatuses", "ComponentStatus", false, &["cs"], false, false, &[])
+            .with(&strategy::COMPONENT_STATUS),
+        builtin("", "v1", "nodes", "Node", false, &["no"], true, false, &[]).with(&strategy::NODE),
+        builtin("", "v1", "pods", "Pod", true, &["po"], true, false, &["all"]).with(&strategy::POD),
+        builtin("", "v1", "replicationcontrollers", "ReplicationController", true, &["rc"], true, true, &["all"])
+            .with(&strategy::REPLICATION_CONTROLLER),
+        builtin("", "v1", "events", "Event", true, &["ev"], false, false, &[]).with(&strategy::EVENT),
+        builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], false, false, &[]).with(&strategy::CONFIG_MAP),
+        builtin("", "v1", "secrets", "Secret", true, &[], false, false, &[]).with(&strategy::SECRET),
+        builtin("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], false, false, &[])
+            .with(&strategy::SERVICE_ACCOUNT),
+        builtin("", "v1", "services", "Service", true, &["svc"], true, false, &["all"]).with(&strategy::SERVICE),
+        builtin("", "v1", "endpoints", "Endpoints", true, &["ep"], false, false, &[]).with(&strategy::ENDPOINTS),
         builtin(
             "apiregistration.k8s.io",
             "v1",
@@ -130,17 +144,25 @@ fn builtins() -> Vec<ResourceType> {
             true,
             false,
             &["api-extensions"],
-        ),
-        builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, &[], false, false, &[]),
-        builtin("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"], true, false, &["all"]),
-        builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true, true, &["all"]),
-        builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true, true, &["all"]),
-        builtin("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"], true, true, &["all"]),
-        builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"], false, false, &[]),
-        builtin("batch", "v1", "cronjobs", "CronJob", true, &["cj"], true, false, &["all"]),
-        builtin("batch", "v1", "jobs", "Job", true, &[], true, false, &["all"]),
-        builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false, false, &[]),
-        builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], true, false, &[]),
+        )
+        .with(&strategy::API_SERVICE),
+        builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, &[], false, false, &[])
+            .with(&strategy::ENDPOINT_SLICE),
+        builtin("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"], true, false, &["all"])
+            .with(&strategy::DAEMON_SET),
+        builtin("apps", "v1", "deployments", "Deployment", true, &["deploy"], true, true, &["all"])
+            .with(&strategy::DEPLOYMENT),
+        builtin("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], true, true, &["all"])
+            .with(&strategy::REPLICA_SET),
+        builtin("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"], true, true, &["all"])
+            .with(&strategy::STATEFUL_SET),
+        builtin("events.k8s.io", "v1", "events", "Event", true, &["ev"], false, false, &[])
+            .with(&strategy::EVENTS_V1_EVENT),
+        builtin("batch", "v1", "cronjobs", "CronJob", true, &["cj"], true, false, &["all"]).with(&strategy::CRON_JOB),
+        builtin("batch", "v1", "jobs", "Job", true, &[], true, false, &["all"]).with(&strategy::JOB),
+        builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false, false, &[]).with(&strategy::LEASE),
+        builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], true, false, &[])
+            .with(&strategy::POD_DISRUPTION_BUDGET),
         builtin(
             "certificates.k8s.io",
             "v1",
@@ -151,10 +173,13 @@ fn builtins() -> Vec<ResourceType> {
             true,
             false,
             &[],
-        ),
-        builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", true, &[], false, false, &[]),
-        builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, &[], false, false, &[]),
-        builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, &[], false, false, &[]),
+        )
+        .with(&strategy::CERTIFICATE_SIGNING_REQUEST),
+        builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", true, &[], false, false, &[]).with(&strategy::ROLE),
+        builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, &[], false, false, &[])
+            .with(&strategy::ROLE_BINDING),
+        builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, &[], false, false, &[])
+            .with(&strategy::CLUSTER_ROLE),
         builtin(
             "rbac.authorization.k8s.io",
             "v1",
@@ -165,7 +190,8 @@ fn builtins() -> Vec<ResourceType> {
             false,
             false,
             &[],
-        ),
+        )
+        .with(&strategy::CLUSTER_ROLE_BINDING),
         review("authentication.k8s.io", "tokenreviews", "TokenReview"),
         review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
         review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
@@ -180,7 +206,8 @@ fn builtins() -> Vec<ResourceType> {
             true,
             false,
             &["api-extensions"],
-        ),
+        )
+        .with(&strategy::CUSTOM_RESOURCE_DEFINITION),
     ]
 }
 
@@ -291,6 +318,7 @@ impl Registry {
                 printer_columns: Some(v.get("additionalPrinterColumns").cloned().unwrap_or(json!([]))),
                 create_only: false,
                 schema: Some(super::custom::CustomSchema::of_version(v)),
+                strategy: &Strategy::GENERIC,
             });
         }
     }

@@ -481,7 +481,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
                 let mut attempts = 0;
                 loop {
                     let current = api::get(state, &target)?;
-                    let patched = crate::patch::apply(ty, &rt.api_version(), &rt.kind, &current, body)?;
+                    let patched = crate::patch::apply(ty, rt.strategy.merge_schema, &rt.kind, &current, body)?;
                     match certificates::update_approval(state, &target, patched, ctx.dry_run()) {
                         Err(e) if e.code == 409 && attempts < 5 => attempts += 1,
                         result => break result?,
@@ -735,7 +735,7 @@ fn component_statuses(rt: &ResourceType, name: Option<&str>, ctx: &Ctx) -> Resul
                 jiff::Timestamp::now(),
                 ctx.include_object(),
                 json!({}),
-                None,
+                table::Printer::of(rt.strategy.printer, None),
             );
             json_response(StatusCode::OK, &t)
         }
@@ -760,7 +760,7 @@ fn object_response(code: StatusCode, rt: &ResourceType, object: &Value, ctx: &Ct
             jiff::Timestamp::now(),
             ctx.include_object(),
             json!({"resourceVersion": rv}),
-            rt.printer_columns.as_ref(),
+            table::Printer::of(rt.strategy.printer, rt.printer_columns.as_ref()),
         );
         return json_response(code, &t);
     }
@@ -794,7 +794,7 @@ fn filter_from(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> 
         None => Default::default(),
     };
     let fields = match ctx.query.get("fieldSelector") {
-        Some(s) => query::parse_field_selector(s, &rt.api_version(), &rt.kind).map_err(ApiError::bad_request)?,
+        Some(s) => query::parse_field_selector(s, rt.strategy).map_err(ApiError::bad_request)?,
         None => Vec::new(),
     };
     let shards = match ctx.query.get("shardSelector").filter(|s| !s.is_empty() && state.sharded_list_watch) {
@@ -881,7 +881,7 @@ fn list(state: &State, rt: &ResourceType, namespace: &str, ctx: &Ctx) -> Result<
             jiff::Timestamp::now(),
             ctx.include_object(),
             metadata,
-            rt.printer_columns.as_ref(),
+            table::Printer::of(rt.strategy.printer, rt.printer_columns.as_ref()),
         );
         return Ok(json_response(StatusCode::OK, &t));
     }
@@ -1113,7 +1113,7 @@ fn render_event(rt: &ResourceType, event: &Event, view: &View) -> Vec<u8> {
             jiff::Timestamp::now(),
             include,
             json!({}),
-            rt.printer_columns.as_ref(),
+            table::Printer::of(rt.strategy.printer, rt.printer_columns.as_ref()),
         ),
     };
     watch_event(event_type, &object)

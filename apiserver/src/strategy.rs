@@ -1,16 +1,26 @@
-//! What the registry strategies of the workload kinds write on create and update beyond
-//! defaulting and validation (pkg/registry/batch/job and pkg/registry/apps/daemonset
-//! strategy.go): a Job's generated selector and pod labels, a DaemonSet's template generation,
-//! and which kinds' status writes are defaulted like decoded objects.
+//! One `Strategy` per resource: what kube-apiserver's `pkg/registry/<group>/<resource>/
+//! strategy.go` holds for it, registered once per built-in type (`resources`), so that the
+//! generic verbs ask the type instead of matching on its kind. Here so far: defaulting,
+//! PrepareForCreate and PrepareForUpdate, how a status write is prepared, validation (the rules
+//! are `validation`'s), the printer (`table`'s), the strategic merge schema (`patch`'s) and
+//! the fields a list or watch may select by. Custom resources take [`Strategy::GENERIC`]: their
+//! schema's pruning and defaulting is `custom`'s.
 //!
-//! Server-owned metadata, status resets and `metadata.generation` are `api`'s, defaults are
-//! `defaults`', and whether the result is acceptable is `validation`'s. Input of the wrong shape
-//! is left for validation to report.
+//! Beside the table, what the workload kinds' strategies write beyond defaulting and validation
+//! (pkg/registry/batch/job and pkg/registry/apps/daemonset strategy.go): a Job's generated
+//! selector and pod labels, a DaemonSet's template generation.
+//!
+//! Server-owned metadata, status resets and `metadata.generation` are `api`'s, the defaults
+//! themselves `defaults`', and whether the result is acceptable is `validation`'s. Input of the
+//! wrong shape is left for validation to report.
 
 use serde_json::{Map, Value, json};
 use wasmcm_core::str_at;
 
 use super::defaults::{self, child_obj};
+use super::patch::{self, Fields};
+use super::table;
+use super::validation::{self, Rules, StatusRules};
 
 /// The labels the Job registry puts on a Job's pods: the legacy unprefixed pair and the
 /// `batch.kubernetes.io/` pair (both still written in 1.35).
@@ -20,41 +30,306 @@ pub(crate) const CONTROLLER_UID_LABELS: [&str; 2] = ["controller-uid", "batch.ku
 /// A DaemonSet's `spec.templateGeneration`, which apps/v1 carries in this annotation.
 pub(crate) const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
 
-/// `PrepareForCreate`, after defaulting and after the server set name and uid.
-pub(crate) fn prepare_create(api_version: &str, kind: &str, object: &mut Value) {
-    match (api_version, kind) {
-        ("batch/v1", "Job") => {
-            generate_job_selector(object);
-            // What upstream's defaulting does when the stored Job is read back: a Job created
-            // without labels is shown with its pods' labels, the generated ones included.
-            defaults::apply(api_version, kind, object);
+/// What one resource's registry strategy does besides storing.
+#[derive(Debug)]
+pub(crate) struct Strategy {
+    /// `SetDefaults` of the type, on every decoded object (create, update, and a status write
+    /// where `defaults_status`).
+    pub defaults: fn(&mut Map<String, Value>),
+    /// `PrepareForCreate`, after defaulting and after the server set name and uid.
+    pub prepare_create: fn(&mut Value),
+    /// `PrepareForUpdate` of the main resource, after defaulting, given the stored object.
+    pub prepare_update: fn(&mut Value, &Value),
+    /// A status write is defaulted as a decoded object is: the workload kinds, whose status
+    /// defaults are counters Go always writes (a pod's phase and QoS class are its registry's on
+    /// create, not a status write's).
+    pub defaults_status: bool,
+    /// A status write also takes `metadata.annotations`: upstream's Deployment status strategy
+    /// resets only spec and labels, and the deployment controller relies on it to set its
+    /// revision annotation; other kinds keep their metadata.
+    pub status_takes_annotations: bool,
+    /// The fields a field selector may name beyond `metadata.name` and `metadata.namespace`
+    /// (the type's `GetAttrs`).
+    pub selectable_fields: &'static [&'static str],
+    /// Upstream's field label conversion: the stored field a selector's label addresses, for a
+    /// type stored in another version's form (None: that label selects nothing).
+    pub field_label: Option<fn(&str) -> Option<String>>,
+    /// `Validate` and `ValidateUpdate` (`validation`'s rules for the kind).
+    pub validate: Rules,
+    /// The status strategy's `ValidateUpdate`.
+    pub validate_status: StatusRules,
+    /// Its printer for `kubectl get` (printers.go); None: the default convertor's name and age.
+    pub printer: Option<&'static table::Builtin>,
+    /// The patch strategies of its Go type's fields, for a strategic merge patch; None: it has
+    /// no Go type (custom resources, which upstream answers 415).
+    pub merge_schema: Option<Fields>,
+}
+
+/// Two types share a strategy exactly when they are registered with the same one.
+impl PartialEq for Strategy {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+impl Eq for Strategy {}
+
+impl Strategy {
+    /// The generic registry's: nothing beyond what every type gets.
+    pub(crate) const GENERIC: Strategy = Strategy {
+        defaults: |_| {},
+        prepare_create: |_| {},
+        prepare_update: |_, _| {},
+        defaults_status: false,
+        status_takes_annotations: false,
+        selectable_fields: &[],
+        field_label: None,
+        validate: validation::generic,
+        validate_status: |_, _, _| {},
+        printer: None,
+        merge_schema: None,
+    };
+
+    /// Fills in the type's defaults, in place; input that is not an object is left alone.
+    pub(crate) fn default(&self, object: &mut Value) {
+        if let Some(obj) = object.as_object_mut() {
+            (self.defaults)(obj);
         }
-        ("apps/v1", "DaemonSet") => set_template_generation(object, 1),
-        _ => {}
+    }
+
+    /// The stored field a selector's `label` addresses; None: `label` cannot select this type.
+    pub(crate) fn stored_field(&self, label: &str) -> Option<String> {
+        if let Some(convert) = self.field_label {
+            return convert(label);
+        }
+        (matches!(label, "metadata.name" | "metadata.namespace") || self.selectable_fields.contains(&label))
+            .then(|| label.to_owned())
     }
 }
 
-/// `PrepareForUpdate` of the main resource, after defaulting, given the stored object.
-pub(crate) fn prepare_update(api_version: &str, kind: &str, new: &mut Value, old: &Value) {
-    if (api_version, kind) == ("apps/v1", "DaemonSet") {
+/// The built-in types' strategies, as `resources` registers them.
+pub(crate) const POD: Strategy = Strategy {
+    defaults: defaults::pod,
+    selectable_fields: &[
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    ],
+    validate: validation::pods::pod,
+    printer: Some(&table::POD),
+    merge_schema: Some(patch::POD),
+    ..Strategy::GENERIC
+};
+pub(crate) const NAMESPACE: Strategy = Strategy {
+    defaults: defaults::namespace,
+    selectable_fields: &["status.phase"],
+    validate: validation::core::namespace,
+    printer: Some(&table::NAMESPACE),
+    merge_schema: Some(patch::NAMESPACE),
+    ..Strategy::GENERIC
+};
+pub(crate) const NODE: Strategy = Strategy {
+    defaults: defaults::node,
+    selectable_fields: &["spec.unschedulable"],
+    validate: validation::core::node,
+    printer: Some(&table::NODE),
+    merge_schema: Some(patch::NODE),
+    ..Strategy::GENERIC
+};
+pub(crate) const SECRET: Strategy = Strategy {
+    defaults: defaults::secret,
+    selectable_fields: &["type"],
+    validate: validation::core::secret,
+    printer: Some(&table::SECRET),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const SERVICE: Strategy = Strategy {
+    defaults: defaults::service,
+    validate: validation::core::service,
+    printer: Some(&table::SERVICE),
+    merge_schema: Some(patch::SERVICE),
+    ..Strategy::GENERIC
+};
+pub(crate) const REPLICATION_CONTROLLER: Strategy = Strategy {
+    defaults: defaults::replication_controller,
+    defaults_status: true,
+    selectable_fields: &["status.replicas"],
+    validate: validation::workloads::replication_controller,
+    validate_status: |v, new, old| validation::workloads::status(v, "ReplicationController", new, old),
+    printer: Some(&table::REPLICATION_CONTROLLER),
+    merge_schema: Some(patch::WORKLOAD),
+    ..Strategy::GENERIC
+};
+pub(crate) const EVENT: Strategy = Strategy {
+    selectable_fields: &[
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ],
+    validate: |v, object, _| validation::events::core_event(v, object),
+    printer: Some(&table::EVENT),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+/// events.k8s.io/v1's Events are stored as core/v1's: its field labels name core/v1 fields.
+pub(crate) const EVENTS_V1_EVENT: Strategy = Strategy {
+    field_label: Some(wasmcm_core::event::events_field_label),
+    validate: validation::events::events_event,
+    printer: Some(&table::EVENTS_V1_EVENT),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const DEPLOYMENT: Strategy = Strategy {
+    defaults: defaults::deployment,
+    status_takes_annotations: true,
+    validate: |v, object, old| validation::apps::workload(v, object, old, "Deployment"),
+    printer: Some(&table::DEPLOYMENT),
+    merge_schema: Some(patch::WORKLOAD),
+    ..Strategy::GENERIC
+};
+pub(crate) const REPLICA_SET: Strategy = Strategy {
+    defaults: defaults::replica_set,
+    defaults_status: true,
+    selectable_fields: &["status.replicas"],
+    validate: |v, object, old| validation::apps::workload(v, object, old, "ReplicaSet"),
+    printer: Some(&table::REPLICA_SET),
+    merge_schema: Some(patch::WORKLOAD),
+    ..Strategy::GENERIC
+};
+pub(crate) const DAEMON_SET: Strategy = Strategy {
+    defaults: defaults::daemon_set,
+    prepare_create: |object| set_template_generation(object, 1),
+    prepare_update: |new, old| {
         // The client's value is not taken: the generation moves on exactly when the
         // template changes.
         let old_generation = str_at(old, &format!("/metadata/annotations/{TEMPLATE_GENERATION}")).parse().unwrap_or(0);
         let changed = new.pointer("/spec/template") != old.pointer("/spec/template");
         set_template_generation(new, old_generation + i64::from(changed));
-    }
-}
+    },
+    defaults_status: true,
+    validate: validation::workloads::daemon_set,
+    validate_status: |v, new, old| validation::workloads::status(v, "DaemonSet", new, old),
+    printer: Some(&table::DAEMON_SET),
+    merge_schema: Some(patch::WORKLOAD),
+    ..Strategy::GENERIC
+};
+pub(crate) const STATEFUL_SET: Strategy = Strategy {
+    defaults: defaults::stateful_set,
+    defaults_status: true,
+    validate: validation::workloads::stateful_set,
+    validate_status: |v, new, old| validation::workloads::status(v, "StatefulSet", new, old),
+    printer: Some(&table::STATEFUL_SET),
+    merge_schema: Some(patch::WORKLOAD),
+    ..Strategy::GENERIC
+};
+pub(crate) const JOB: Strategy = Strategy {
+    defaults: defaults::job,
+    prepare_create: |object| {
+        generate_job_selector(object);
+        // What upstream's defaulting does when the stored Job is read back: a Job created
+        // without labels is shown with its pods' labels, the generated ones included.
+        JOB.default(object);
+    },
+    defaults_status: true,
+    selectable_fields: &["status.successful"],
+    validate: validation::workloads::job,
+    validate_status: |v, new, old| validation::workloads::status(v, "Job", new, old),
+    printer: Some(&table::JOB),
+    merge_schema: Some(patch::WORKLOAD),
+    ..Strategy::GENERIC
+};
+pub(crate) const CRON_JOB: Strategy = Strategy {
+    defaults: defaults::cron_job,
+    defaults_status: true,
+    validate: validation::workloads::cron_job,
+    printer: Some(&table::CRON_JOB),
+    merge_schema: Some(patch::CRON_JOB),
+    ..Strategy::GENERIC
+};
+pub(crate) const POD_DISRUPTION_BUDGET: Strategy = Strategy {
+    defaults: defaults::pod_disruption_budget,
+    validate: validation::policy::pod_disruption_budget,
+    printer: Some(&table::POD_DISRUPTION_BUDGET),
+    merge_schema: Some(patch::POD_DISRUPTION_BUDGET),
+    ..Strategy::GENERIC
+};
+pub(crate) const ROLE_BINDING: Strategy = Strategy {
+    defaults: defaults::binding,
+    validate: |v, object, old| validation::rbac::role_binding(v, object, old, true),
+    printer: Some(&table::ROLE_BINDING),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const CLUSTER_ROLE_BINDING: Strategy = Strategy {
+    defaults: defaults::binding,
+    validate: |v, object, old| validation::rbac::role_binding(v, object, old, false),
+    printer: Some(&table::CLUSTER_ROLE_BINDING),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const ROLE: Strategy = Strategy {
+    validate: |v, object, old| validation::rbac::role(v, object, old, true),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const CLUSTER_ROLE: Strategy = Strategy {
+    validate: |v, object, old| validation::rbac::role(v, object, old, false),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const CONFIG_MAP: Strategy = Strategy {
+    validate: validation::core::config_map,
+    printer: Some(&table::CONFIG_MAP),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const SERVICE_ACCOUNT: Strategy = Strategy {
+    validate: validation::core::service_account,
+    printer: Some(&table::SERVICE_ACCOUNT),
+    merge_schema: Some(patch::SERVICE_ACCOUNT),
+    ..Strategy::GENERIC
+};
+pub(crate) const LEASE: Strategy = Strategy {
+    validate: validation::coordination::lease,
+    printer: Some(&table::LEASE),
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
+pub(crate) const API_SERVICE: Strategy = Strategy {
+    validate: validation::apiregistration::api_service,
+    printer: Some(&table::API_SERVICE),
+    ..Strategy::GENERIC
+};
+pub(crate) const CERTIFICATE_SIGNING_REQUEST: Strategy = Strategy {
+    validate: validation::certificates::certificate_signing_request,
+    printer: Some(&table::CERTIFICATE_SIGNING_REQUEST),
+    ..Strategy::GENERIC
+};
+pub(crate) const CUSTOM_RESOURCE_DEFINITION: Strategy = Strategy {
+    defaults: defaults::crd,
+    validate: validation::apiextensions::crd,
+    merge_schema: Some(patch::METADATA_ONLY),
+    ..Strategy::GENERIC
+};
 
-/// Whether a write to this kind's `/status` is defaulted as a decoded object is: the workload
-/// kinds, whose status defaults are counters Go always writes.
-pub(crate) fn defaults_status(api_version: &str, kind: &str) -> bool {
-    matches!(
-        (api_version, kind),
-        ("apps/v1", "DaemonSet" | "StatefulSet" | "ReplicaSet")
-            | ("batch/v1", "Job" | "CronJob")
-            | ("v1", "ReplicationController")
-    )
-}
+pub(crate) const ENDPOINTS: Strategy =
+    Strategy { printer: Some(&table::ENDPOINTS), merge_schema: Some(patch::METADATA_ONLY), ..Strategy::GENERIC };
+pub(crate) const ENDPOINT_SLICE: Strategy =
+    Strategy { printer: Some(&table::ENDPOINT_SLICE), merge_schema: Some(patch::METADATA_ONLY), ..Strategy::GENERIC };
+pub(crate) const COMPONENT_STATUS: Strategy = Strategy { printer: Some(&table::COMPONENT_STATUS), ..Strategy::GENERIC };
 
 fn set_template_generation(object: &mut Value, generation: i64) {
     let Some(obj) = object.as_object_mut() else { return };
@@ -94,9 +369,9 @@ fn generate_job_selector(job: &mut Value) {
 mod tests {
     use super::*;
 
-    fn created(api_version: &str, kind: &str, mut object: Value) -> Value {
-        defaults::apply(api_version, kind, &mut object);
-        prepare_create(api_version, kind, &mut object);
+    fn created(strategy: &Strategy, mut object: Value) -> Value {
+        strategy.default(&mut object);
+        (strategy.prepare_create)(&mut object);
         object
     }
 
@@ -111,7 +386,7 @@ mod tests {
 
     #[test]
     fn a_job_gets_its_generated_selector_and_labels() {
-        let j = created("batch/v1", "Job", job(None));
+        let j = created(&JOB, job(None));
         let want = json!({"batch.kubernetes.io/controller-uid": "u-1", "batch.kubernetes.io/job-name": "pi",
             "controller-uid": "u-1", "job-name": "pi"});
         assert_eq!(j["spec"]["template"]["metadata"]["labels"], want);
@@ -124,7 +399,7 @@ mod tests {
     #[test]
     fn a_job_keeps_its_own_labels_and_manual_selectors() {
         // Labels of the template given: those become the Job's before the generated ones exist.
-        let j = created("batch/v1", "Job", job(Some(json!({"app": "pi", "job-name": "other"}))));
+        let j = created(&JOB, job(Some(json!({"app": "pi", "job-name": "other"}))));
         assert_eq!(j["metadata"]["labels"], json!({"app": "pi", "job-name": "other"}));
         assert_eq!(j["spec"]["template"]["metadata"]["labels"]["job-name"], "other");
         assert_eq!(j["spec"]["template"]["metadata"]["labels"]["controller-uid"], "u-1");
@@ -132,7 +407,7 @@ mod tests {
         let mut manual = job(Some(json!({"app": "pi"})));
         manual["spec"]["manualSelector"] = json!(true);
         manual["spec"]["selector"] = json!({"matchLabels": {"app": "pi"}});
-        let j = created("batch/v1", "Job", manual);
+        let j = created(&JOB, manual);
         assert_eq!(j["spec"]["selector"], json!({"matchLabels": {"app": "pi"}}));
         assert_eq!(j["spec"]["template"]["metadata"]["labels"], json!({"app": "pi"}));
     }
@@ -140,33 +415,33 @@ mod tests {
     #[test]
     fn a_daemon_set_counts_template_generations() {
         let ds = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
-        let ds = created("apps/v1", "DaemonSet", ds);
+        let ds = created(&DAEMON_SET, ds);
         assert_eq!(ds["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
 
         let mut same = ds.clone();
         same["metadata"]["annotations"][TEMPLATE_GENERATION] = json!("7");
         same["spec"]["minReadySeconds"] = json!(5);
-        prepare_update("apps/v1", "DaemonSet", &mut same, &ds);
+        (DAEMON_SET.prepare_update)(&mut same, &ds);
         assert_eq!(same["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
 
         let mut changed = ds.clone();
         changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("x");
-        prepare_update("apps/v1", "DaemonSet", &mut changed, &ds);
+        (DAEMON_SET.prepare_update)(&mut changed, &ds);
         assert_eq!(changed["metadata"]["annotations"][TEMPLATE_GENERATION], "2");
     }
 
     #[test]
     fn odd_json_is_left_alone() {
-        for (api_version, kind, object) in [
-            ("batch/v1", "Job", json!({"spec": {"template": 3}})),
-            ("batch/v1", "Job", json!({"spec": {"template": {"metadata": {"labels": "x"}}, "selector": []}})),
-            ("batch/v1", "Job", json!("job")),
-            ("apps/v1", "DaemonSet", json!({"metadata": {"annotations": 1}})),
+        for (strategy, object) in [
+            (&JOB, json!({"spec": {"template": 3}})),
+            (&JOB, json!({"spec": {"template": {"metadata": {"labels": "x"}}, "selector": []}})),
+            (&JOB, json!("job")),
+            (&DAEMON_SET, json!({"metadata": {"annotations": 1}})),
         ] {
             let mut o = object.clone();
-            prepare_create(api_version, kind, &mut o);
+            (strategy.prepare_create)(&mut o);
             let old = o.clone();
-            prepare_update(api_version, kind, &mut o, &old);
+            (strategy.prepare_update)(&mut o, &old);
         }
     }
 }

@@ -22,7 +22,7 @@ pub(super) fn row(columns: &[CustomColumn], obj: &Value, now: Timestamp) -> Row 
 
 /// One additionalPrinterColumn. `path` is None when the JSONPath is outside the supported subset (or invalid):
 /// the column is still listed, with empty cells, rather than hiding the columns after it as upstream does.
-pub(super) struct CustomColumn {
+pub(crate) struct CustomColumn {
     name: String,
     kind: String,
     format: String,
@@ -370,7 +370,7 @@ impl Filter {
 mod tests {
     use super::*;
     use crate::table::tests::{ago, cells, columns, now};
-    use crate::table::{NAME_DOC, render};
+    use crate::table::{NAME_DOC, Printer, render};
     use serde_json::json;
 
     fn widget() -> Value {
@@ -415,7 +415,15 @@ mod tests {
             {"name": "Unsupported", "type": "string", "jsonPath": "..name"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         ]);
-        let t = render("example.com/v1", "Widget", &[widget()], now(), "Metadata", json!({}), Some(&columns));
+        let t = render(
+            "example.com/v1",
+            "Widget",
+            &[widget()],
+            now(),
+            "Metadata",
+            json!({}),
+            Printer::of(None, Some(&columns)),
+        );
         let defs = &t["columnDefinitions"];
         assert_eq!(defs.as_array().unwrap().len(), 14);
         assert_eq!(defs[0], column("Name", "string", "name", NAME_DOC, 0));
@@ -446,7 +454,15 @@ mod tests {
 
     #[test]
     fn custom_resource_without_columns_gets_age() {
-        let t = render("example.com/v1", "Widget", &[widget()], now(), "Metadata", json!({}), Some(&json!([])));
+        let t = render(
+            "example.com/v1",
+            "Widget",
+            &[widget()],
+            now(),
+            "Metadata",
+            json!({}),
+            Printer::of(None, Some(&json!([]))),
+        );
         assert_eq!(columns(&t), json!([["Name", 0], ["Age", 0]]));
         assert_eq!(t["columnDefinitions"][1]["type"], "date");
         assert_eq!(cells(&t, 0), json!(["gizmo", "5h"]));

@@ -15,7 +15,7 @@
 //! (leases), `policy` (disruption budgets), `workloads` (jobs, cron jobs, daemon sets, stateful sets, replication
 //! controllers), `control_plane` (certificate signing requests, component statuses, API services), `rbac`
 //! (bindings), `discovery` (endpoints and endpoint slices) and `custom` (custom resources' additionalPrinterColumns
-//! and the JSONPath subset they use). This file is the shared machinery: `render` and the choice of printer by kind,
+//! and the JSONPath subset they use). This file is the shared machinery: `render`, each built-in kind's printer (named by its strategy),
 //! column plumbing, the default convertor, `human_duration`, and the field accessors every printer reads JSON with.
 
 mod apps;
@@ -51,9 +51,8 @@ pub(crate) fn render(
     now: Timestamp,
     include_object: &str,
     list_metadata: Value,
-    custom_columns: Option<&Value>,
+    printer: Printer,
 ) -> Value {
-    let printer = Printer::select(api_version, kind, custom_columns);
     let rows: Vec<Value> = objects
         .iter()
         .map(|obj| {
@@ -162,13 +161,58 @@ fn spec_column(&(name, kind, format, description, priority): &ColumnSpec) -> Val
 /// Renders one object's cells for a built-in kind's columns.
 type RowPrinter = fn(&Value, Timestamp) -> Row;
 
-enum Printer {
-    /// A kind kube-apiserver has a printer for (printers.go): its columns and how to print a row.
-    Builtin {
-        columns: &'static [ColumnSpec],
-        row: RowPrinter,
-    },
+/// A built-in kind's printer, as kube-apiserver's printers.go has it: its columns and how to
+/// print a row. The kind's `Strategy` names it.
+#[derive(Debug)]
+pub(crate) struct Builtin {
+    columns: &'static [ColumnSpec],
+    row: RowPrinter,
+}
+
+pub(crate) const POD: Builtin = Builtin { columns: core::POD_COLUMNS, row: core::pod_row };
+pub(crate) const DEPLOYMENT: Builtin = Builtin { columns: apps::DEPLOYMENT_COLUMNS, row: apps::deployment_row };
+pub(crate) const REPLICA_SET: Builtin = Builtin { columns: apps::REPLICA_SET_COLUMNS, row: apps::replica_set_row };
+pub(crate) const NAMESPACE: Builtin = Builtin { columns: core::NAMESPACE_COLUMNS, row: core::namespace_row };
+pub(crate) const NODE: Builtin = Builtin { columns: core::NODE_COLUMNS, row: core::node_row };
+pub(crate) const EVENT: Builtin = Builtin { columns: core::EVENT_COLUMNS, row: core::core_event_row };
+pub(crate) const EVENTS_V1_EVENT: Builtin = Builtin { columns: core::EVENT_COLUMNS, row: core::events_event_row };
+pub(crate) const LEASE: Builtin = Builtin { columns: coordination::LEASE_COLUMNS, row: coordination::lease_row };
+pub(crate) const CONFIG_MAP: Builtin = Builtin { columns: core::CONFIG_MAP_COLUMNS, row: core::config_map_row };
+pub(crate) const SECRET: Builtin = Builtin { columns: core::SECRET_COLUMNS, row: core::secret_row };
+pub(crate) const SERVICE_ACCOUNT: Builtin =
+    Builtin { columns: core::SERVICE_ACCOUNT_COLUMNS, row: core::service_account_row };
+pub(crate) const SERVICE: Builtin = Builtin { columns: core::SERVICE_COLUMNS, row: core::service_row };
+pub(crate) const ENDPOINTS: Builtin = Builtin { columns: discovery::ENDPOINTS_COLUMNS, row: discovery::endpoints_row };
+pub(crate) const ENDPOINT_SLICE: Builtin =
+    Builtin { columns: discovery::ENDPOINT_SLICE_COLUMNS, row: discovery::endpoint_slice_row };
+pub(crate) const POD_DISRUPTION_BUDGET: Builtin =
+    Builtin { columns: policy::POD_DISRUPTION_BUDGET_COLUMNS, row: policy::pod_disruption_budget_row };
+pub(crate) const CERTIFICATE_SIGNING_REQUEST: Builtin = Builtin {
+    columns: control_plane::CERTIFICATE_SIGNING_REQUEST_COLUMNS,
+    row: control_plane::certificate_signing_request_row,
+};
+pub(crate) const COMPONENT_STATUS: Builtin =
+    Builtin { columns: control_plane::COMPONENT_STATUS_COLUMNS, row: control_plane::component_status_row };
+pub(crate) const API_SERVICE: Builtin =
+    Builtin { columns: control_plane::API_SERVICE_COLUMNS, row: control_plane::api_service_row };
+pub(crate) const ROLE_BINDING: Builtin = Builtin { columns: rbac::ROLE_BINDING_COLUMNS, row: rbac::binding_row };
+pub(crate) const CLUSTER_ROLE_BINDING: Builtin =
+    Builtin { columns: rbac::CLUSTER_ROLE_BINDING_COLUMNS, row: rbac::binding_row };
+pub(crate) const JOB: Builtin = Builtin { columns: workloads::JOB_COLUMNS, row: workloads::job_row };
+pub(crate) const CRON_JOB: Builtin = Builtin { columns: workloads::CRON_JOB_COLUMNS, row: workloads::cron_job_row };
+pub(crate) const DAEMON_SET: Builtin =
+    Builtin { columns: workloads::DAEMON_SET_COLUMNS, row: workloads::daemon_set_row };
+pub(crate) const STATEFUL_SET: Builtin =
+    Builtin { columns: workloads::STATEFUL_SET_COLUMNS, row: workloads::stateful_set_row };
+pub(crate) const REPLICATION_CONTROLLER: Builtin =
+    Builtin { columns: workloads::REPLICATION_CONTROLLER_COLUMNS, row: workloads::replication_controller_row };
+
+/// How a type's objects are printed.
+pub(crate) enum Printer {
+    Builtin(&'static Builtin),
+    /// A custom resource's additionalPrinterColumns.
     Custom(Vec<CustomColumn>),
+    /// `rest.defaultTableConvertor`: what kube-apiserver uses for resources without a printer.
     Default,
 }
 
@@ -184,57 +228,20 @@ impl Row {
 }
 
 impl Printer {
-    fn select(api_version: &str, kind: &str, custom_columns: Option<&Value>) -> Self {
-        // A custom resource may reuse a built-in kind name ("Pod" in some other group), so CRD columns win.
-        if let Some(columns) = custom_columns {
-            return Printer::Custom(CustomColumn::from_crd(columns));
+    /// The printer of a type with the built-in printer `builtin` (its strategy's) or the CRD
+    /// columns `custom_columns` (a custom resource's, which win: a custom resource may reuse a
+    /// built-in kind's name).
+    pub(crate) fn of(builtin: Option<&'static Builtin>, custom_columns: Option<&Value>) -> Self {
+        match (custom_columns, builtin) {
+            (Some(columns), _) => Printer::Custom(CustomColumn::from_crd(columns)),
+            (None, Some(builtin)) => Printer::Builtin(builtin),
+            (None, None) => Printer::Default,
         }
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        let (columns, row): (&'static [ColumnSpec], RowPrinter) = match (group, kind) {
-            ("", "Pod") => (core::POD_COLUMNS, core::pod_row),
-            ("apps", "Deployment") => (apps::DEPLOYMENT_COLUMNS, apps::deployment_row),
-            ("apps", "ReplicaSet") => (apps::REPLICA_SET_COLUMNS, apps::replica_set_row),
-            ("", "Namespace") => (core::NAMESPACE_COLUMNS, core::namespace_row),
-            ("", "Node") => (core::NODE_COLUMNS, core::node_row),
-            ("", "Event") => (core::EVENT_COLUMNS, core::core_event_row),
-            // events.k8s.io/v1 shares core Event's storage and printer upstream, under different field names.
-            ("events.k8s.io", "Event") => (core::EVENT_COLUMNS, core::events_event_row),
-            ("coordination.k8s.io", "Lease") => (coordination::LEASE_COLUMNS, coordination::lease_row),
-            ("", "ConfigMap") => (core::CONFIG_MAP_COLUMNS, core::config_map_row),
-            ("", "Secret") => (core::SECRET_COLUMNS, core::secret_row),
-            ("", "ServiceAccount") => (core::SERVICE_ACCOUNT_COLUMNS, core::service_account_row),
-            ("", "Service") => (core::SERVICE_COLUMNS, core::service_row),
-            ("", "Endpoints") => (discovery::ENDPOINTS_COLUMNS, discovery::endpoints_row),
-            ("discovery.k8s.io", "EndpointSlice") => (discovery::ENDPOINT_SLICE_COLUMNS, discovery::endpoint_slice_row),
-            ("policy", "PodDisruptionBudget") => {
-                (policy::POD_DISRUPTION_BUDGET_COLUMNS, policy::pod_disruption_budget_row)
-            }
-            ("certificates.k8s.io", "CertificateSigningRequest") => {
-                (control_plane::CERTIFICATE_SIGNING_REQUEST_COLUMNS, control_plane::certificate_signing_request_row)
-            }
-            ("", "ComponentStatus") => (control_plane::COMPONENT_STATUS_COLUMNS, control_plane::component_status_row),
-            ("apiregistration.k8s.io", "APIService") => {
-                (control_plane::API_SERVICE_COLUMNS, control_plane::api_service_row)
-            }
-            ("rbac.authorization.k8s.io", "RoleBinding") => (rbac::ROLE_BINDING_COLUMNS, rbac::binding_row),
-            ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
-                (rbac::CLUSTER_ROLE_BINDING_COLUMNS, rbac::binding_row)
-            }
-            ("batch", "Job") => (workloads::JOB_COLUMNS, workloads::job_row),
-            ("batch", "CronJob") => (workloads::CRON_JOB_COLUMNS, workloads::cron_job_row),
-            ("apps", "DaemonSet") => (workloads::DAEMON_SET_COLUMNS, workloads::daemon_set_row),
-            ("apps", "StatefulSet") => (workloads::STATEFUL_SET_COLUMNS, workloads::stateful_set_row),
-            ("", "ReplicationController") => {
-                (workloads::REPLICATION_CONTROLLER_COLUMNS, workloads::replication_controller_row)
-            }
-            _ => return Printer::Default,
-        };
-        Printer::Builtin { columns, row }
     }
 
     fn columns(&self) -> Vec<Value> {
         match self {
-            Printer::Builtin { columns, .. } => columns.iter().map(spec_column).collect(),
+            Printer::Builtin(builtin) => builtin.columns.iter().map(spec_column).collect(),
             Printer::Custom(columns) => custom::columns(columns),
             Printer::Default => DEFAULT_COLUMNS.iter().map(spec_column).collect(),
         }
@@ -242,7 +249,7 @@ impl Printer {
 
     fn row(&self, obj: &Value, now: Timestamp) -> Row {
         match self {
-            Printer::Builtin { row, .. } => row(obj, now),
+            Printer::Builtin(builtin) => (builtin.row)(obj, now),
             Printer::Custom(columns) => custom::row(columns, obj, now),
             Printer::Default => default_row(obj),
         }

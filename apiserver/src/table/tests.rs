@@ -12,8 +12,14 @@ pub(super) fn ago(secs: i64) -> String {
     now().checked_sub(SignedDuration::from_secs(secs)).unwrap().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// The printer `api_version` and `kind`'s strategy names (the default one for a kind not built in).
+pub(super) fn printer(api_version: &str, kind: &str) -> Printer {
+    let registered = crate::resources::Registry::default().by_kind(api_version, kind);
+    Printer::of(registered.and_then(|t| t.strategy.printer), None)
+}
+
 pub(super) fn table(api_version: &str, kind: &str, objects: &[Value]) -> Value {
-    render(api_version, kind, objects, now(), "Metadata", json!({}), None)
+    render(api_version, kind, objects, now(), "Metadata", json!({}), printer(api_version, kind))
 }
 
 /// `[[name, priority], ...]` of a table's columns.
@@ -139,7 +145,8 @@ fn crds_and_unknown_kinds_use_the_default_convertor() {
 fn include_object_variants() {
     let p = json!({"metadata": {"name": "web-abc12", "namespace": "default", "uid": "u1"}, "spec": {}});
     let object = |mode: &str| {
-        render("v1", "Pod", std::slice::from_ref(&p), now(), mode, json!({}), None)["rows"][0]["object"].clone()
+        render("v1", "Pod", std::slice::from_ref(&p), now(), mode, json!({}), printer("v1", "Pod"))["rows"][0]["object"]
+            .clone()
     };
     assert_eq!(
         object("Metadata"),
@@ -163,22 +170,29 @@ fn include_object_variants() {
     );
     // Objects that carry their own apiVersion/kind keep them.
     let custom = json!({"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "w"}});
-    let t =
-        render("example.com/v2", "Widget", std::slice::from_ref(&custom), now(), "Object", json!({}), Some(&json!([])));
+    let t = render(
+        "example.com/v2",
+        "Widget",
+        std::slice::from_ref(&custom),
+        now(),
+        "Object",
+        json!({}),
+        Printer::of(None, Some(&json!([]))),
+    );
     assert_eq!(t["rows"][0]["object"], custom);
 }
 
 #[test]
 fn table_envelope_and_list_metadata() {
     let list_meta = json!({"resourceVersion": "42", "continue": "", "remainingItemCount": 7, "selfLink": "/x"});
-    let t = render("v1", "Namespace", &[], now(), "Metadata", list_meta, None);
+    let t = render("v1", "Namespace", &[], now(), "Metadata", list_meta, printer("v1", "Namespace"));
     assert_eq!(t["kind"], "Table");
     assert_eq!(t["apiVersion"], "meta.k8s.io/v1");
     assert_eq!(t["metadata"], json!({"resourceVersion": "42", "remainingItemCount": 7}));
     assert_eq!(t["rows"], json!([]));
-    let t = render("v1", "Namespace", &[], now(), "Metadata", json!({"continue": "abc"}), None);
+    let t = render("v1", "Namespace", &[], now(), "Metadata", json!({"continue": "abc"}), printer("v1", "Namespace"));
     assert_eq!(t["metadata"], json!({"continue": "abc"}));
-    let t = render("v1", "Namespace", &[], now(), "Metadata", Value::Null, None);
+    let t = render("v1", "Namespace", &[], now(), "Metadata", Value::Null, printer("v1", "Namespace"));
     assert_eq!(t["metadata"], json!({}));
     for def in t["columnDefinitions"].as_array().unwrap() {
         for key in ["name", "type", "format", "description", "priority"] {

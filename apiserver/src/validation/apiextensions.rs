@@ -8,7 +8,7 @@ use wasmcm_core::validation::{dns1035_label, dns1123_subdomain};
 use super::meta::{NameRule, Scope, meta};
 use super::{Obj, V, child, deep_empty, go_strings, idx, json_short, key, one_of, q, semantic_eq, show, text};
 
-pub(super) fn crd(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn crd(v: &mut V, obj: &Value, old: Option<&Value>) {
     let empty = Map::new();
     let spec = obj.get("spec").and_then(Value::as_object).unwrap_or(&empty);
     let group = spec.get("group").and_then(Value::as_str).unwrap_or("");

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::meta::{NameRule, Scope, meta};
 use super::{V, q};
 
-pub(super) fn api_service(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn api_service(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Cluster, NameRule::PathSegment, false);
     let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
     let Some((version, group)) = name.split_once('.') else {

@@ -32,7 +32,7 @@ enum TemplateCheck {
 /// The rules Deployments, ReplicaSets, DaemonSets and StatefulSets share (`kind` is which one):
 /// replicas, the selector and that the template matches it, the template's pod spec and restart
 /// rules, and (but for StatefulSets, whose update rule covers it) the immutable selector.
-pub(super) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, kind: &str) {
+pub(crate) fn workload(v: &mut V, obj: &Value, old: Option<&Value>, kind: &str) {
     let deployment = kind == "Deployment";
     // Upstream's messages name the kind; ReplicaSets kept the Deployment's wording.
     let selector_kind = match kind {

@@ -76,7 +76,7 @@ fn signer_name(v: &mut V, name: &str) {
     }
 }
 
-pub(super) fn certificate_signing_request(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn certificate_signing_request(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Cluster, NameRule::Subdomain, false);
     let empty = Map::new();
     let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);

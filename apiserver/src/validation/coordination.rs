@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::V;
 use super::meta::{NameRule, Scope, meta};
 
-pub(super) fn lease(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn lease(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     let Some(spec) = v.obj(obj.get("spec"), "spec") else { return };
     if let Some(d) = v.int(spec.get("leaseDurationSeconds"), "spec.leaseDurationSeconds").filter(|d| *d <= 0) {

@@ -43,7 +43,7 @@ pub(super) fn config_key(s: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // The other core kinds.
 
-pub(super) fn namespace(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn namespace(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Cluster, NameRule::Label, true);
     let path = "spec.finalizers";
     for f in v.str_list(obj.pointer("/spec/finalizers"), path) {
@@ -52,7 +52,7 @@ pub(super) fn namespace(v: &mut V, obj: &Value, old: Option<&Value>) {
     }
 }
 
-pub(super) fn node(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn node(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Cluster, NameRule::Subdomain, true);
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for (tpath, t) in v.objs(obj.pointer("/spec/taints"), "spec.taints") {
@@ -74,11 +74,11 @@ pub(super) fn node(v: &mut V, obj: &Value, old: Option<&Value>) {
     }
 }
 
-pub(super) fn service_account(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn service_account(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
 }
 
-pub(super) fn config_map(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn config_map(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     let data = v.str_map(obj.get("data"), "data").unwrap_or_default();
     let binary = v.str_map(obj.get("binaryData"), "binaryData").unwrap_or_default();
@@ -100,7 +100,7 @@ pub(super) fn config_map(v: &mut V, obj: &Value, old: Option<&Value>) {
     immutable_contents(v, obj, old, &["data", "binaryData"]);
 }
 
-pub(super) fn secret(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn secret(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     // Defaulting folds stringData into data; what is left here did not convert.
     let _ = v.str_map(obj.get("stringData"), "stringData");
@@ -179,7 +179,7 @@ fn immutable_contents(v: &mut V, obj: &Value, old: Option<&Value>, fields: &[&st
 // ---------------------------------------------------------------------------------------------
 // Services (pkg/apis/core/validation: ValidateService, ValidateServiceUpdate).
 
-pub(super) fn service(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn service(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Dns1035, true);
     let empty = Map::new();
     let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);

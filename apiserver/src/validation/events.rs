@@ -13,7 +13,7 @@ use super::meta::{NameRule, Scope, meta, meta_name};
 use super::{V, deep_empty, q, semantic_eq, show, text};
 
 /// core/v1 Events keep their legacy rules: no ObjectMeta validation beyond a usable name.
-pub(super) fn core_event(v: &mut V, obj: &Value) {
+pub(crate) fn core_event(v: &mut V, obj: &Value) {
     let empty = Map::new();
     let m = v.obj(obj.get("metadata"), "metadata").unwrap_or(&empty);
     meta_name(v, m, NameRule::PathSegment);
@@ -99,7 +99,7 @@ const IMMUTABLE: [&str; 13] = [
     "reportingInstance",
 ];
 
-pub(super) fn events_event(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn events_event(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     if let Some(series) = v.obj(obj.get("series"), "series") {
         if v.int(series.get("count"), "series.count").unwrap_or(0) < 2 {

@@ -26,26 +26,26 @@
 //! - `rbac`: Roles, ClusterRoles and their bindings.
 //! - `apiextensions`: CustomResourceDefinitions.
 //!
-//! This file holds what they share: the entry point and its dispatch by kind, [`Cause`], the cause
-//! collector `V` with its typed access to untrusted JSON, and small helpers that read JSON or
+//! Each kind's `Strategy` names its rules ([`Rules`], [`StatusRules`]). This file holds what the
+//! groups share: the entry points, the cause collector `V` with its typed access to untrusted JSON, and small helpers that read JSON or
 //! render values the way upstream prints them. A group file reaches into another only where
 //! upstream does (a workload's pod template is checked with the pod rules, a disruption budget's
 //! bounds with the apps int-or-percent rule).
 
-mod apiextensions;
-mod apiregistration;
-mod apps;
-mod certificates;
-mod coordination;
-mod core;
-mod events;
+pub(crate) mod apiextensions;
+pub(crate) mod apiregistration;
+pub(crate) mod apps;
+pub(crate) mod certificates;
+pub(crate) mod coordination;
+pub(crate) mod core;
+pub(crate) mod events;
 mod meta;
-mod pods;
-mod policy;
-mod rbac;
+pub(crate) mod pods;
+pub(crate) mod policy;
+pub(crate) mod rbac;
 #[cfg(test)]
 mod tests;
-mod workloads;
+pub(crate) mod workloads;
 
 use serde_json::{Map, Value};
 use wasmcm_core::Cause;
@@ -53,62 +53,46 @@ use wasmcm_core::validation::max_len;
 
 use meta::{NameRule, Scope, meta};
 
-/// Validates `object` (already defaulted) of apiVersion/kind on create (`old` = None) or update
-/// (`old` = Some(stored)). Returns every problem found; empty = valid.
-pub(crate) fn validate(api_version: &str, kind: &str, object: &Value, old: Option<&Value>) -> Vec<Cause> {
+/// A kind's rules on create (`old` None) and update (`old` the stored object), as its
+/// `Strategy` names them.
+pub(crate) type Rules = fn(&mut V, &Value, Option<&Value>);
+
+/// A kind's rules on a write to its status: the stored object with the new status, and the
+/// stored one.
+pub(crate) type StatusRules = fn(&mut V, &Value, &Value);
+
+/// Validates `object` (already defaulted) under `rules`. Returns every problem found; empty =
+/// valid.
+pub(crate) fn validate(rules: Rules, object: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut v = V::default();
     if !object.is_object() {
         v.wrong_type("", object, "object");
         return v.causes;
     }
     // A stored object of the wrong shape cannot be compared against; validate as a create.
-    let old = old.filter(|o| o.is_object());
-    match (api_version, kind) {
-        ("apps/v1", "Deployment") => apps::workload(&mut v, object, old, "Deployment"),
-        ("apps/v1", "ReplicaSet") => apps::workload(&mut v, object, old, "ReplicaSet"),
-        ("apps/v1", "DaemonSet") => workloads::daemon_set(&mut v, object, old),
-        ("apps/v1", "StatefulSet") => workloads::stateful_set(&mut v, object, old),
-        ("v1", "ReplicationController") => workloads::replication_controller(&mut v, object, old),
-        ("batch/v1", "Job") => workloads::job(&mut v, object, old),
-        ("batch/v1", "CronJob") => workloads::cron_job(&mut v, object, old),
-        ("v1", "Pod") => pods::pod(&mut v, object, old),
-        ("v1", "Namespace") => core::namespace(&mut v, object, old),
-        ("v1", "Node") => core::node(&mut v, object, old),
-        ("v1", "Event") => events::core_event(&mut v, object),
-        ("events.k8s.io/v1", "Event") => events::events_event(&mut v, object, old),
-        ("v1", "ConfigMap") => core::config_map(&mut v, object, old),
-        ("v1", "Secret") => core::secret(&mut v, object, old),
-        ("v1", "ServiceAccount") => core::service_account(&mut v, object, old),
-        ("coordination.k8s.io/v1", "Lease") => coordination::lease(&mut v, object, old),
-        ("v1", "Service") => core::service(&mut v, object, old),
-        ("policy/v1", "PodDisruptionBudget") => policy::pod_disruption_budget(&mut v, object, old),
-        ("apiregistration.k8s.io/v1", "APIService") => apiregistration::api_service(&mut v, object, old),
-        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
-            certificates::certificate_signing_request(&mut v, object, old)
-        }
-        ("rbac.authorization.k8s.io/v1", "Role") => rbac::role(&mut v, object, old, true),
-        ("rbac.authorization.k8s.io/v1", "ClusterRole") => rbac::role(&mut v, object, old, false),
-        ("rbac.authorization.k8s.io/v1", "RoleBinding") => rbac::role_binding(&mut v, object, old, true),
-        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => rbac::role_binding(&mut v, object, old, false),
-        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => apiextensions::crd(&mut v, object, old),
-        // Custom resources and anything else: what the generic registry checks.
-        _ => meta(&mut v, object, old, Scope::Either, NameRule::Subdomain, false),
-    }
+    rules(&mut v, object, old.filter(|o| o.is_object()));
     v.causes
 }
 
-/// Validates a write to the status subresource: `object` is the stored object with the new
-/// status, `old` the stored one. Only the kinds whose status strategies check something have
-/// rules; everything else is accepted as before.
-pub(crate) fn validate_status(api_version: &str, kind: &str, object: &Value, old: &Value) -> Vec<Cause> {
+/// Validates a write to the status subresource under `rules`: `object` is the stored object
+/// with the new status, `old` the stored one.
+pub(crate) fn validate_status(rules: StatusRules, object: &Value, old: &Value) -> Vec<Cause> {
     let mut v = V::default();
-    match (api_version, kind) {
-        ("apps/v1", "DaemonSet" | "StatefulSet") | ("v1", "ReplicationController") | ("batch/v1", "Job") => {
-            workloads::status(&mut v, kind, object, old);
-        }
-        _ => {}
-    }
+    rules(&mut v, object, old);
     v.causes
+}
+
+/// What the generic registry checks: custom resources and kinds without rules of their own.
+pub(crate) fn generic(v: &mut V, object: &Value, old: Option<&Value>) {
+    meta(v, object, old, Scope::Either, NameRule::Subdomain, false);
+}
+
+/// `object` of the built-in `api_version` and `kind` validated as its registered strategy
+/// validates it (the generic rules for a kind not built in), for the rules' tests.
+#[cfg(test)]
+pub(crate) fn validate_kind(api_version: &str, kind: &str, object: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let registered = crate::resources::Registry::default().by_kind(api_version, kind);
+    validate(registered.map_or(generic as Rules, |t| t.strategy.validate), object, old)
 }
 
 /// Validates a pod updated through `pods/ephemeralcontainers`, whose strategy changes nothing
@@ -134,7 +118,7 @@ type Obj = Map<String, Value>;
 
 /// The cause collector; its getters report wrong types so callers only handle the happy path.
 #[derive(Default)]
-struct V {
+pub(crate) struct V {
     causes: Vec<Cause>,
 }
 

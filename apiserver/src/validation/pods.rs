@@ -23,7 +23,7 @@ const POD_UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].
     `spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),\
     `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
-pub(super) fn pod(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn pod(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     pod_spec(v, obj.get("spec"), "spec");
     match old {

@@ -7,7 +7,7 @@ use super::apps::int_or_percent;
 use super::meta::{NameRule, Scope, meta, selector};
 use super::{V, child, json_short, q};
 
-pub(super) fn pod_disruption_budget(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn pod_disruption_budget(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     let empty = Map::new();
     let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);

@@ -8,7 +8,7 @@ use wasmcm_core::validation::dns1123_subdomain;
 use super::meta::{NameRule, Scope, meta, path_segment, selector};
 use super::{Obj, V, child, go_strings, q, semantic_eq};
 
-pub(super) fn role(v: &mut V, obj: &Value, old: Option<&Value>, namespaced: bool) {
+pub(crate) fn role(v: &mut V, obj: &Value, old: Option<&Value>, namespaced: bool) {
     let scope = if namespaced { Scope::Namespaced } else { Scope::Cluster };
     meta(v, obj, old, scope, NameRule::PathSegment, false);
     for (path, rule) in v.objs(obj.get("rules"), "rules") {
@@ -61,7 +61,7 @@ fn policy_rule(v: &mut V, rule: &Obj, namespaced: bool, path: &str) {
     }
 }
 
-pub(super) fn role_binding(v: &mut V, obj: &Value, old: Option<&Value>, namespaced: bool) {
+pub(crate) fn role_binding(v: &mut V, obj: &Value, old: Option<&Value>, namespaced: bool) {
     let scope = if namespaced { Scope::Namespaced } else { Scope::Cluster };
     meta(v, obj, old, scope, NameRule::PathSegment, false);
     let empty = Map::new();
@@ -127,7 +127,7 @@ pub(super) fn role_binding(v: &mut V, obj: &Value, old: Option<&Value>, namespac
 #[cfg(test)]
 mod tests {
     use crate::validation::tests::{edit, run};
-    use crate::validation::validate;
+    use crate::validation::validate_kind as validate;
     use serde_json::json;
 
     #[test]

@@ -45,7 +45,7 @@ fn expected(want: &str) -> Vec<(String, String)> {
 }
 
 fn check(api_version: &str, kind: &str, object: &Value, old: Option<&Value>, name: &str, want: &str) {
-    let causes = validate(api_version, kind, object, old);
+    let causes = validate_kind(api_version, kind, object, old);
     let mut got: Vec<(String, String)> = causes.iter().map(|c| (c.reason.to_owned(), c.field.clone())).collect();
     got.sort();
     assert_eq!(got, expected(want), "{kind}: {name}: {causes:#?}");
@@ -98,7 +98,7 @@ pub(super) fn pod() -> Value {
 }
 
 fn message(api_version: &str, kind: &str, object: &Value, old: Option<&Value>, field: &str) -> String {
-    let causes = validate(api_version, kind, object, old);
+    let causes = validate_kind(api_version, kind, object, old);
     let found = causes.iter().find(|c| c.field == field);
     found.map(|c| c.message.clone()).unwrap_or_else(|| panic!("no cause at {field}: {causes:#?}"))
 }
@@ -367,10 +367,10 @@ fn odd_json_never_panics() {
     for (api_version, kind) in kinds {
         for object in &weird {
             for old in [None, Some(&weird[0]), Some(object), Some(&json!("not an object"))] {
-                let _ = validate(api_version, kind, object, old);
+                let _ = validate_kind(api_version, kind, object, old);
             }
         }
-        let causes = validate(api_version, kind, &json!([1]), None);
+        let causes = validate_kind(api_version, kind, &json!([1]), None);
         assert_eq!(causes.len(), 1);
         assert_eq!((causes[0].reason.as_str(), causes[0].field.as_str()), (INVALID, ""));
     }

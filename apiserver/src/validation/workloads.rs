@@ -18,7 +18,7 @@ use super::meta::{NameRule, Scope, annotations, labels, meta, selector};
 use super::pods::pod_spec;
 use super::{Obj, V, deep_empty, json_short, q, semantic_eq, show};
 
-pub(super) fn daemon_set(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn daemon_set(v: &mut V, obj: &Value, old: Option<&Value>) {
     workload(v, obj, old, "DaemonSet");
     let empty = Map::new();
     let spec = obj.get("spec").and_then(Value::as_object).unwrap_or(&empty);
@@ -75,7 +75,7 @@ const STATEFUL_SET_UPDATABLE: [&str; 7] = [
     "minReadySeconds",
 ];
 
-pub(super) fn stateful_set(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn stateful_set(v: &mut V, obj: &Value, old: Option<&Value>) {
     workload(v, obj, old, "StatefulSet");
     let empty = Map::new();
     let spec = obj.get("spec").and_then(Value::as_object).unwrap_or(&empty);
@@ -188,7 +188,7 @@ fn shown_labels(labels: Option<&BTreeMap<String, String>>) -> String {
     go_map(pairs.as_deref())
 }
 
-pub(super) fn replication_controller(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn replication_controller(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     let empty = Map::new();
     let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);
@@ -244,7 +244,7 @@ const GENERATED_LABELS: [(&str, bool, &str); 4] = [
 ];
 
 /// ValidateJob on create, ValidateJobUpdate (ValidateJobSpecUpdate) on update.
-pub(super) fn job(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn job(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     let empty = Map::new();
     let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);
@@ -499,7 +499,7 @@ const MAX_INDEXED_PARALLELISM: i64 = 100_000;
 /// CronJob names leave room for the 11 characters of the scheduled Job's suffix in a 63-character label.
 const CRON_JOB_NAME_MAX: usize = 52;
 
-pub(super) fn cron_job(v: &mut V, obj: &Value, old: Option<&Value>) {
+pub(crate) fn cron_job(v: &mut V, obj: &Value, old: Option<&Value>) {
     meta(v, obj, old, Scope::Namespaced, NameRule::Subdomain, true);
     let empty = Map::new();
     let spec = v.obj(obj.get("spec"), "spec").unwrap_or(&empty);
@@ -649,7 +649,7 @@ const REPLICATION_CONTROLLER_STATUS: StatusRules = StatusRules {
 
 /// What the status strategies of these kinds check on a write to `/status` (`new` is the object
 /// with its new status, `old` the stored one): counters, and a Job's status transitions.
-pub(super) fn status(v: &mut V, kind: &str, new: &Value, old: &Value) {
+pub(crate) fn status(v: &mut V, kind: &str, new: &Value, old: &Value) {
     let rules = match kind {
         "DaemonSet" => &DAEMON_SET_STATUS,
         "StatefulSet" => &STATEFUL_SET_STATUS,
@@ -829,21 +829,22 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{defaults, strategy};
+    use crate::resources::Registry;
 
     /// The object as the server validates it: defaulted, with server-set metadata and what the
     /// registry strategy writes.
     fn prepared(api_version: &str, kind: &str, mut object: Value) -> Value {
         object["metadata"]["namespace"] = json!("default");
         object["metadata"]["uid"] = json!("u-1");
-        defaults::apply(api_version, kind, &mut object);
-        strategy::prepare_create(api_version, kind, &mut object);
+        let strategy = Registry::default().by_kind(api_version, kind).expect("a built-in type").strategy;
+        strategy.default(&mut object);
+        (strategy.prepare_create)(&mut object);
         object
     }
 
     /// The causes as "Reason field: message" lines.
     fn causes(api_version: &str, kind: &str, object: &Value, old: Option<&Value>) -> Vec<String> {
-        super::super::validate(api_version, kind, object, old)
+        super::super::validate_kind(api_version, kind, object, old)
             .into_iter()
             .map(|c| format!("{} {}: {}", c.reason.trim_start_matches("FieldValue"), c.field, c.message))
             .collect()

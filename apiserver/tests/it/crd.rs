@@ -435,3 +435,42 @@ async fn server_side_apply_refuses_undeclared_fields_as_its_field_manager_does()
     .await
     .unwrap();
 }
+
+/// A custom kind that shares a built-in's name is selected by its own fields only: a `Pod` of
+/// example.com is no v1 Pod, so `status.phase` selects nothing of it (upstream: 400, "field label
+/// not supported"), while the v1 Pods' selector keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_kind_named_as_a_built_in_gets_only_its_own_field_selectors() {
+    let (cluster, _client) = wasmcm_test_support::cluster().await;
+    let crd = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pods.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: pods, singular: pod, kind: Pod}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+";
+    let kubeconfig = cluster.kubeconfig.clone();
+    tokio::task::spawn_blocking(move || {
+        let (ok, _, err) = kubectl(&kubeconfig, &["apply", "-f", "-"], Some(crd));
+        assert!(ok, "{err}");
+        let selected = |resource: &str| {
+            let args = ["get", resource, "-A", "--field-selector", "status.phase=Running"];
+            (0..50)
+                .map(|_| {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    kubectl(&kubeconfig, &args, None)
+                })
+                .find(|(_, _, err)| !err.contains("the server doesn't have a resource type"))
+                .expect("the CRD is served")
+        };
+        let (ok, _, err) = selected("pods.example.com");
+        assert!(!ok && err.contains("field label not supported: status.phase"), "{err}");
+        let (ok, _, err) = selected("pods");
+        assert!(ok, "{err}");
+    })
+    .await
+    .unwrap();
+}
