@@ -576,24 +576,12 @@ pub(crate) enum Deleted {
 /// The namespaces kube-apiserver's NamespaceLifecycle admission never lets go.
 const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
-/// Kinds whose `DefaultGarbageCollectionPolicy` is OrphanDependents: batch/v1 Jobs keep their
-/// pods unless the delete asks for a propagation policy (for compatibility with old clients).
-fn orphans_by_default(rt: &ResourceType) -> bool {
-    rt.id() == "batch/jobs"
-}
-
 /// The `Warning` a delete answers with: the Job registry's, when its pods are kept by default.
 pub(crate) fn delete_warning(rt: &ResourceType, opts: &DeleteOptions) -> Option<&'static str> {
-    (opts.propagation_policy.is_none() && orphans_by_default(rt)).then_some(
+    (opts.propagation_policy.is_none() && rt.strategy.orphans_by_default).then_some(
         "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove \
          them or set propagationPolicy=Orphan to suppress this warning",
     )
-}
-
-/// Whether a delete that removes the object at once answers with it (upstream's registries with
-/// `ReturnDeletedObject`) rather than with a `Status` of success.
-pub(crate) fn returns_deleted_object(rt: &ResourceType) -> bool {
-    matches!(rt.id().as_str(), "/pods" | "/serviceaccounts" | "/services")
 }
 
 pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
@@ -639,7 +627,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
     let extra_finalizer = match opts.propagation_policy.as_deref() {
         Some("Foreground") => Some("foregroundDeletion"),
         Some("Orphan") => Some("orphan"),
-        None if orphans_by_default(&t.rt) => Some("orphan"),
+        None if t.rt.strategy.orphans_by_default => Some("orphan"),
         _ => None,
     };
     let has_finalizers =

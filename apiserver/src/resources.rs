@@ -61,18 +61,17 @@ impl ResourceType {
         if self.create_only {
             return vec!["create"];
         }
-        // Made up on each request, never stored (see `control_plane`).
-        if self.id() == "/componentstatuses" {
+        if self.strategy.read_only {
             return vec!["get", "list"];
         }
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 
-    /// Kinds whose spec changes bump `metadata.generation` (status is a subresource). Services
-    /// have a status subresource but no generation upstream.
+    /// Kinds whose spec changes bump `metadata.generation` (status is a subresource, and the
+    /// strategy says so).
     pub(crate) fn tracks_generation(&self) -> bool {
         // Custom resources always do (apiextensions' strategy), status subresource or not.
-        (self.status && self.id() != "/services") || self.schema.is_some()
+        (self.status && self.strategy.tracks_generation) || self.schema.is_some()
     }
 }
 

@@ -551,7 +551,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
             let opts = delete_options(&ctx, body)?;
             warning = api::delete_warning(&rt, &opts);
             match api::delete(state, &target, &opts)? {
-                Deleted::Gone(o) if !api::returns_deleted_object(&rt) => {
+                Deleted::Gone(o) if !rt.strategy.returns_deleted_object => {
                     let mut details = json!({"name": target.name, "kind": rt.resource,
                                              "uid": o.pointer("/metadata/uid").cloned().unwrap_or(Value::Null)});
                     if !rt.group.is_empty() {

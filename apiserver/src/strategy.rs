@@ -63,6 +63,17 @@ pub(crate) struct Strategy {
     /// The patch strategies of its Go type's fields, for a strategic merge patch; None: it has
     /// no Go type (custom resources, which upstream answers 415).
     pub merge_schema: Option<Fields>,
+    /// `DefaultGarbageCollectionPolicy` is OrphanDependents: batch/v1 Jobs keep their pods unless
+    /// the delete asks for a propagation policy (for compatibility with old clients).
+    pub orphans_by_default: bool,
+    /// `ReturnDeletedObject`: a delete that removes the object at once answers with it rather
+    /// than with a `Status` of success.
+    pub returns_deleted_object: bool,
+    /// A spec change bumps `metadata.generation` when the type has a status subresource; not
+    /// for Services, which have one but no generation upstream.
+    pub tracks_generation: bool,
+    /// Made up on each request, never stored (ComponentStatus): get and list only.
+    pub read_only: bool,
 }
 
 /// Two types share a strategy exactly when they are registered with the same one.
@@ -87,6 +98,10 @@ impl Strategy {
         validate_status: |_, _, _| {},
         printer: None,
         merge_schema: None,
+        orphans_by_default: false,
+        returns_deleted_object: false,
+        tracks_generation: true,
+        read_only: false,
     };
 
     /// Fills in the type's defaults, in place; input that is not an object is left alone.
@@ -122,6 +137,7 @@ pub(crate) const POD: Strategy = Strategy {
     validate: validation::pods::pod,
     printer: Some(&table::POD),
     merge_schema: Some(patch::POD),
+    returns_deleted_object: true,
     ..Strategy::GENERIC
 };
 pub(crate) const NAMESPACE: Strategy = Strategy {
@@ -153,6 +169,8 @@ pub(crate) const SERVICE: Strategy = Strategy {
     validate: validation::core::service,
     printer: Some(&table::SERVICE),
     merge_schema: Some(patch::SERVICE),
+    returns_deleted_object: true,
+    tracks_generation: false,
     ..Strategy::GENERIC
 };
 pub(crate) const REPLICATION_CONTROLLER: Strategy = Strategy {
@@ -249,6 +267,7 @@ pub(crate) const JOB: Strategy = Strategy {
     validate_status: |v, new, old| validation::workloads::status(v, "Job", new, old),
     printer: Some(&table::JOB),
     merge_schema: Some(patch::WORKLOAD),
+    orphans_by_default: true,
     ..Strategy::GENERIC
 };
 pub(crate) const CRON_JOB: Strategy = Strategy {
@@ -300,6 +319,7 @@ pub(crate) const SERVICE_ACCOUNT: Strategy = Strategy {
     validate: validation::core::service_account,
     printer: Some(&table::SERVICE_ACCOUNT),
     merge_schema: Some(patch::SERVICE_ACCOUNT),
+    returns_deleted_object: true,
     ..Strategy::GENERIC
 };
 pub(crate) const LEASE: Strategy = Strategy {
@@ -329,7 +349,8 @@ pub(crate) const ENDPOINTS: Strategy =
     Strategy { printer: Some(&table::ENDPOINTS), merge_schema: Some(patch::METADATA_ONLY), ..Strategy::GENERIC };
 pub(crate) const ENDPOINT_SLICE: Strategy =
     Strategy { printer: Some(&table::ENDPOINT_SLICE), merge_schema: Some(patch::METADATA_ONLY), ..Strategy::GENERIC };
-pub(crate) const COMPONENT_STATUS: Strategy = Strategy { printer: Some(&table::COMPONENT_STATUS), ..Strategy::GENERIC };
+pub(crate) const COMPONENT_STATUS: Strategy =
+    Strategy { printer: Some(&table::COMPONENT_STATUS), read_only: true, ..Strategy::GENERIC };
 
 fn set_template_generation(object: &mut Value, generation: i64) {
     let Some(obj) = object.as_object_mut() else { return };

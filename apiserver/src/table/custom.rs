@@ -373,6 +373,11 @@ mod tests {
     use crate::table::{NAME_DOC, Printer, render};
     use serde_json::json;
 
+    /// The example widget printed with the CRD columns `columns`.
+    fn widgets_table(columns: &Value) -> Value {
+        render("example.com/v1", "Widget", &[widget()], now(), "Metadata", json!({}), Printer::of(None, Some(columns)))
+    }
+
     fn widget() -> Value {
         json!({
             "apiVersion": "example.com/v1",
@@ -415,15 +420,7 @@ mod tests {
             {"name": "Unsupported", "type": "string", "jsonPath": "..name"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         ]);
-        let t = render(
-            "example.com/v1",
-            "Widget",
-            &[widget()],
-            now(),
-            "Metadata",
-            json!({}),
-            Printer::of(None, Some(&columns)),
-        );
+        let t = widgets_table(&columns);
         let defs = &t["columnDefinitions"];
         assert_eq!(defs.as_array().unwrap().len(), 14);
         assert_eq!(defs[0], column("Name", "string", "name", NAME_DOC, 0));
@@ -454,15 +451,7 @@ mod tests {
 
     #[test]
     fn custom_resource_without_columns_gets_age() {
-        let t = render(
-            "example.com/v1",
-            "Widget",
-            &[widget()],
-            now(),
-            "Metadata",
-            json!({}),
-            Printer::of(None, Some(&json!([]))),
-        );
+        let t = widgets_table(&json!([]));
         assert_eq!(columns(&t), json!([["Name", 0], ["Age", 0]]));
         assert_eq!(t["columnDefinitions"][1]["type"], "date");
         assert_eq!(cells(&t, 0), json!(["gizmo", "5h"]));
