@@ -57,17 +57,6 @@ pub(crate) fn api_group(registry: &Registry, group: &str) -> Option<Value> {
 
 const SUB_VERBS: [&str; 3] = ["get", "patch", "update"];
 
-/// ServiceAccounts issue tokens through their `token` subresource (TokenRequest).
-pub(crate) fn has_token(t: &ResourceType) -> bool {
-    t.id() == "/serviceaccounts"
-}
-
-/// Pods are evicted through their `eviction` subresource (policy/v1 Eviction), and take
-/// ephemeral containers through `ephemeralcontainers`.
-pub(crate) fn has_eviction(t: &ResourceType) -> bool {
-    t.id() == "/pods"
-}
-
 pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let types: Vec<ResourceType> =
         registry.all().into_iter().filter(|t| t.group == group && t.version == version).collect();
@@ -103,7 +92,7 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
                 "kind": t.kind, "verbs": ["get", "patch", "update"],
             }));
         }
-        if has_eviction(t) {
+        if t.strategy.eviction_subresource {
             resources.push(json!({
                 "name": format!("{}/ephemeralcontainers", t.resource), "singularName": "", "namespaced": t.namespaced,
                 "kind": t.kind, "verbs": SUB_VERBS,
@@ -113,7 +102,7 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
                 "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"],
             }));
         }
-        if has_token(t) {
+        if t.strategy.token_subresource {
             resources.push(json!({
                 "name": format!("{}/token", t.resource), "singularName": "", "namespaced": t.namespaced,
                 "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"],
@@ -150,11 +139,11 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
                             if t.id() == "certificates.k8s.io/certificatesigningrequests" {
                                 subresources.push(json!({"subresource": "approval", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": ["get", "patch", "update"]}));
                             }
-                            if has_eviction(&t) {
+                            if t.strategy.eviction_subresource {
                                 subresources.push(json!({"subresource": "ephemeralcontainers", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": SUB_VERBS}));
                                 subresources.push(json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}));
                             }
-                            if has_token(&t) {
+                            if t.strategy.token_subresource {
                                 subresources.push(json!({"subresource": "token", "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));
                             }
                             json!({

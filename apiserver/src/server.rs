@@ -409,14 +409,14 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
     if rt.namespaced && namespace.is_empty() {
         return Err(not_found_path());
     }
-    if sub == Some("token") && discovery::has_token(&rt) {
+    if sub == Some("token") && rt.strategy.token_subresource {
         if ctx.method != Method::POST {
             return Err(ApiError::method_not_allowed());
         }
         let answer = auth::token_request(state, &namespace, name, parse_object(&ctx, body)?, ctx.dry_run())?;
         return Ok(json_response(StatusCode::CREATED, &answer));
     }
-    if sub == Some("eviction") && discovery::has_eviction(&rt) {
+    if sub == Some("eviction") && rt.strategy.eviction_subresource {
         if ctx.method != Method::POST {
             return Err(ApiError::method_not_allowed());
         }
@@ -427,7 +427,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
         }
         return Ok(r);
     }
-    if sub == Some("ephemeralcontainers") && discovery::has_eviction(&rt) {
+    if sub == Some("ephemeralcontainers") && rt.strategy.eviction_subresource {
         let target = Target { rt: rt.clone(), namespace, name: name.to_string() };
         let written = match ctx.method {
             Method::GET => api::get(state, &target)?,
@@ -446,7 +446,7 @@ fn serve(state: &Arc<State>, user: &UserInfo, resource: Resource, body: &[u8]) -
         return Ok(object_response(StatusCode::OK, &rt, &written, &ctx));
     }
     if let Some(what @ ("log" | "exec" | "attach" | "portforward")) = sub
-        && discovery::has_eviction(&rt)
+        && rt.strategy.eviction_subresource
     {
         // What kube-apiserver proxies to the pod's kubelet: the simulated kubelet runs no
         // processes, so there is nothing to stream. The pod must exist, as upstream checks first.

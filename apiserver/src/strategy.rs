@@ -74,6 +74,11 @@ pub(crate) struct Strategy {
     pub tracks_generation: bool,
     /// Made up on each request, never stored (ComponentStatus): get and list only.
     pub read_only: bool,
+    /// Issues tokens through a `token` subresource (ServiceAccounts' TokenRequest).
+    pub token_subresource: bool,
+    /// Is evicted through an `eviction` subresource (policy/v1 Eviction) and takes ephemeral
+    /// containers through `ephemeralcontainers` (Pods).
+    pub eviction_subresource: bool,
 }
 
 /// Two types share a strategy exactly when they are registered with the same one.
@@ -102,6 +107,8 @@ impl Strategy {
         returns_deleted_object: false,
         tracks_generation: true,
         read_only: false,
+        token_subresource: false,
+        eviction_subresource: false,
     };
 
     /// Fills in the type's defaults, in place; input that is not an object is left alone.
@@ -138,6 +145,7 @@ pub(crate) const POD: Strategy = Strategy {
     printer: Some(&table::POD),
     merge_schema: Some(patch::POD),
     returns_deleted_object: true,
+    eviction_subresource: true,
     ..Strategy::GENERIC
 };
 pub(crate) const NAMESPACE: Strategy = Strategy {
@@ -320,6 +328,7 @@ pub(crate) const SERVICE_ACCOUNT: Strategy = Strategy {
     printer: Some(&table::SERVICE_ACCOUNT),
     merge_schema: Some(patch::SERVICE_ACCOUNT),
     returns_deleted_object: true,
+    token_subresource: true,
     ..Strategy::GENERIC
 };
 pub(crate) const LEASE: Strategy = Strategy {

@@ -275,7 +275,7 @@ fn paths_for(t: &ResourceType) -> Map<String, Value> {
             );
         }
     }
-    if super::discovery::has_token(t) {
+    if t.strategy.token_subresource {
         let mut o = op(t, "post", write_params());
         o["operationId"] = json!(format!("create{}Token", t.kind));
         o["x-kubernetes-group-version-kind"] =
