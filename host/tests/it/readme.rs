@@ -12,6 +12,10 @@
 //!   What cannot run here is listed with the reason, and a command of a block that is neither run
 //!   nor listed fails the test.
 //!
+//! - apiserver/README.md's "Start it": `make cluster` (checked with `make -n` to be `cargo run -p
+//!   wasmcm -- cluster`, this test's binary), the `export` of the kubeconfig it prints, `kubectl
+//!   get nodes`.
+//!
 //! Owns the READMEs' commands only; what they do is the Deployment, Job, CronJob, deploy,
 //! plugin-loading and shards tests'.
 
@@ -26,6 +30,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) const README: &str = include_str!("../../../README.md");
 const DEPLOY: &str = include_str!("../../../deploy/README.md");
+const APISERVER: &str = include_str!("../../../apiserver/README.md");
 
 /// The paragraph (or list) of README.md that starts with `from`: up to the next blank line.
 fn section<'a>(readme: &'a str, from: &str) -> &'a str {
@@ -422,4 +427,45 @@ fn the_deploy_readmes_steps_work_as_written() {
     }
 
     assert_eq!(blocks.unread(), Vec::<&String>::new(), "deploy/README.md commands neither run nor listed as skipped");
+}
+
+#[test]
+fn the_apiserver_readmes_start_works_as_written() {
+    let [make, export, get] = &commands(&sh_block(APISERVER, "make cluster"))[..] else {
+        panic!("apiserver/README.md's Start it block")
+    };
+    let home = tempfile::tempdir().unwrap();
+    let reader = Reader::new(home.path());
+    let root = common::workspace_root();
+    let target = reader.ok(&root, &make.replacen("make ", "make -n ", 1));
+    assert!(target.lines().any(|l| l == "cargo run -p wasmcm -- cluster"), "{make}: {target}");
+
+    // `cargo run -p wasmcm -- cluster` is this test's binary; the kubeconfig path it prints.
+    let mut cluster = std::process::Command::new(env!("CARGO_BIN_EXE_wasmcm"))
+        .arg("cluster")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("wasmcm runs");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(cluster.stdout.take().expect("piped")));
+    let kubeconfig = lines
+        .by_ref()
+        .find_map(|l| l.ok()?.strip_prefix("kubeconfig: ").map(String::from))
+        .expect("wasmcm cluster prints its kubeconfig");
+    std::thread::spawn(move || for _ in lines {});
+    let shown = export.split_whitespace().nth(1).expect("export KUBECONFIG=…");
+    let (before, after) = shown.split_once('…').expect("the README elides the path");
+    let printed = format!("KUBECONFIG={kubeconfig}");
+    assert!(
+        printed.starts_with(before) && printed.ends_with(after),
+        "README.md shows {shown}, the cluster prints {printed}"
+    );
+
+    let nodes = reader.run(&root, &format!("export {printed} && {get}"));
+    // Ctrl-C, as a reader stops it: the cluster removes its files.
+    let pid = cluster.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    assert!(cluster.wait().unwrap().success(), "Ctrl-C stops the cluster cleanly");
+    assert!(!Path::new(&kubeconfig).exists(), "{kubeconfig} is removed");
+    assert!(nodes.status.success() && text(&nodes).contains(" Ready "), "{get}: {}", text(&nodes));
 }
