@@ -139,25 +139,6 @@ impl Reader {
         assert!(out.status.success(), "{line}:\n{}", text(&out));
         text(&out)
     }
-
-    /// `line` run until it succeeds (a step that waits on what the previous one started).
-    fn eventually(&self, dir: &Path, line: &str) -> String {
-        let deadline = Instant::now() + common::PATIENCE;
-        loop {
-            let out = self.run(dir, line);
-            if out.status.success() {
-                return text(&out);
-            }
-            assert!(Instant::now() < deadline, "{line} never succeeded:\n{}", text(&out));
-            std::thread::sleep(Duration::from_millis(500));
-        }
-    }
-}
-
-fn sh(command: &str, kubeconfig: &Path) -> Output {
-    let tools = wasmcm_test_support::kubectl_path().parent().expect("target/tools").to_path_buf();
-    let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default());
-    Command::new("sh").args(["-c", command]).env("KUBECONFIG", kubeconfig).env("PATH", path).output().expect("sh runs")
 }
 
 #[test]
@@ -174,24 +155,27 @@ fn the_readmes_first_steps_work_as_written() {
     let pasted = Command::new("sh").args(["-c", &live.try_line]).env_remove("KUBECONFIG").output().expect("sh runs");
     assert!(pasted.status.success(), "the try line: {}", text(&pasted));
 
+    // A reader's shell with the exported KUBECONFIG the try line sets.
+    let reader = Reader::new(home.path());
+    let export = format!("export KUBECONFIG={} && ", live.kubeconfig.display());
+    let sh = |command: &str| reader.run(home.path(), &format!("{export}{command}"));
     let then = kubectl_commands(section(README, "\n- `kubectl set image"));
     assert!(then.len() >= 10, "the Then: list as read: {then:#?}");
     for command in &then {
         if command == "kubectl logs" {
             // Said to be refused, and why: asked of the Job the list ran.
-            let out = sh("kubectl logs job/pi", &live.kubeconfig);
+            let out = sh("kubectl logs job/pi");
             let said = text(&out);
             assert!(!out.status.success() && said.contains("runs no containers, so pod default/pi-"), "{said}");
             continue;
         }
-        let out = sh(command, &live.kubeconfig);
+        let out = sh(command);
         assert!(out.status.success(), "{command}: {}", text(&out));
     }
     assert!(then.iter().any(|c| c.contains("rollout undo")), "{then:#?}");
-    let image =
-        sh("kubectl get deployment web -o jsonpath={.spec.template.spec.containers[0].image}", &live.kubeconfig);
+    let image = sh("kubectl get deployment web -o jsonpath={.spec.template.spec.containers[0].image}");
     assert_eq!(String::from_utf8_lossy(&image.stdout), "nginx:1", "undone to the first image");
-    let once = sh("kubectl wait --for=condition=complete job/once --timeout=120s", &live.kubeconfig);
+    let once = sh("kubectl wait --for=condition=complete job/once --timeout=120s");
     assert!(once.status.success(), "the Job made from the CronJob completes: {}", text(&once));
 }
 
@@ -414,7 +398,7 @@ fn the_deploy_readmes_steps_work_as_written() {
 
     // Step 3 without Helm managing the release.
     reader.ok(work, &inline(DEPLOY, "kubectl create namespace wasmcm && helm template"));
-    reader.eventually(work, "kubectl -n wasmcm get deployment wasmcm");
+    reader.ok(work, "kubectl -n wasmcm get deployment wasmcm");
 
     // Checking the chart and the manifests here.
     for start in [
