@@ -14,7 +14,7 @@ use super::change::Key;
 use super::managed::{self, Ty, Writer};
 use super::patch::{self, PatchType};
 use super::resources::{ResourceType, Target};
-use super::{certificates, custom, services, table, validation};
+use super::{custom, table, validation};
 use wasmcm_core::{ApiError, Cause, event, meta_mut, spec_part, str_at};
 
 /// Who takes ownership of the fields a write changes (`metadata.managedFields`).
@@ -180,7 +180,7 @@ pub(crate) fn create(
     // Status is not settable on create; strategies start it empty (defaults may seed it).
     // A Node's is (upstream's node strategy keeps all fields on create).
     if rt.status
-        && rt.id() != "/nodes"
+        && !rt.strategy.status_on_create
         && let Some(o) = object.as_object_mut()
     {
         o.remove("status");
@@ -191,14 +191,11 @@ pub(crate) fn create(
     // registry strategy, so what the strategy writes belongs to no manager.
     (rt.strategy.prepare_create)(&mut object);
     validate(rt, &object, None)?;
-    if rt.id() == "/services" {
-        let causes = services::allocate(state, &mut object);
+    if let Some(begin) = rt.strategy.begin_create {
+        let causes = begin(state, &mut object);
         if !causes.is_empty() {
             return Err(invalid(rt, str_at(&object, "/metadata/name"), causes));
         }
-    }
-    if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
-        establish_crd(&mut object, &state.now_rfc3339());
     }
     let name = str_at(&object, "/metadata/name").to_string();
     let target =
@@ -209,26 +206,10 @@ pub(crate) fn create(
     let created = state.store.create(target.key(), to_stored(rt, object), || {
         ApiError::already_exists(&rt.group, &rt.resource, &target.name)
     })?;
-    if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
-        state.registry.sync_crd(&created, true);
-        (state.crd_registration)(state);
+    if let Some(after) = rt.strategy.after_create {
+        after(state, &created);
     }
     Ok(created)
-}
-
-/// A CRD is served as soon as it is stored: names accepted, established.
-fn establish_crd(crd: &mut Value, now: &str) {
-    let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
-    crd["status"] = json!({
-        "conditions": [
-            cond("NamesAccepted", "NoConflicts", "no conflicts found"),
-            cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-        ],
-        "acceptedNames": crd.pointer("/spec/names").cloned().unwrap_or(json!({})),
-        "storedVersions": crd.pointer("/spec/versions").and_then(Value::as_array).map(|vs| {
-            vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).filter_map(|v| v.get("name").cloned()).collect::<Vec<_>>()
-        }).unwrap_or_default(),
-    });
 }
 
 fn check_rv(t: &Target, wanted: &str, current: &Value) -> Result<(), ApiError> {
@@ -275,12 +256,7 @@ fn prepare_update(
             }
         }
     }
-    if t.rt.id() == "/services" {
-        services::carry_over(&mut new, current);
-    }
-    if t.rt.id() == certificates::CSR_ID {
-        certificates::keep_spec(&mut new, current);
-    }
+    (t.rt.strategy.begin_update)(&mut new, current);
     t.rt.strategy.default(&mut new);
     owner.record(&t.rt, Some(current), &mut new)?;
     (t.rt.strategy.prepare_update)(&mut new, current);
@@ -342,9 +318,7 @@ fn prepare_status_update(
     if t.rt.strategy.defaults_status {
         t.rt.strategy.default(&mut updated);
     }
-    if t.rt.id() == certificates::CSR_ID {
-        certificates::status_update(&mut updated, current);
-    }
+    (t.rt.strategy.prepare_status)(&mut updated, current);
     owner.record(&t.rt, Some(current), &mut updated)?;
     let mut causes = validation::validate_status(t.rt.strategy.validate_status, &updated, current);
     causes.extend(custom::validate_status(t.rt.schema.as_ref(), &updated, current));
@@ -396,9 +370,8 @@ fn write(
             Ok(f(current.as_ref().unwrap_or(stored))?.map(|new| to_stored(&t.rt, new)))
         },
     )?;
-    if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
-        state.registry.sync_crd(&written, state.store.get(&t.key()).is_some());
-        (state.crd_registration)(state);
+    if let Some(after) = t.rt.strategy.after_update {
+        after(state, &written);
     }
     Ok(written)
 }
@@ -573,9 +546,6 @@ pub(crate) enum Deleted {
     Pending(Arc<Value>),
 }
 
-/// The namespaces kube-apiserver's NamespaceLifecycle admission never lets go.
-const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
-
 /// The `Warning` a delete answers with: the Job registry's, when its pods are kept by default.
 pub(crate) fn delete_warning(rt: &ResourceType, opts: &DeleteOptions) -> Option<&'static str> {
     (opts.propagation_policy.is_none() && rt.strategy.orphans_by_default).then_some(
@@ -608,22 +578,12 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
         Ok(())
     };
     check(&current)?;
-    let is_pod = t.rt.id() == "/pods";
-    let is_namespace = t.rt.id() == "/namespaces";
-    if is_namespace && IMMORTAL_NAMESPACES.contains(&t.name.as_str()) {
-        return Err(ApiError::forbidden_on("", "namespaces", &t.name, "this namespace may not be deleted"));
+    let strategy = t.rt.strategy;
+    if let Some(why) = (strategy.undeletable)(&t.name) {
+        return Err(ApiError::forbidden_on(&t.rt.group, &t.rt.resource, &t.name, why));
     }
     let deleting = current.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null());
-    // A bound pod is deleted gracefully (the kubelet finishes it); an unbound one at once.
-    let grace = if is_pod && !str_at(&current, "/spec/nodeName").is_empty() {
-        opts.grace_period_seconds
-            .unwrap_or_else(|| {
-                current.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30)
-            })
-            .max(0)
-    } else {
-        0
-    };
+    let grace = strategy.grace_period.map_or(0, |grace| grace(&current, opts.grace_period_seconds));
     let extra_finalizer = match opts.propagation_policy.as_deref() {
         Some("Foreground") => Some("foregroundDeletion"),
         Some("Orphan") => Some("orphan"),
@@ -632,7 +592,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
     };
     let has_finalizers =
         current.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
-    let graceful = grace > 0 || has_finalizers || extra_finalizer.is_some() || is_namespace;
+    let graceful = grace > 0 || has_finalizers || extra_finalizer.is_some() || strategy.finalized_on_delete.is_some();
     if opts.dry_run {
         return Ok(if graceful { Deleted::Pending(current) } else { Deleted::Gone(current) });
     }
@@ -640,7 +600,7 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
         // Already terminating: a shorter grace period (e.g. the kubelet's final 0) may still apply.
         let current_grace =
             current.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
-        if is_pod && grace < current_grace && !has_finalizers {
+        if strategy.grace_period.is_some() && grace < current_grace && !has_finalizers {
             if grace == 0 {
                 return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone);
             }
@@ -662,10 +622,8 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
     }
     if !graceful {
         return state.store.delete(&t.key(), || t.not_found(), check).map(Deleted::Gone).inspect(|_| {
-            if t.rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
-                state.registry.sync_crd(&current, false);
-                (state.crd_registration)(state);
-                remove_custom_resources(state, &current);
+            if let Some(after) = strategy.after_delete {
+                after(state, &current);
             }
         });
     }
@@ -675,12 +633,8 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
         |cur| {
             check(cur)?;
             let mut v = cur.clone();
-            if is_namespace {
-                v["status"]["phase"] = json!("Terminating");
-                // The namespace stays until the namespace controller (gc) has emptied it.
-                if v.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty) {
-                    v["spec"]["finalizers"] = json!(["kubernetes"]);
-                }
+            if let Some(finalized) = strategy.finalized_on_delete {
+                finalized(&mut v);
             }
             let m = meta_mut(&mut v);
             m.insert("deletionTimestamp".into(), json!(after_seconds(state, grace)));
@@ -705,18 +659,4 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
 fn after_seconds(state: &State, seconds: i64) -> String {
     let at = state.now().as_second() + seconds;
     jiff::Timestamp::from_second(at).map(|t| t.to_string()).unwrap_or_default()
-}
-
-/// What the CRD cleanup finalizer does upstream: a deleted CRD takes its objects with it.
-fn remove_custom_resources(state: &State, crd: &Value) {
-    let id = format!("{}/{}", str_at(crd, "/spec/group"), str_at(crd, "/spec/names/plural"));
-    let (objects, _) = state.store.list(&id, None, &super::query::Filter::for_type(&id));
-    for object in objects {
-        let key = Key {
-            id: id.clone(),
-            namespace: str_at(&object, "/metadata/namespace").into(),
-            name: str_at(&object, "/metadata/name").into(),
-        };
-        let _ = state.store.delete(&key, || ApiError::not_found("", &id, &key.name), |_| Ok(()));
-    }
 }

@@ -439,6 +439,7 @@ fn access_review_attributes(request: &Value) -> Result<RequestInfo, ApiError> {
             resource: s(r, "resource"),
             subresource: s(r, "subresource"),
             name: s(r, "name"),
+            ..Default::default()
         }),
         (None, Some(n)) => Ok(RequestInfo { verb: s(n, "verb"), path: s(n, "path"), ..Default::default() }),
     }

@@ -2,20 +2,13 @@
 //! (`pkg/registry/certificates/certificates/strategy.go`): the requestor's identity stamped
 //! on create, spec and status kept by the main resource's updates, Approved and Denied
 //! settable through the `/approval` subresource only (what `kubectl certificate approve|deny`
-//! writes), and condition timestamps filled in. No signer runs here: a request is approved
+//! writes; its handler is `endpoints::subresources`'), and condition timestamps filled in. No signer runs here: a request is approved
 //! or denied, never issued, unless a client writes `status.certificate` itself.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use wasmcm_core::{ApiError, str_at};
+use wasmcm_core::str_at;
 
-use super::State;
-use super::resources::Target;
 use super::user::UserInfo;
-use super::validation;
-
-pub(crate) const CSR_ID: &str = "certificates.k8s.io/certificatesigningrequests";
 
 /// `PrepareForCreate`: no status, and the spec says who asked, whatever the client wrote.
 pub(crate) fn stamp_requestor(object: &mut Value, user: &UserInfo) {
@@ -56,7 +49,7 @@ fn conditions(object: &Value) -> Vec<Value> {
 /// `SetDefaults_CertificateSigningRequestCondition` and `populateConditionTimestamps`: an
 /// unset status is True; an unset update time is now; an unset transition time is the old
 /// condition's of the same type and status, else now.
-fn fill_conditions(new: &mut Value, old: &Value, now: &str) {
+pub(crate) fn fill_conditions(new: &mut Value, old: &Value, now: &str) {
     let previous = conditions(old);
     let Some(list) = new.pointer_mut("/status/conditions").and_then(Value::as_array_mut) else { return };
     for c in list.iter_mut().filter(|c| c.is_object()) {
@@ -97,61 +90,4 @@ pub(crate) fn status_update(new: &mut Value, current: &Value) {
         new["status"]["conditions"] = Value::Array(list);
     }
     fill_conditions(new, current, &now);
-}
-
-/// `PUT .../certificatesigningrequests/{name}/approval`: the approval strategy takes the
-/// conditions of the object sent and nothing else, then validates the result as an update.
-pub(crate) fn update_approval(
-    state: &State,
-    target: &Target,
-    mut sent: Value,
-    dry_run: bool,
-) -> Result<Arc<Value>, ApiError> {
-    let api_version = target.rt.api_version();
-    match sent.get("apiVersion").and_then(Value::as_str) {
-        Some(v) if v != api_version => {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({v}) does not match the expected API version ({api_version})"
-            )));
-        }
-        _ => sent["apiVersion"] = json!(api_version),
-    }
-    let name = str_at(&sent, "/metadata/name");
-    if !name.is_empty() && name != target.name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({name}) does not match the name on the URL ({})",
-            target.name
-        )));
-    }
-    let wanted_rv = str_at(&sent, "/metadata/resourceVersion").to_string();
-    let now = state.now_rfc3339();
-    let prepare = |current: &Value| -> Result<Option<Value>, ApiError> {
-        if !wanted_rv.is_empty() && wanted_rv != str_at(current, "/metadata/resourceVersion") {
-            return Err(ApiError::stale(&target.rt.group, &target.rt.resource, &target.name));
-        }
-        let mut updated = current.clone();
-        if !updated.get("status").is_some_and(Value::is_object) {
-            updated["status"] = json!({});
-        }
-        match sent.pointer("/status/conditions").filter(|c| !c.is_null()) {
-            Some(list) => updated["status"]["conditions"] = list.clone(),
-            None => {
-                if let Some(s) = updated["status"].as_object_mut() {
-                    s.remove("conditions");
-                }
-            }
-        }
-        fill_conditions(&mut updated, current, &now);
-        let causes = validation::validate(target.rt.strategy.validate, &updated, Some(current));
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(&target.rt.group, &target.rt.kind, &target.name, causes));
-        }
-        Ok((updated != *current).then_some(updated))
-    };
-    let not_found = || ApiError::not_found(&target.rt.group, &target.rt.resource, &target.name);
-    if dry_run {
-        let current = state.store.get(&target.key()).ok_or_else(not_found)?;
-        return Ok(prepare(&current)?.map(Arc::new).unwrap_or(current));
-    }
-    state.store.guaranteed_update(&target.key(), not_found, prepare)
 }

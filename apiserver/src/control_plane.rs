@@ -18,8 +18,6 @@ use super::resources::Target;
 const API_SERVICES_ID: &str = "apiregistration.k8s.io/apiservices";
 const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
 
-pub(crate) const COMPONENT_STATUS_ID: &str = "/componentstatuses";
-
 /// The warning upstream's ComponentStatus REST answers every request with.
 pub(crate) const COMPONENT_STATUS_WARNING: &str = "299 - \"v1 ComponentStatus is deprecated in v1.19+\"";
 

@@ -86,27 +86,17 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUB_VERBS,
             }));
         }
-        if t.id() == "certificates.k8s.io/certificatesigningrequests" {
-            resources.push(json!({
-                "name": format!("{}/approval", t.resource), "singularName": "", "namespaced": t.namespaced,
-                "kind": t.kind, "verbs": ["get", "patch", "update"],
-            }));
-        }
-        if t.strategy.eviction_subresource {
-            resources.push(json!({
-                "name": format!("{}/ephemeralcontainers", t.resource), "singularName": "", "namespaced": t.namespaced,
-                "kind": t.kind, "verbs": SUB_VERBS,
-            }));
-            resources.push(json!({
-                "name": format!("{}/eviction", t.resource), "singularName": "", "namespaced": t.namespaced,
-                "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"],
-            }));
-        }
-        if t.strategy.token_subresource {
-            resources.push(json!({
-                "name": format!("{}/token", t.resource), "singularName": "", "namespaced": t.namespaced,
-                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"],
-            }));
+        for sub in t.strategy.subresources.iter().filter(|s| s.discovered) {
+            let mut entry = json!({
+                "name": format!("{}/{}", t.resource, sub.name), "singularName": "", "namespaced": t.namespaced,
+                "kind": t.kind, "verbs": sub.verbs,
+            });
+            if let Some((group, version, kind)) = sub.kind {
+                entry["group"] = json!(group);
+                entry["version"] = json!(version);
+                entry["kind"] = json!(kind);
+            }
+            resources.push(entry);
         }
     }
     let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
@@ -136,15 +126,9 @@ pub(crate) fn aggregated(registry: &Registry, core: bool) -> Value {
                             if t.scale {
                                 subresources.push(json!({"subresource": "scale", "responseKind": kind("autoscaling", "v1", "Scale"), "verbs": SUB_VERBS}));
                             }
-                            if t.id() == "certificates.k8s.io/certificatesigningrequests" {
-                                subresources.push(json!({"subresource": "approval", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": ["get", "patch", "update"]}));
-                            }
-                            if t.strategy.eviction_subresource {
-                                subresources.push(json!({"subresource": "ephemeralcontainers", "responseKind": kind(&t.group, &t.version, &t.kind), "verbs": SUB_VERBS}));
-                                subresources.push(json!({"subresource": "eviction", "responseKind": kind("policy", "v1", "Eviction"), "verbs": ["create"]}));
-                            }
-                            if t.strategy.token_subresource {
-                                subresources.push(json!({"subresource": "token", "responseKind": kind("authentication.k8s.io", "v1", "TokenRequest"), "verbs": ["create"]}));
+                            for sub in t.strategy.subresources.iter().filter(|s| s.discovered) {
+                                let (g, v, k) = sub.kind.unwrap_or((&t.group, &t.version, &t.kind));
+                                subresources.push(json!({"subresource": sub.name, "responseKind": kind(g, v, k), "verbs": sub.verbs}));
                             }
                             json!({
                                 "resource": t.resource,

@@ -23,7 +23,7 @@
 //!   client closes first.
 //!
 //! A request's body must arrive within [`ConnectionLimits::body`](crate::ConnectionLimits::body) (60 s, kube-apiserver's
-//! `--request-timeout`), see `server::read_body`.
+//! `--request-timeout`), see `endpoints::request::read_body`.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -43,8 +43,8 @@ use tokio::time::Instant;
 
 use crate::State;
 use crate::auth;
+use crate::endpoints::{self, Body};
 use crate::limits::ConnectionLimits;
-use crate::server::{self, Body};
 
 /// How long a connection closed for idleness may take to finish what it was answering.
 const CLOSE_GRACE: Duration = Duration::from_secs(10);
@@ -125,7 +125,7 @@ where
                 req.extensions_mut().insert(certified.clone());
             }
             async move {
-                let response = server::handle(state, req).await?;
+                let response = endpoints::handle(state, req).await?;
                 // In progress until the answer's body is sent (or dropped): a watch's, for as
                 // long as the watch runs.
                 Ok::<_, std::convert::Infallible>(

@@ -68,8 +68,8 @@ impl Offline {
             }
         }
         self.implicit.remove(&key);
-        if rt.id() == "apiextensions.k8s.io/customresourcedefinitions" {
-            self.state.registry.sync_crd(&object, true);
+        if let Some(restored) = rt.strategy.restored {
+            restored(&self.state, &object);
         }
         self.state.store.restore(key, object);
         Ok(())

@@ -22,6 +22,12 @@ pub(crate) struct RequestInfo {
     pub resource: String,
     pub subresource: String,
     pub name: String,
+    /// Upstream's `Parts`: the path from the resource on (resource, name, subresource, and
+    /// whatever follows, which nothing serves).
+    pub parts: Vec<String>,
+    /// The path went through `/namespaces/{namespace}/` to another resource, rather than
+    /// naming a namespace.
+    pub namespaced_path: bool,
 }
 
 impl RequestInfo {
@@ -63,11 +69,13 @@ impl RequestInfo {
             // /namespaces/{ns}/status and /finalize are subresources of the namespace itself.
             if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
                 rest = &rest[2..];
+                a.namespaced_path = true;
             }
         }
         a.resource = rest.first().map(|s| s.to_string()).unwrap_or_default();
         a.name = rest.get(1).map(|s| s.to_string()).unwrap_or_default();
         a.subresource = rest.get(2).map(|s| s.to_string()).unwrap_or_default();
+        a.parts = rest.iter().map(|s| s.to_string()).collect();
         if a.name.is_empty() && verb == "get" {
             verb = if query_bool(query, "watch") { "watch" } else { "list" };
             // A list or watch of one object by name is authorized as that object.

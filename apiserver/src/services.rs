@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::State;
+use super::hooks::Cluster;
 use super::query::Filter;
 use wasmcm_core::Cause;
 
@@ -25,15 +25,15 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn random_u16(state: &State) -> u16 {
+fn random_u16(state: &dyn Cluster) -> u16 {
     let mut b = [0u8; 2];
     state.fill(&mut b);
     u16::from_le_bytes(b)
 }
 
 /// What the other Services in the cluster hold: (cluster IPs, node ports).
-fn in_use(state: &State, namespace: &str, name: &str) -> (HashSet<String>, HashSet<i64>) {
-    let (services, _) = state.store.list("/services", None, &Filter::for_type("/services"));
+fn in_use(state: &dyn Cluster, namespace: &str, name: &str) -> (HashSet<String>, HashSet<i64>) {
+    let (services, _) = state.store().list("/services", None, &Filter::for_type("/services"));
     let mut ips = HashSet::new();
     let mut ports = HashSet::new();
     for s in services.iter().filter(|s| {
@@ -51,7 +51,7 @@ fn in_use(state: &State, namespace: &str, name: &str) -> (HashSet<String>, HashS
 /// Fills in the clusterIP, clusterIPs, IP family fields and node ports of a Service being
 /// created (already defaulted). A requested address another Service holds is refused as
 /// upstream's allocator refuses it.
-pub(crate) fn allocate(state: &State, service: &mut Value) -> Vec<Cause> {
+pub(crate) fn allocate(state: &dyn Cluster, service: &mut Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let ty = kind(service).to_owned();
     if ty == "ExternalName" || !service.get("spec").is_some_and(Value::is_object) {

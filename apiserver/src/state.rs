@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use wasmcm_core::clock::Clock;
 
-use crate::{audit, faults, limits, resources, store, tokens};
+use crate::{audit, faults, hooks, limits, resources, store, tokens};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {
@@ -113,5 +113,27 @@ impl State {
         let mut b = [0u8; 5];
         self.fill(&mut b);
         wasmcm_core::names::suffix(&b)
+    }
+}
+
+impl hooks::Cluster for State {
+    fn store(&self) -> &store::Store {
+        &self.store
+    }
+
+    fn now_rfc3339(&self) -> String {
+        State::now_rfc3339(self)
+    }
+
+    fn fill(&self, buf: &mut [u8]) {
+        State::fill(self, buf)
+    }
+
+    fn serve_crd(&self, crd: &serde_json::Value, present: bool) {
+        self.registry.sync_crd(crd, present);
+    }
+
+    fn register_crd_groups(&self) {
+        (self.crd_registration)(self)
     }
 }

@@ -884,7 +884,7 @@ mod tests {
         let by_name = Filter {
             id: "/pods".into(),
             namespace: Some("a".into()),
-            fields: crate::query::parse_field_selector("metadata.name=p3", &crate::strategy::POD).unwrap(),
+            fields: crate::strategy::POD.parse_field_selector("metadata.name=p3").unwrap(),
             ..Default::default()
         };
         assert_eq!(s.list("/pods", Some("a"), &by_name).0, expected(&s, &by_name));

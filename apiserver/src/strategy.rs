@@ -17,10 +17,17 @@
 use serde_json::{Map, Value, json};
 use wasmcm_core::str_at;
 
+use super::change::Key;
 use super::defaults::{self, child_obj};
+use super::hooks::Cluster;
 use super::patch::{self, Fields};
+use super::query::Filter;
+use super::query::{self, FieldRequirement};
 use super::table;
+use super::user::UserInfo;
 use super::validation::{self, Rules, StatusRules};
+use super::{certificates, services};
+use wasmcm_core::{ApiError, Cause};
 
 /// The labels the Job registry puts on a Job's pods: the legacy unprefixed pair and the
 /// `batch.kubernetes.io/` pair (both still written in 1.35).
@@ -74,11 +81,72 @@ pub(crate) struct Strategy {
     pub tracks_generation: bool,
     /// Made up on each request, never stored (ComponentStatus): get and list only.
     pub read_only: bool,
-    /// Issues tokens through a `token` subresource (ServiceAccounts' TokenRequest).
-    pub token_subresource: bool,
-    /// Is evicted through an `eviction` subresource (policy/v1 Eviction) and takes ephemeral
-    /// containers through `ephemeralcontainers` (Pods).
-    pub eviction_subresource: bool,
+    /// The subresources it serves besides `status` and `scale` (which custom resources may
+    /// have too, so `ResourceType` says): each has a handler of the same name in `subresources`.
+    pub subresources: &'static [Subresource],
+    /// Status is settable on create (a Node's: its strategy keeps all fields); other types
+    /// start with none.
+    pub status_on_create: bool,
+    /// The part of `PrepareForCreate` that reads who asks (a CSR's requestor), run for a
+    /// user's create request.
+    pub requested_by: Option<fn(&mut Value, &UserInfo)>,
+    /// What the storage does once a create is validated, before it is stored (`BeginCreate`):
+    /// a Service's addresses, a CustomResourceDefinition made established. Causes refuse it.
+    pub begin_create: Option<BeginCreate>,
+    /// What an update keeps of the stored object whatever was sent (`BeginUpdate`: a Service's
+    /// allocated addresses; a CSR's spec), before defaulting and before the field manager
+    /// records the writer's fields, so that what is kept is not recorded as the writer's.
+    pub begin_update: fn(&mut Value, &Value),
+    /// The status strategy's `PrepareForUpdate` beyond the generic reset, given the stored
+    /// object (a CSR's approval conditions stay as they were).
+    pub prepare_status: fn(&mut Value, &Value),
+    /// `AfterCreate`, `AfterUpdate` and `AfterDelete` of the storage, with the object written:
+    /// a CustomResourceDefinition's types served and registered, then removed.
+    pub after_create: Option<fn(&dyn Cluster, &Value)>,
+    pub after_update: Option<fn(&dyn Cluster, &Value)>,
+    pub after_delete: Option<fn(&dyn Cluster, &Value)>,
+    /// What the server makes of it when it is loaded from a snapshot rather than written.
+    pub restored: Option<fn(&dyn Cluster, &Value)>,
+    /// `CheckGracefulDelete`: the grace period a delete gives the object (given the one the
+    /// request asked for), which a shorter later delete may cut; None: removed at once.
+    pub grace_period: Option<fn(&Value, Option<i64>) -> i64>,
+    /// `BeforeDelete`'s refusal of a delete of this object, by name (the namespaces that may
+    /// not be deleted).
+    pub undeletable: fn(&str) -> Option<&'static str>,
+    /// A delete only marks it, with what this writes, and its controller finishes it (a
+    /// namespace: phase Terminating and the `kubernetes` finalizer, until it is emptied).
+    pub finalized_on_delete: Option<fn(&mut Value)>,
+}
+
+/// A storage's `BeginCreate`: what it fills in of an object about to be stored, and why not.
+pub(crate) type BeginCreate = fn(&dyn Cluster, &mut Value) -> Vec<Cause>;
+
+/// A subresource a type serves besides `status` and `scale`, as discovery describes it.
+#[derive(Debug)]
+pub(crate) struct Subresource {
+    pub name: &'static str,
+    /// The (group, version, kind) it takes and answers with; None: the type's own.
+    pub kind: Option<(&'static str, &'static str, &'static str)>,
+    pub verbs: &'static [&'static str],
+    /// Listed by discovery and OpenAPI (the kubelet proxies are not, here).
+    pub discovered: bool,
+}
+
+impl Subresource {
+    /// Read and written as the type's own kind: get, patch and update.
+    const fn of_its_kind(name: &'static str) -> Subresource {
+        Subresource { name, kind: None, verbs: &["get", "patch", "update"], discovered: true }
+    }
+
+    /// Created as another kind (an Eviction, a TokenRequest) and answered with it.
+    const fn create(name: &'static str, group: &'static str, version: &'static str, kind: &'static str) -> Subresource {
+        Subresource { name, kind: Some((group, version, kind)), verbs: &["create"], discovered: true }
+    }
+
+    /// Proxied to the kubelet upstream; answered with why there is nothing to proxy to.
+    const fn proxied(name: &'static str) -> Subresource {
+        Subresource { name, kind: None, verbs: &[], discovered: false }
+    }
 }
 
 /// Two types share a strategy exactly when they are registered with the same one.
@@ -107,8 +175,19 @@ impl Strategy {
         returns_deleted_object: false,
         tracks_generation: true,
         read_only: false,
-        token_subresource: false,
-        eviction_subresource: false,
+        subresources: &[],
+        status_on_create: false,
+        requested_by: None,
+        begin_create: None,
+        begin_update: |_, _| {},
+        prepare_status: |_, _| {},
+        after_create: None,
+        after_update: None,
+        after_delete: None,
+        restored: None,
+        grace_period: None,
+        undeletable: |_| None,
+        finalized_on_delete: None,
     };
 
     /// Fills in the type's defaults, in place; input that is not an object is left alone.
@@ -116,6 +195,16 @@ impl Strategy {
         if let Some(obj) = object.as_object_mut() {
             (self.defaults)(obj);
         }
+    }
+
+    /// The subresource of this name it serves besides status and scale.
+    pub(crate) fn subresource(&self, name: &str) -> Option<&'static Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
+    /// A field selector of this type, its labels checked and converted (`stored_field`).
+    pub(crate) fn parse_field_selector(&self, s: &str) -> Result<Vec<FieldRequirement>, String> {
+        query::parse_field_selector(s, |label| self.stored_field(label))
     }
 
     /// The stored field a selector's `label` addresses; None: `label` cannot select this type.
@@ -145,7 +234,16 @@ pub(crate) const POD: Strategy = Strategy {
     printer: Some(&table::POD),
     merge_schema: Some(patch::POD),
     returns_deleted_object: true,
-    eviction_subresource: true,
+    subresources: &[
+        Subresource::of_its_kind("ephemeralcontainers"),
+        Subresource::create("eviction", "policy", "v1", "Eviction"),
+        // What kube-apiserver proxies to the kubelet; discovery lists none of them here.
+        Subresource::proxied("log"),
+        Subresource::proxied("exec"),
+        Subresource::proxied("attach"),
+        Subresource::proxied("portforward"),
+    ],
+    grace_period: Some(pod_grace_period),
     ..Strategy::GENERIC
 };
 pub(crate) const NAMESPACE: Strategy = Strategy {
@@ -154,6 +252,14 @@ pub(crate) const NAMESPACE: Strategy = Strategy {
     validate: validation::core::namespace,
     printer: Some(&table::NAMESPACE),
     merge_schema: Some(patch::NAMESPACE),
+    undeletable: |name| IMMORTAL_NAMESPACES.contains(&name).then_some("this namespace may not be deleted"),
+    finalized_on_delete: Some(|namespace| {
+        namespace["status"]["phase"] = json!("Terminating");
+        // The namespace stays until the namespace controller (gc) has emptied it.
+        if namespace.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+            namespace["spec"]["finalizers"] = json!(["kubernetes"]);
+        }
+    }),
     ..Strategy::GENERIC
 };
 pub(crate) const NODE: Strategy = Strategy {
@@ -162,6 +268,7 @@ pub(crate) const NODE: Strategy = Strategy {
     validate: validation::core::node,
     printer: Some(&table::NODE),
     merge_schema: Some(patch::NODE),
+    status_on_create: true,
     ..Strategy::GENERIC
 };
 pub(crate) const SECRET: Strategy = Strategy {
@@ -179,6 +286,8 @@ pub(crate) const SERVICE: Strategy = Strategy {
     merge_schema: Some(patch::SERVICE),
     returns_deleted_object: true,
     tracks_generation: false,
+    begin_create: Some(services::allocate),
+    begin_update: services::carry_over,
     ..Strategy::GENERIC
 };
 pub(crate) const REPLICATION_CONTROLLER: Strategy = Strategy {
@@ -328,7 +437,7 @@ pub(crate) const SERVICE_ACCOUNT: Strategy = Strategy {
     printer: Some(&table::SERVICE_ACCOUNT),
     merge_schema: Some(patch::SERVICE_ACCOUNT),
     returns_deleted_object: true,
-    token_subresource: true,
+    subresources: &[Subresource::create("token", "authentication.k8s.io", "v1", "TokenRequest")],
     ..Strategy::GENERIC
 };
 pub(crate) const LEASE: Strategy = Strategy {
@@ -345,12 +454,35 @@ pub(crate) const API_SERVICE: Strategy = Strategy {
 pub(crate) const CERTIFICATE_SIGNING_REQUEST: Strategy = Strategy {
     validate: validation::certificates::certificate_signing_request,
     printer: Some(&table::CERTIFICATE_SIGNING_REQUEST),
+    subresources: &[Subresource::of_its_kind("approval")],
+    requested_by: Some(certificates::stamp_requestor),
+    begin_update: certificates::keep_spec,
+    prepare_status: certificates::status_update,
     ..Strategy::GENERIC
 };
 pub(crate) const CUSTOM_RESOURCE_DEFINITION: Strategy = Strategy {
     defaults: defaults::crd,
     validate: validation::apiextensions::crd,
     merge_schema: Some(patch::METADATA_ONLY),
+    begin_create: Some(|cluster, crd| {
+        establish_crd(crd, &cluster.now_rfc3339());
+        Vec::new()
+    }),
+    after_create: Some(|cluster, crd| {
+        cluster.serve_crd(crd, true);
+        cluster.register_crd_groups();
+    }),
+    // An update may be the one that finishes a deletion (its last finalizer removed).
+    after_update: Some(|cluster, crd| {
+        cluster.serve_crd(crd, cluster.store().get(&crd_key(crd)).is_some());
+        cluster.register_crd_groups();
+    }),
+    after_delete: Some(|cluster, crd| {
+        cluster.serve_crd(crd, false);
+        cluster.register_crd_groups();
+        remove_custom_resources(cluster, crd);
+    }),
+    restored: Some(|cluster, crd| cluster.serve_crd(crd, true)),
     ..Strategy::GENERIC
 };
 
@@ -360,6 +492,57 @@ pub(crate) const ENDPOINT_SLICE: Strategy =
     Strategy { printer: Some(&table::ENDPOINT_SLICE), merge_schema: Some(patch::METADATA_ONLY), ..Strategy::GENERIC };
 pub(crate) const COMPONENT_STATUS: Strategy =
     Strategy { printer: Some(&table::COMPONENT_STATUS), read_only: true, ..Strategy::GENERIC };
+
+/// The namespaces that exist from the start and may not be deleted.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// A bound pod is deleted gracefully (the kubelet finishes it), over the grace period asked
+/// for or its spec's; an unbound one at once.
+fn pod_grace_period(pod: &Value, asked: Option<i64>) -> i64 {
+    if str_at(pod, "/spec/nodeName").is_empty() {
+        return 0;
+    }
+    asked
+        .unwrap_or_else(|| pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30))
+        .max(0)
+}
+
+/// A CRD is served as soon as it is stored: names accepted, established.
+fn establish_crd(crd: &mut Value, now: &str) {
+    let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
+    crd["status"] = json!({
+        "conditions": [
+            cond("NamesAccepted", "NoConflicts", "no conflicts found"),
+            cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        ],
+        "acceptedNames": crd.pointer("/spec/names").cloned().unwrap_or(json!({})),
+        "storedVersions": crd.pointer("/spec/versions").and_then(Value::as_array).map(|vs| {
+            vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).filter_map(|v| v.get("name").cloned()).collect::<Vec<_>>()
+        }).unwrap_or_default(),
+    });
+}
+
+fn crd_key(crd: &Value) -> Key {
+    Key {
+        id: "apiextensions.k8s.io/customresourcedefinitions".into(),
+        namespace: String::new(),
+        name: str_at(crd, "/metadata/name").into(),
+    }
+}
+
+/// What the CRD cleanup finalizer does upstream: a deleted CRD takes its objects with it.
+fn remove_custom_resources(cluster: &dyn Cluster, crd: &Value) {
+    let id = format!("{}/{}", str_at(crd, "/spec/group"), str_at(crd, "/spec/names/plural"));
+    let (objects, _) = cluster.store().list(&id, None, &Filter::for_type(&id));
+    for object in objects {
+        let key = Key {
+            id: id.clone(),
+            namespace: str_at(&object, "/metadata/namespace").into(),
+            name: str_at(&object, "/metadata/name").into(),
+        };
+        let _ = cluster.store().delete(&key, || ApiError::not_found("", &id, &key.name), |_| Ok(()));
+    }
+}
 
 fn set_template_generation(object: &mut Value, generation: i64) {
     let Some(obj) = object.as_object_mut() else { return };
@@ -398,6 +581,7 @@ fn generate_job_selector(job: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::Filter;
 
     fn created(strategy: &Strategy, mut object: Value) -> Value {
         strategy.default(&mut object);
@@ -473,5 +657,39 @@ mod tests {
             let old = o.clone();
             (strategy.prepare_update)(&mut o, &old);
         }
+    }
+
+    #[test]
+    fn events_are_selected_by_the_field_names_of_the_version_asked_for() {
+        let stored = json!({"involvedObject": {"name": "web"}, "source": {}, "reportingComponent": "wasmcm.dev/rs"});
+        let select = |s: &str, strategy: &Strategy| {
+            let fields = strategy.parse_field_selector(s)?;
+            Ok::<bool, String>(Filter { fields, ..Default::default() }.matches(&stored))
+        };
+        assert_eq!(select("regarding.name=web,reportingController=wasmcm.dev/rs", &EVENTS_V1_EVENT), Ok(true));
+        assert_eq!(select("involvedObject.name=web,reportingComponent=wasmcm.dev/rs", &EVENT), Ok(true));
+        // `source` reads the reporting controller when no source component was written.
+        assert_eq!(select("source=wasmcm.dev/rs", &EVENT), Ok(true));
+        let legacy = json!({"source": {"component": "replicaset-controller"}, "reportingComponent": "x"});
+        let fields = EVENT.parse_field_selector("source=replicaset-controller").unwrap();
+        assert!(Filter { fields, ..Default::default() }.matches(&legacy));
+        assert_eq!(
+            select("involvedObject.name=web", &EVENTS_V1_EVENT),
+            Err("field label not supported: involvedObject.name".into())
+        );
+        assert_eq!(select("regarding.name=web", &EVENT), Err("field label not supported: regarding.name".into()));
+    }
+
+    #[test]
+    fn field_selectors_are_checked_against_the_kind() {
+        let reqs = POD.parse_field_selector("status.phase=Running,spec.nodeName!=n1").unwrap();
+        let f = Filter { fields: reqs, ..Default::default() };
+        assert!(f.matches(&json!({"spec": {"nodeName": "n2"}, "status": {"phase": "Running"}})));
+        assert!(!f.matches(&json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}})));
+        assert!(DEPLOYMENT.parse_field_selector("metadata.name=x").is_ok());
+        assert_eq!(
+            DEPLOYMENT.parse_field_selector("spec.replicas=1").unwrap_err(),
+            "field label not supported: spec.replicas"
+        );
     }
 }

@@ -275,12 +275,14 @@ fn paths_for(t: &ResourceType) -> Map<String, Value> {
             );
         }
     }
-    if t.strategy.token_subresource {
+    // The subresources created as a kind of their own (a TokenRequest, an Eviction).
+    for sub in t.strategy.subresources.iter().filter(|s| s.discovered && s.verbs == ["create"]) {
+        let Some((group, version, kind)) = sub.kind else { continue };
         let mut o = op(t, "post", write_params());
-        o["operationId"] = json!(format!("create{}Token", t.kind));
-        o["x-kubernetes-group-version-kind"] =
-            json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"});
-        paths.insert(format!("{item}/token"), json!({"post": o}));
+        let (first, rest) = sub.name.split_at(1);
+        o["operationId"] = json!(format!("create{}{}{rest}", t.kind, first.to_uppercase()));
+        o["x-kubernetes-group-version-kind"] = json!({"group": group, "version": version, "kind": kind});
+        paths.insert(format!("{item}/{}", sub.name), json!({"post": o}));
     }
     paths
 }

@@ -456,6 +456,17 @@ async fn a_request_is_served_as_the_verb_it_was_authorized_as() {
     assert_eq!(code, 405, "only GET watches");
     let (code, _) = raw(&client, "GET", "/api/v1/watch/namespaces/default/configmaps/cm-a/status", "", "").await;
     assert_eq!(code, 404, "a watch has no subresources");
+
+    // Nothing is served past a subresource. Authorization took this for the node's status, and
+    // the node's status was served, whatever followed in the path.
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node =
+        eventually("a node", || async { nodes.list(&ListParams::default()).await.ok()?.items.pop()?.metadata.name })
+            .await;
+    let (code, _) = raw(&client, "GET", &format!("/api/v1/nodes/{node}/status"), "", "").await;
+    assert_eq!(code, 200);
+    let (code, body) = raw(&client, "GET", &format!("/api/v1/nodes/{node}/status/anything"), "", "").await;
+    assert_eq!(code, 404, "{body}");
 }
 
 /// Raw requests for what a typed client cannot send.
