@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::State;
-use super::change::Key;
-use super::managed::{self, Ty, Writer};
-use super::patch::{self, PatchType};
-use super::resources::{ResourceType, Target};
-use super::{custom, table, validation};
+use crate::State;
+use crate::managed::{self, Ty, Writer};
+use crate::patch::{self, PatchType};
+use crate::registry::resources::{ResourceType, Target};
+use crate::storage::change::Key;
+use crate::{custom, table, validation};
 use wasmcm_core::{ApiError, Cause, event, meta_mut, spec_part, str_at};
 
 /// Who takes ownership of the fields a write changes (`metadata.managedFields`).
@@ -653,7 +653,11 @@ pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<
     // Gone only if this update finished the deletion: a garbage collector that removes the object
     // a moment later (a foreground deletion with no dependents) does not change the answer,
     // which upstream's registry gives from the update it made.
-    Ok(if crate::store::deletion_complete(&updated) { Deleted::Gone(updated) } else { Deleted::Pending(updated) })
+    Ok(if crate::storage::store::deletion_complete(&updated) {
+        Deleted::Gone(updated)
+    } else {
+        Deleted::Pending(updated)
+    })
 }
 
 fn after_seconds(state: &State, seconds: i64) -> String {

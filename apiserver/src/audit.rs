@@ -19,9 +19,9 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::change::Key;
 use crate::request_info::RequestInfo;
-use crate::store::Store;
+use crate::storage::change::Key;
+use crate::storage::store::Store;
 use crate::user::UserInfo;
 
 /// One write, as it arrived.

@@ -41,11 +41,11 @@ pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
     // Created, then marked Available as the availability controller does: status is not
     // settable on create.
     let api_services = state.registry.lookup("apiregistration.k8s.io", "v1", "apiservices");
-    for service in crate::control_plane::api_services(&state.registry, &state.now_rfc3339()) {
+    for service in crate::controllers::control_plane::api_services(&state.registry, &state.now_rfc3339()) {
         create("apiservices", "", service.clone())?;
         if let Some(rt) = &api_services {
             let name = service.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-            let target = crate::resources::Target { rt: rt.clone(), namespace: String::new(), name };
+            let target = crate::registry::resources::Target { rt: rt.clone(), namespace: String::new(), name };
             api::update_status(state, &target, service, false, Ownership::Unrecorded)
                 .map_err(|e| anyhow::anyhow!("marking APIService {} available: {e}", target.name))?;
         }
@@ -73,7 +73,7 @@ pub(crate) fn bootstrap(state: &State) -> anyhow::Result<()> {
             "subjects": subjects});
         create("clusterrolebindings", "", binding)?;
     }
-    crate::gc::pass(state);
+    crate::controllers::gc::pass(state);
     Ok(())
 }
 
@@ -248,7 +248,11 @@ fn cluster_roles() -> Vec<(&'static str, Vec<Value>)> {
 #[cfg(test)]
 pub(crate) fn test_state() -> State {
     let sources = crate::state::Sources::Fixed { now: jiff::Timestamp::UNIX_EPOCH, seq: Default::default() };
-    let state = State::new(crate::store::Store::default(), sources, crate::control_plane::sync_crd_api_services);
+    let state = State::new(
+        crate::storage::store::Store::default(),
+        sources,
+        crate::controllers::control_plane::sync_crd_api_services,
+    );
     bootstrap(&state).expect("bootstrap");
     state
 }

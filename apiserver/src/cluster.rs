@@ -12,11 +12,13 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use wasmcm_core::clock::Clock;
 
-use crate::change::StoredChange;
+use crate::controllers::{disruption, gc, kubelet};
 use crate::state::{Sources, State};
-use crate::store::{Changes, Subscription};
+use crate::storage::change::StoredChange;
+use crate::storage::store;
+use crate::storage::store::{Changes, Subscription};
 use crate::{AuditLease, AuditRecord, FaultConfig, FaultCounts, KubeletConfig};
-use crate::{audit, auth, disruption, files, gc, kubelet, limits, listener, store, tls};
+use crate::{audit, auth, files, limits, listener, tls};
 
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
@@ -117,7 +119,7 @@ impl Cluster {
             ..State::new(
                 store::Store::new(store::HistoryLimits { events: config.history, bytes: config.history_bytes }),
                 Sources::System(config.clock),
-                crate::control_plane::sync_crd_api_services,
+                crate::controllers::control_plane::sync_crd_api_services,
             )
         });
         state.faults.set(config.faults.clone());

@@ -667,8 +667,8 @@ mod tests {
     /// (unknown kinds: as the generic registry, which leaves it alone).
     fn applied(api_version: &str, kind: &str, object: Value) -> Value {
         let mut object = object;
-        let registered = crate::resources::Registry::default().by_kind(api_version, kind);
-        registered.map_or(&crate::strategy::Strategy::GENERIC, |t| t.strategy).default(&mut object);
+        let registered = crate::registry::resources::Registry::default().by_kind(api_version, kind);
+        registered.map_or(&crate::registry::strategy::Strategy::GENERIC, |t| t.strategy).default(&mut object);
         object
     }
 

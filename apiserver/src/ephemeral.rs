@@ -8,11 +8,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use wasmcm_core::{ApiError, str_at};
 
-use super::State;
-use super::patch::{self, PatchType};
-use super::resources::Target;
-use super::strategy;
-use super::validation;
+use crate::State;
+use crate::patch::{self, PatchType};
+use crate::registry::resources::Target;
+use crate::registry::strategy;
+use crate::validation;
 
 /// `dropNonEphemeralContainerUpdates`, defaulting and validation, from the pod `sent` and the
 /// stored one.

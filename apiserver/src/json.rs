@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::schema::{self, Kind, MapValue, Message, Special};
+use crate::schema::{self, Kind, MapValue, Message, Special};
 
 /// A whole response body: `value` and the trailing newline.
 pub(crate) fn body(value: &Value) -> Vec<u8> {

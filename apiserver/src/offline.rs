@@ -17,11 +17,11 @@ use wasmcm_core::{ApiError, Kind, str_at};
 use crate::State;
 use crate::api::{self, DeleteOptions};
 use crate::bootstrap::bootstrap;
-use crate::change::Key;
-use crate::resources::ResourceType;
-use crate::resources::Target;
+use crate::registry::resources::ResourceType;
+use crate::registry::resources::Target;
 use crate::state::Sources;
-use crate::store::Store;
+use crate::storage::change::Key;
+use crate::storage::store::Store;
 
 pub struct Offline {
     state: State,
@@ -33,7 +33,7 @@ impl Offline {
     /// A server holding `objects`, whose clock stands at `now`.
     pub fn new(objects: Vec<Value>, now: jiff::Timestamp) -> Result<Self, String> {
         let sources = Sources::Fixed { now, seq: Default::default() };
-        let state = State::new(Store::default(), sources, crate::control_plane::sync_crd_api_services);
+        let state = State::new(Store::default(), sources, crate::controllers::control_plane::sync_crd_api_services);
         bootstrap(&state).map_err(|e| e.to_string())?;
         let mut offline = Offline { implicit: state.store.snapshot().into_iter().map(|(k, _)| k).collect(), state };
         // CRDs first, so their custom resources have a type to be stored as.

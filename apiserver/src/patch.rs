@@ -734,7 +734,9 @@ mod tests {
     ) -> Result<Value, PatchError> {
         let schema = match (api_version, kind) {
             ("autoscaling/v1", "Scale") => Some(METADATA_ONLY),
-            _ => crate::resources::Registry::default().by_kind(api_version, kind).and_then(|t| t.strategy.merge_schema),
+            _ => crate::registry::resources::Registry::default()
+                .by_kind(api_version, kind)
+                .and_then(|t| t.strategy.merge_schema),
         };
         super::apply(patch_type, schema, kind, original, patch)
     }

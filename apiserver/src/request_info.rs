@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::query::query_bool;
+use crate::storage::query::query_bool;
 
 /// What a request asks to do: what authorization, audit and dispatch read of it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! What a simulated container does once it runs, for the kubelet (`kubelet.rs`): how long a
+//! What a simulated container does once it runs, for the kubelet (`controllers::kubelet`): how long a
 //! run lasts and how it exits (the pod's `wasmcm.dev/run-seconds` and `wasmcm.dev/exit-code`
 //! annotations, per container, per run and per completion index), upstream's restart back-off,
 //! and the pod status the kubelet reports for its containers (container states, phase, and the

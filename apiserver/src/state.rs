@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use wasmcm_core::clock::Clock;
 
-use crate::{audit, faults, hooks, limits, resources, store, tokens};
+use crate::registry::{hooks, resources};
+use crate::storage::store;
+use crate::{audit, faults, limits, tokens};
 
 /// Shared by the HTTP layer and the cluster's own loops.
 pub(crate) struct State {

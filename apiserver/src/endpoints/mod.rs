@@ -12,6 +12,10 @@
 //! seconds for megabytes), and a worker held that long holds every task queued behind it (in
 //! `wasmcm run`, the host's lease renewal). Reads, cheap or streamed, stay on the workers.
 
+pub(crate) mod discovery;
+pub(crate) mod openapi;
+pub(crate) mod protobuf;
+
 mod request;
 mod response;
 mod subresources;
@@ -28,12 +32,13 @@ use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, USER_AGENT
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
+use crate::State;
+use crate::auth::{self, rbac};
 use crate::custom;
-use crate::query::Filter;
+use crate::registry::resources::ResourceType;
 use crate::request_info::{self, RequestInfo};
-use crate::resources::ResourceType;
+use crate::storage::query::Filter;
 use crate::user::UserInfo;
-use crate::{State, auth, discovery, openapi, rbac};
 use request::{Ctx, read_body};
 pub(crate) use response::Body;
 use response::{error_response, full, json_response, text};

@@ -15,8 +15,8 @@ use crate::State;
 use crate::api::DeleteOptions;
 use crate::managed::Writer;
 use crate::patch::PatchType;
-use crate::query::query_bool;
-use crate::resources::ResourceType;
+use crate::registry::resources::ResourceType;
+use crate::storage::query::query_bool;
 use wasmcm_core::ApiError;
 
 /// kube-apiserver's limit on a request body (`--max-request-body-bytes`' 3 MiB), which it
@@ -124,9 +124,9 @@ pub(super) fn parse_object(ctx: &Ctx, body: &[u8]) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML request body: {e}")))?
         }
-        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(body).map_err(|e| match e {
-            crate::protobuf::ProtobufError::Malformed(msg) => ApiError::bad_request(msg),
-            crate::protobuf::ProtobufError::Unsupported(msg) => ApiError::unsupported_media_type(msg),
+        "application/vnd.kubernetes.protobuf" => crate::endpoints::protobuf::decode(body).map_err(|e| match e {
+            crate::endpoints::protobuf::ProtobufError::Malformed(msg) => ApiError::bad_request(msg),
+            crate::endpoints::protobuf::ProtobufError::Unsupported(msg) => ApiError::unsupported_media_type(msg),
         })?,
         other => {
             return Err(ApiError::unsupported_media_type(format!(

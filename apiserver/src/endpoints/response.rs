@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::request::Ctx;
 use crate::api;
-use crate::resources::ResourceType;
+use crate::registry::resources::ResourceType;
 use crate::{json, table};
 use wasmcm_core::ApiError;
 

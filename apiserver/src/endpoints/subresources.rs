@@ -13,10 +13,12 @@ use serde_json::{Value, json};
 use super::request::{parse_object, patch_type};
 use super::response::{Body, json_response, object_response};
 use super::{Handler, Resource, not_found_path};
+use crate::controllers::{control_plane, disruption};
 use crate::patch::PatchType;
-use crate::resources::Target;
+use crate::registry::certificates;
+use crate::registry::resources::Target;
 use crate::user::UserInfo;
-use crate::{State, api, auth, certificates, control_plane, disruption, ephemeral, table, validation};
+use crate::{State, api, auth, ephemeral, table, validation};
 use wasmcm_core::{ApiError, str_at};
 
 /// The handler of each subresource a strategy may list.

@@ -14,7 +14,7 @@ pub(super) fn ago(secs: i64) -> String {
 
 /// The printer `api_version` and `kind`'s strategy names (the default one for a kind not built in).
 pub(super) fn printer(api_version: &str, kind: &str) -> Printer {
-    let registered = crate::resources::Registry::default().by_kind(api_version, kind);
+    let registered = crate::registry::resources::Registry::default().by_kind(api_version, kind);
     Printer::of(registered.and_then(|t| t.strategy.printer), None)
 }
 

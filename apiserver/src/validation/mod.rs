@@ -91,7 +91,7 @@ pub(crate) fn generic(v: &mut V, object: &Value, old: Option<&Value>) {
 /// validates it (the generic rules for a kind not built in), for the rules' tests.
 #[cfg(test)]
 pub(crate) fn validate_kind(api_version: &str, kind: &str, object: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let registered = crate::resources::Registry::default().by_kind(api_version, kind);
+    let registered = crate::registry::resources::Registry::default().by_kind(api_version, kind);
     validate(registered.map_or(generic as Rules, |t| t.strategy.validate), object, old)
 }
 

@@ -1,6 +1,6 @@
 //! Roles, ClusterRoles and their bindings: `pkg/apis/rbac/validation`. Names are path segments,
 //! as upstream's ValidateRBACName. It owns rules, role references and subjects; what a rule grants
-//! is the authorizer's business (`crate::rbac`), not validation's.
+//! is the authorizer's business (`crate::auth::rbac`), not validation's.
 
 use serde_json::{Map, Value};
 use wasmcm_core::validation::dns1123_subdomain;

@@ -829,7 +829,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::resources::Registry;
+    use crate::registry::resources::Registry;
 
     /// The object as the server validates it: defaulted, with server-set metadata and what the
     /// registry strategy writes.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use wasmcm_core::{Operator, Selector, ShardSelector};
 
-use super::change::{Event, EventType, Key};
+use crate::storage::change::{Event, EventType, Key};
 
 /// A boolean query parameter (`watch`, `allowWatchBookmarks`, `force`, …) as upstream's
 /// parameter codec decodes it (`Convert_Slice_string_To_bool`): absent is false, `0` and `false`

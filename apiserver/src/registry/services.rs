@@ -9,8 +9,8 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::hooks::Cluster;
-use super::query::Filter;
+use crate::registry::hooks::Cluster;
+use crate::storage::query::Filter;
 use wasmcm_core::Cause;
 
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;

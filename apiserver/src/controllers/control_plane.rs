@@ -9,11 +9,11 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 use wasmcm_core::str_at;
 
-use super::State;
-use super::api::{self, DeleteOptions, Ownership};
-use super::query::Filter;
-use super::resources::Registry;
-use super::resources::Target;
+use crate::State;
+use crate::api::{self, DeleteOptions, Ownership};
+use crate::registry::resources::Registry;
+use crate::registry::resources::Target;
+use crate::storage::query::Filter;
 
 const API_SERVICES_ID: &str = "apiregistration.k8s.io/apiservices";
 const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";

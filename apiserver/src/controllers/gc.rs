@@ -22,11 +22,11 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use wasmcm_core::str_at;
 
-use super::State;
-use super::api::{self, DeleteOptions};
-use super::change::{Event, EventType, Key};
-use super::resources::Target;
-use super::store::{Changes, Subscription};
+use crate::State;
+use crate::api::{self, DeleteOptions};
+use crate::registry::resources::Target;
+use crate::storage::change::{Event, EventType, Key};
+use crate::storage::store::{Changes, Subscription};
 
 fn deleting(v: &Value) -> bool {
     v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
@@ -450,7 +450,7 @@ fn failed(result: Result<(), wasmcm_core::ApiError>, key: &Key, what: &str) -> b
 mod tests {
     use super::*;
     use crate::bootstrap::test_state;
-    use crate::resources::ResourceType;
+    use crate::registry::resources::ResourceType;
 
     fn state() -> State {
         test_state()

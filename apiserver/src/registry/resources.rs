@@ -8,8 +8,8 @@ use std::sync::RwLock;
 use serde_json::{Value, json};
 use wasmcm_core::{ApiError, Kind};
 
-use crate::change::Key;
-use crate::strategy::{self, Strategy};
+use crate::registry::strategy::{self, Strategy};
+use crate::storage::change::Key;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ResourceType {
@@ -31,7 +31,7 @@ pub(crate) struct ResourceType {
     /// create is the only verb.
     pub create_only: bool,
     /// Set for custom resources: the structural schema of this version (see `custom`).
-    pub schema: Option<super::custom::CustomSchema>,
+    pub schema: Option<crate::custom::CustomSchema>,
     /// What its registry does besides storing.
     pub strategy: &'static Strategy,
 }
@@ -316,7 +316,7 @@ impl Registry {
                 scale: v.pointer("/subresources/scale").is_some(),
                 printer_columns: Some(v.get("additionalPrinterColumns").cloned().unwrap_or(json!([]))),
                 create_only: false,
-                schema: Some(super::custom::CustomSchema::of_version(v)),
+                schema: Some(crate::custom::CustomSchema::of_version(v)),
                 strategy: &Strategy::GENERIC,
             });
         }

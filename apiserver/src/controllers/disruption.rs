@@ -15,12 +15,12 @@ use hyper::StatusCode;
 use serde_json::{Map, Value, json};
 use wasmcm_core::{ApiError, Cause, Operator, Requirement, Selector, str_at};
 
-use super::State;
-use super::api::{self, DeleteOptions, Ownership};
-use super::change::Key;
-use super::query::Filter;
-use super::resources::Target;
-use super::store::{Changes, Subscription};
+use crate::State;
+use crate::api::{self, DeleteOptions, Ownership};
+use crate::registry::resources::Target;
+use crate::storage::change::Key;
+use crate::storage::query::Filter;
+use crate::storage::store::{Changes, Subscription};
 
 const PDB_ID: &str = "policy/poddisruptionbudgets";
 

@@ -27,13 +27,13 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use wasmcm_core::str_at;
 
-use super::State;
-use super::api::{self, DeleteOptions};
-use super::change::{Event, EventType, Key};
-use super::resources::ResourceType;
-use super::resources::Target;
-use super::runs::{self, Exit, Run, RunState};
-use super::store::{Changes, Subscription};
+use crate::State;
+use crate::api::{self, DeleteOptions};
+use crate::registry::resources::ResourceType;
+use crate::registry::resources::Target;
+use crate::runs::{self, Exit, Run, RunState};
+use crate::storage::change::{Event, EventType, Key};
+use crate::storage::store::{Changes, Subscription};
 
 pub(crate) const READY_AFTER_ANNOTATION: &str = "wasmcm.dev/ready-after-seconds";
 
@@ -783,7 +783,11 @@ mod tests {
         let epoch = jiff::Timestamp::now();
         let clock = wasmcm_core::clock::Clock::test(epoch, epoch, 100.0).unwrap();
         let sources = crate::state::Sources::System(clock);
-        let state = State::new(crate::store::Store::default(), sources, crate::control_plane::sync_crd_api_services);
+        let state = State::new(
+            crate::storage::store::Store::default(),
+            sources,
+            crate::controllers::control_plane::sync_crd_api_services,
+        );
         crate::bootstrap::bootstrap(&state).expect("bootstrap");
         state
     }

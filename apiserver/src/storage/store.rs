@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::change::{Event, EventType, Key};
-use super::query::{Filter, labels_of};
+use crate::storage::change::{Event, EventType, Key};
+use crate::storage::query::{Filter, labels_of};
 use wasmcm_core::ApiError;
 
 /// Changes kept for watches that resume from an older resourceVersion. A client re-watches
@@ -884,7 +884,7 @@ mod tests {
         let by_name = Filter {
             id: "/pods".into(),
             namespace: Some("a".into()),
-            fields: crate::strategy::POD.parse_field_selector("metadata.name=p3").unwrap(),
+            fields: crate::registry::strategy::POD.parse_field_selector("metadata.name=p3").unwrap(),
             ..Default::default()
         };
         assert_eq!(s.list("/pods", Some("a"), &by_name).0, expected(&s, &by_name));

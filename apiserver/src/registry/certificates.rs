@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use wasmcm_core::str_at;
 
-use super::user::UserInfo;
+use crate::user::UserInfo;
 
 /// `PrepareForCreate`: no status, and the spec says who asked, whatever the client wrote.
 pub(crate) fn stamp_requestor(object: &mut Value, user: &UserInfo) {

@@ -10,16 +10,19 @@
 //! ServiceAccount it was issued for, so deleting the ServiceAccount (or deleting and
 //! re-creating it under the same name) invalidates its tokens, as the real server's check of
 //! a token's bound ServiceAccount does.
+//!
+//! Authorization is `rbac`'s, the tokens issued `tokens`', and who a request is `user`'s.
+
+pub(crate) mod rbac;
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::State;
-use super::change::Key;
-use super::rbac;
-use super::request_info::RequestInfo;
-use super::tokens::Issued;
-use super::user::UserInfo;
+use crate::State;
+use crate::request_info::RequestInfo;
+use crate::storage::change::Key;
+use crate::tokens::Issued;
+use crate::user::UserInfo;
 use wasmcm_core::{ApiError, Cause, str_at};
 
 fn service_account_key(namespace: &str, name: &str) -> Key {
@@ -314,7 +317,7 @@ pub(crate) fn token_request(
     }
     let now = Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now());
     let expires = now.checked_add(jiff::SignedDuration::from_secs(seconds)).unwrap_or(Timestamp::MAX);
-    let token = super::tls::random_token();
+    let token = crate::tls::random_token();
     if !dry_run {
         let mut issued = state.tokens.lock();
         // Expired tokens are never accepted again; forget them as new ones come.

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::resources::{Registry, ResourceType};
+use crate::registry::resources::{Registry, ResourceType};
 
 /// Media type of aggregated discovery, which client-go checks on the response.
 pub(crate) const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::store::Store;
+use crate::storage::store::Store;
 
 /// The server as a strategy's hooks see it.
 pub(crate) trait Cluster {

@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
 
-use super::resources::{Registry, ResourceType};
+use crate::registry::resources::{Registry, ResourceType};
 
 mod gnostic;
 

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::State;
-use super::change::Key;
-use super::query::Filter;
-use super::request_info::RequestInfo;
-use super::user::UserInfo;
+use crate::State;
+use crate::request_info::RequestInfo;
+use crate::storage::change::Key;
+use crate::storage::query::Filter;
+use crate::user::UserInfo;
 use wasmcm_core::{ApiError, Details, str_at};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";

@@ -17,16 +17,16 @@
 use serde_json::{Map, Value, json};
 use wasmcm_core::str_at;
 
-use super::change::Key;
-use super::defaults::{self, child_obj};
-use super::hooks::Cluster;
-use super::patch::{self, Fields};
-use super::query::Filter;
-use super::query::{self, FieldRequirement};
-use super::table;
-use super::user::UserInfo;
-use super::validation::{self, Rules, StatusRules};
-use super::{certificates, services};
+use crate::defaults::{self, child_obj};
+use crate::patch::{self, Fields};
+use crate::registry::hooks::Cluster;
+use crate::registry::{certificates, services};
+use crate::storage::change::Key;
+use crate::storage::query::Filter;
+use crate::storage::query::{self, FieldRequirement};
+use crate::table;
+use crate::user::UserInfo;
+use crate::validation::{self, Rules, StatusRules};
 use wasmcm_core::{ApiError, Cause};
 
 /// The labels the Job registry puts on a Job's pods: the legacy unprefixed pair and the
@@ -581,7 +581,7 @@ fn generate_job_selector(job: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::Filter;
+    use crate::storage::query::Filter;
 
     fn created(strategy: &Strategy, mut object: Value) -> Value {
         strategy.default(&mut object);
