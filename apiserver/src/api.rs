@@ -554,29 +554,32 @@ pub(crate) fn delete_warning(rt: &ResourceType, opts: &DeleteOptions) -> Option<
     )
 }
 
+/// A delete's preconditions (`Preconditions.Check`): the uid and resourceVersion it names.
+fn preconditions(t: &Target, opts: &DeleteOptions, current: &Value) -> Result<(), ApiError> {
+    if let Some(uid) = &opts.precondition_uid
+        && uid != str_at(current, "/metadata/uid")
+    {
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            str_at(current, "/metadata/uid")
+        );
+        return Err(ApiError::conflict(&t.rt.group, &t.rt.resource, &t.name, &why));
+    }
+    if let Some(rv) = &opts.precondition_rv
+        && rv != str_at(current, "/metadata/resourceVersion")
+    {
+        let why = format!(
+            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+            str_at(current, "/metadata/resourceVersion")
+        );
+        return Err(ApiError::conflict(&t.rt.group, &t.rt.resource, &t.name, &why));
+    }
+    Ok(())
+}
+
 pub(crate) fn delete(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
     let current = get(state, t)?;
-    let check = |current: &Value| -> Result<(), ApiError> {
-        if let Some(uid) = &opts.precondition_uid
-            && uid != str_at(current, "/metadata/uid")
-        {
-            let why = format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                str_at(current, "/metadata/uid")
-            );
-            return Err(ApiError::conflict(&t.rt.group, &t.rt.resource, &t.name, &why));
-        }
-        if let Some(rv) = &opts.precondition_rv
-            && rv != str_at(current, "/metadata/resourceVersion")
-        {
-            let why = format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                str_at(current, "/metadata/resourceVersion")
-            );
-            return Err(ApiError::conflict(&t.rt.group, &t.rt.resource, &t.name, &why));
-        }
-        Ok(())
-    };
+    let check = |current: &Value| preconditions(t, opts, current);
     check(&current)?;
     let strategy = t.rt.strategy;
     if let Some(why) = (strategy.undeletable)(&t.name) {

@@ -191,6 +191,26 @@ pub(crate) fn evict(
     }
 }
 
+/// The Eviction sent: of policy's kind and version (if it says), and for the pod of the URL.
+fn check_eviction(eviction: &Value, name: &str) -> Result<(), ApiError> {
+    let api_version = str_at(eviction, "/apiVersion");
+    if !matches!(api_version, "" | "policy/v1" | "policy/v1beta1") {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version (policy/v1)"
+        )));
+    }
+    let kind = str_at(eviction, "/kind");
+    if !matches!(kind, "" | "Eviction") {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind (Eviction)"
+        )));
+    }
+    if str_at(eviction, "/metadata/name") != name {
+        return Err(ApiError::bad_request("name in URL does not match name in Eviction object"));
+    }
+    Ok(())
+}
+
 fn evict_pod(
     state: &State,
     namespace: &str,
@@ -198,21 +218,7 @@ fn evict_pod(
     eviction: Value,
     query_dry_run: bool,
 ) -> Result<(StatusCode, Value), ApiError> {
-    let api_version = str_at(&eviction, "/apiVersion");
-    if !matches!(api_version, "" | "policy/v1" | "policy/v1beta1") {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({api_version}) does not match the expected API version (policy/v1)"
-        )));
-    }
-    let kind = str_at(&eviction, "/kind");
-    if !matches!(kind, "" | "Eviction") {
-        return Err(ApiError::bad_request(format!(
-            "the kind in the data ({kind}) does not match the expected kind (Eviction)"
-        )));
-    }
-    if str_at(&eviction, "/metadata/name") != name {
-        return Err(ApiError::bad_request("name in URL does not match name in Eviction object"));
-    }
+    check_eviction(&eviction, name)?;
     let original = delete_options(&eviction, query_dry_run)?;
     let pods_rt = state.registry.lookup("", "v1", "pods").ok_or_else(|| ApiError::internal("pods are not served"))?;
     let target = Target { rt: pods_rt, namespace: namespace.into(), name: name.into() };

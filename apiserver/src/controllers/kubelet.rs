@@ -258,41 +258,7 @@ impl Kubelet {
         let pod = t.pod.clone();
         let target = Target { rt: self.pods_rt.clone(), namespace: key.namespace.clone(), name: key.name.clone() };
         if pod.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
-            let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(0);
-            let since = *t.terminating_since.get_or_insert(now);
-            let at = since + Duration::from_secs(grace).min(self.config.grace_cap);
-            let terminal = matches!(str_at(&pod, "/status/phase"), "Succeeded" | "Failed");
-            if now < at && !terminal {
-                return Some(at);
-            }
-            // A pod that runs to completion ends terminal: its running containers are killed,
-            // and the phase written before it goes (a finalizer may keep it, as a Job's does).
-            if !terminal && !t.runs.is_empty() {
-                let now_str = state.now_rfc3339();
-                t.runs.iter_mut().for_each(|r| r.kill(&now_str));
-                let mut killed = (*pod).clone();
-                killed["status"] = runs::pod_status(&pod, &t.runs, false, &now_str);
-                match api::update_status(state, &target, killed, false, api::Ownership::Unrecorded) {
-                    Ok(written) => {
-                        self.learn(key, written);
-                    }
-                    Err(e) if e.is_not_found() => return None,
-                    Err(e) => {
-                        tracing::debug!(pod = %target.name, "kubelet: terminal status: {e}");
-                        return Some(now + RETRY);
-                    }
-                }
-            }
-            let opts = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
-            return match api::delete(state, &target, &opts) {
-                // Gone, or held by finalizers: their removal is a change that brings it back.
-                Ok(_) => None,
-                Err(e) if e.is_not_found() => None,
-                Err(e) => {
-                    tracing::debug!(pod = %target.name, "kubelet: final delete: {e}");
-                    Some(now + RETRY)
-                }
-            };
+            return self.terminate(state, key, target, now);
         }
         // A pod the defaulting has not touched yet has no phase: it is pending.
         let phase = match str_at(&pod, "/status/phase") {
@@ -301,27 +267,7 @@ impl Kubelet {
         };
         let node = str_at(&pod, "/spec/nodeName");
         if node.is_empty() {
-            if phase != "Pending" {
-                return None;
-            }
-            // The first of the least loaded in name order, as the map is ordered, of the nodes
-            // that take pods: a cordoned node (spec.unschedulable, `kubectl cordon`/`drain`)
-            // does not. With none, the pod waits, looked at again shortly.
-            let Some(chosen) = self
-                .load
-                .iter()
-                .filter(|(n, _)| schedulable(state, n, &pod))
-                .min_by_key(|(_, count)| **count)
-                .map(|(n, _)| n.clone())
-            else {
-                return Some(now + UNSCHEDULABLE_RETRY);
-            };
-            let Some(bound) = bind(state, &target, &pod, &chosen) else { return Some(now + RETRY) };
-            let due = now + jitter(self.config.start_delay);
-            let t = self.pods.get_mut(key)?;
-            t.due = Some(due);
-            self.learn(key, bound);
-            return Some(due);
+            return if phase == "Pending" { self.schedule(state, key, target, &pod, now) } else { None };
         }
         if phase == "Pending" {
             let due = *t.due.get_or_insert_with(|| now + jitter(self.config.start_delay));
@@ -398,6 +344,70 @@ impl Kubelet {
     /// A running pod whose containers end: each container's run ends, backs off and restarts
     /// as due, and the status is written when it differs from what the pod shows (also after a
     /// write lost to a conflict: the pod's next change brings it back).
+    /// A pod being deleted: its grace period waited out (or cut short by its end), its
+    /// containers killed and its terminal status written, then the final delete.
+    /// A pending pod bound to a node, its start due after the configured delay.
+    fn schedule(&mut self, state: &State, key: &Key, target: Target, pod: &Value, now: Instant) -> Option<Instant> {
+        // The first of the least loaded in name order, as the map is ordered, of the nodes
+        // that take pods: a cordoned node (spec.unschedulable, `kubectl cordon`/`drain`)
+        // does not. With none, the pod waits, looked at again shortly.
+        let Some(chosen) = self
+            .load
+            .iter()
+            .filter(|(n, _)| schedulable(state, n, pod))
+            .min_by_key(|(_, count)| **count)
+            .map(|(n, _)| n.clone())
+        else {
+            return Some(now + UNSCHEDULABLE_RETRY);
+        };
+        let Some(bound) = bind(state, &target, pod, &chosen) else { return Some(now + RETRY) };
+        let due = now + jitter(self.config.start_delay);
+        let t = self.pods.get_mut(key)?;
+        t.due = Some(due);
+        self.learn(key, bound);
+        Some(due)
+    }
+
+    fn terminate(&mut self, state: &State, key: &Key, target: Target, now: Instant) -> Option<Instant> {
+        let t = self.pods.get_mut(key)?;
+        let pod = t.pod.clone();
+        let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(0);
+        let since = *t.terminating_since.get_or_insert(now);
+        let at = since + Duration::from_secs(grace).min(self.config.grace_cap);
+        let terminal = matches!(str_at(&pod, "/status/phase"), "Succeeded" | "Failed");
+        if now < at && !terminal {
+            return Some(at);
+        }
+        // A pod that runs to completion ends terminal: its running containers are killed,
+        // and the phase written before it goes (a finalizer may keep it, as a Job's does).
+        if !terminal && !t.runs.is_empty() {
+            let now_str = state.now_rfc3339();
+            t.runs.iter_mut().for_each(|r| r.kill(&now_str));
+            let mut killed = (*pod).clone();
+            killed["status"] = runs::pod_status(&pod, &t.runs, false, &now_str);
+            match api::update_status(state, &target, killed, false, api::Ownership::Unrecorded) {
+                Ok(written) => {
+                    self.learn(key, written);
+                }
+                Err(e) if e.is_not_found() => return None,
+                Err(e) => {
+                    tracing::debug!(pod = %target.name, "kubelet: terminal status: {e}");
+                    return Some(now + RETRY);
+                }
+            }
+        }
+        let opts = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
+        match api::delete(state, &target, &opts) {
+            // Gone, or held by finalizers: their removal is a change that brings it back.
+            Ok(_) => None,
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                tracing::debug!(pod = %target.name, "kubelet: final delete: {e}");
+                Some(now + RETRY)
+            }
+        }
+    }
+
     fn look_at_runs(&mut self, state: &State, key: &Key, now: Instant) -> Option<Instant> {
         let t = self.pods.get_mut(key)?;
         let pod = t.pod.clone();
