@@ -555,7 +555,7 @@ pub(crate) fn delete_warning(rt: &ResourceType, opts: &DeleteOptions) -> Option<
 }
 
 /// A delete's preconditions (`Preconditions.Check`): the uid and resourceVersion it names.
-fn preconditions(t: &Target, opts: &DeleteOptions, current: &Value) -> Result<(), ApiError> {
+pub(crate) fn preconditions(t: &Target, opts: &DeleteOptions, current: &Value) -> Result<(), ApiError> {
     if let Some(uid) = &opts.precondition_uid
         && uid != str_at(current, "/metadata/uid")
     {

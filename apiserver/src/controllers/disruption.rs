@@ -358,29 +358,13 @@ fn check_and_decrement(state: &State, pod: &str, budget: &Value, dry_run: bool) 
 fn mark_and_delete(state: &State, target: &Target, mut opts: DeleteOptions) -> Result<(), ApiError> {
     if !opts.dry_run {
         let now = state.now_rfc3339();
-        let precondition = |current: &Value| -> Result<(), ApiError> {
-            if let Some(uid) = &opts.precondition_uid
-                && !uid.is_empty()
-                && uid != str_at(current, "/metadata/uid")
-            {
-                let why = format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    str_at(current, "/metadata/uid")
-                );
-                return Err(ApiError::conflict("", "pods", &target.name, &why));
-            }
-            if let Some(rv) = &opts.precondition_rv
-                && !rv.is_empty()
-                && rv != str_at(current, "/metadata/resourceVersion")
-            {
-                let why = format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    str_at(current, "/metadata/resourceVersion")
-                );
-                return Err(ApiError::conflict("", "pods", &target.name, &why));
-            }
-            Ok(())
+        // An empty precondition in an Eviction's options is none.
+        let preconditions = DeleteOptions {
+            precondition_uid: opts.precondition_uid.clone().filter(|uid| !uid.is_empty()),
+            precondition_rv: opts.precondition_rv.clone().filter(|rv| !rv.is_empty()),
+            ..DeleteOptions::default()
         };
+        let precondition = |current: &Value| api::preconditions(target, &preconditions, current);
         let updated = state.store.update(
             &target.key(),
             || ApiError::not_found("", "pods", &target.name),
