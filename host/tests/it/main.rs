@@ -14,6 +14,7 @@ mod cronjob;
 mod custom_resource;
 mod deploy;
 mod deployment;
+mod docs;
 mod engine;
 mod ha;
 mod host;

@@ -1,7 +1,8 @@
 //! The READMEs' steps, run from their own text so that a changed README is a changed test, in a
 //! shell as a reader has one ([`Reader`]):
 //!
-//! - README.md's first hour: the host as `make run` starts it, the `try:` line it prints pasted
+//! - README.md's first hour: the host as `make run` starts it (checked with `make -n` to be
+//!   `cargo run -p wasmcm -- run`; `make test` is this suite), the `try:` line it prints pasted
 //!   as it is (and the README's rendering of that line checked against it), then every command
 //!   of the "Then:" list, in order. Its "Write a plugin" block is run by `scaffold.rs`.
 //! - deploy/README.md: every command of its `sh` blocks, and the inline ones of its steps, in the
@@ -17,7 +18,7 @@
 //!   get nodes`.
 //!
 //! Owns the READMEs' commands only; what they do is the Deployment, Job, CronJob, deploy,
-//! plugin-loading and shards tests'.
+//! plugin-loading and shards tests'. Which test runs each block of every document: `docs.rs`.
 
 use crate::common;
 use crate::scaffold::{start_host, text};
@@ -85,10 +86,18 @@ fn kubectl_commands(text: &str) -> Vec<String> {
 }
 
 /// The inline command of `doc` (between backticks, lines joined) that starts with `start`.
-fn inline(doc: &str, start: &str) -> String {
+pub(crate) fn inline(doc: &str, start: &str) -> String {
     let joined = doc.split_whitespace().collect::<Vec<_>>().join(" ");
     let found = joined.split('`').skip(1).step_by(2).find(|s| s.starts_with(start));
     found.unwrap_or_else(|| panic!("no inline command {start:?}")).to_string()
+}
+
+/// `command`, a document's `cargo run -p wasmcm -- …`, as the `wasmcm …` it runs: in a
+/// checkout that is target/debug/wasmcm, the binary of this test's build, which the [`Reader`]
+/// has on its PATH (cargo here would only build it again).
+pub(crate) fn installed(command: &str) -> String {
+    let rest = command.strip_prefix("cargo run -p wasmcm -- ");
+    format!("wasmcm {}", rest.unwrap_or_else(|| panic!("not a `cargo run -p wasmcm --` command: {command}")))
 }
 
 /// A shell as a README's reader has one: `wasmcm` (this build's, as `make install` puts it) and
@@ -129,6 +138,12 @@ impl Reader {
         cmd
     }
 
+    /// The reader with `dir` first on the PATH too: a tool a document's step installs there.
+    pub(crate) fn with_path(mut self, dir: &Path) -> Self {
+        self.path = format!("{}:{}", dir.display(), self.path);
+        self
+    }
+
     pub(crate) fn run(&self, dir: &Path, line: &str) -> Output {
         self.command(dir, line).output().expect("sh runs")
     }
@@ -144,6 +159,14 @@ impl Reader {
 #[test]
 fn the_readmes_first_steps_work_as_written() {
     let home = tempfile::tempdir().unwrap();
+    // `make run` is `cargo run -p wasmcm -- run`, this test's binary, started here as it starts.
+    let reader = Reader::new(home.path());
+    let first = Blocks::of(README, "make run");
+    let run = first.take("make run");
+    let dry = reader.ok(&common::workspace_root(), &run.replacen("make ", "make -n ", 1));
+    assert!(dry.lines().any(|l| l == "cargo run -p wasmcm -- run"), "{run}: {dry}");
+    first.skip("make test", "the suite this test is part of");
+    first.finished("README.md's first block");
     let (_host, live) = start_host(home.path(), home.path(), None, "deployment");
 
     // The README shows the line with its paths elided; every other part is what is printed.
@@ -156,7 +179,6 @@ fn the_readmes_first_steps_work_as_written() {
     assert!(pasted.status.success(), "the try line: {}", text(&pasted));
 
     // A reader's shell with the exported KUBECONFIG the try line sets.
-    let reader = Reader::new(home.path());
     let export = format!("export KUBECONFIG={} && ", live.kubeconfig.display());
     let sh = |command: &str| reader.run(home.path(), &format!("{export}{command}"));
     let then = kubectl_commands(section(README, "\n- `kubectl set image"));
@@ -179,8 +201,10 @@ fn the_readmes_first_steps_work_as_written() {
     assert!(once.status.success(), "the Job made from the CronJob completes: {}", text(&once));
 }
 
-/// deploy/README.md's block commands, each taken (to run) or skipped (with why) once.
-struct Blocks {
+/// A document's block commands (all of its blocks', or one block's), each taken (to run) or
+/// skipped (with why) once: [`finished`](Self::finished) fails on a command neither, so that a
+/// command added to the document fails its test until the test runs it or says why not.
+pub(crate) struct Blocks {
     commands: Vec<String>,
     read: RefCell<BTreeSet<usize>>,
 }
@@ -191,8 +215,14 @@ impl Blocks {
         Blocks { commands, read: RefCell::default() }
     }
 
+    /// The commands of `doc`'s block whose first line starts with `first`.
+    pub(crate) fn of(doc: &str, first: &str) -> Self {
+        Blocks { commands: commands(&sh_block(doc, first)), read: RefCell::default() }
+    }
+
     /// The first command not taken yet that is `start`, else that starts with it.
-    fn take(&self, start: &str) -> String {
+    #[track_caller]
+    pub(crate) fn take(&self, start: &str) -> String {
         let unread = |i: &usize| !self.read.borrow().contains(i);
         let all = 0..self.commands.len();
         let found = all.clone().filter(unread).find(|&i| self.commands[i] == start);
@@ -203,7 +233,8 @@ impl Blocks {
     }
 
     /// Every command that starts with `start` (one or more), not run here because `_why`.
-    fn skip(&self, start: &str, _why: &str) {
+    #[track_caller]
+    pub(crate) fn skip(&self, start: &str, _why: &str) {
         let found: Vec<usize> = (0..self.commands.len()).filter(|&i| self.commands[i].starts_with(start)).collect();
         assert!(!found.is_empty(), "no command starts with {start:?}: {:#?}", self.commands);
         self.read.borrow_mut().extend(found);
@@ -212,6 +243,12 @@ impl Blocks {
     fn unread(&self) -> Vec<&String> {
         let read = self.read.borrow();
         self.commands.iter().enumerate().filter(|(i, _)| !read.contains(i)).map(|(_, c)| c).collect()
+    }
+
+    /// Fails naming the commands of `doc` neither taken nor skipped.
+    #[track_caller]
+    pub(crate) fn finished(&self, doc: &str) {
+        assert_eq!(self.unread(), Vec::<&String>::new(), "{doc}: commands neither run nor listed as skipped");
     }
 }
 
@@ -410,7 +447,7 @@ fn the_deploy_readmes_steps_work_as_written() {
         reader.ok(work, &blocks.take(start));
     }
 
-    assert_eq!(blocks.unread(), Vec::<&String>::new(), "deploy/README.md commands neither run nor listed as skipped");
+    blocks.finished("deploy/README.md");
 }
 
 #[test]

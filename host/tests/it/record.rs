@@ -1,9 +1,13 @@
 //! `wasmcm plugins record` on a running host and `wasmcm simulate --expect` replaying what it
 //! saved, through the real binary: a live reconcile replays identically offline, and a changed
-//! plugin version's different outcome is reported with the difference.
+//! plugin version's different outcome is reported with the difference. docs/plugins.md's
+//! "Record a live reconcile and replay it" block runs here as written, with what it shows printed.
 
 use crate::common;
 use crate::common::wasmcm;
+use crate::docs::PLUGINS;
+use crate::readme::{Blocks, Reader, sh_block};
+use crate::scaffold::text;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -12,7 +16,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasmcm_apiserver::{Cluster, ClusterConfig};
 
@@ -87,6 +92,16 @@ async fn a_live_reconcile_is_recorded_and_replays_identically_and_a_changed_plug
              spec: {{source: {{file: {}}}, settings: {{limit: 1000000}}}}\n",
             stamp.display()
         ),
+    )
+    .unwrap();
+    // The built-in deployment plugin as the default manifest has it, writing as the account
+    // deploy/manifests give it, whose rights the replay of docs/plugins.md's block below narrows.
+    common::kubectl_apply(&cluster.kubeconfig, &["00-namespace.yaml", "06-plugin-identities.yaml"]);
+    std::fs::write(
+        dir.path().join("plugins/deployment.yaml"),
+        "apiVersion: wasmcm.dev/v1alpha1\nkind: Plugin\nmetadata: {name: deployment}\n\
+         spec:\n  source: {builtin: deployment}\n  serviceAccount: wasmcm/wasmcm-deployment\n  \
+         scope: {grant: [kube-system, kube-public, kube-node-lease], serviceAccounts: [\"*\"], podSecurity: privileged}\n",
     )
     .unwrap();
     let token = dir.path().join("admin-token");
@@ -182,17 +197,61 @@ async fn a_live_reconcile_is_recorded_and_replays_identically_and_a_changed_plug
     let out: Value = serde_json::from_str(&replay.stdout).unwrap();
     assert_eq!((&out["expected"]["identical"], &out["expected"]["samePlugin"]), (&json!(false), &json!(false)));
 
-    // A built-in at rest: the Deployment's reconcile reads its ReplicaSets and pods by owner.
+    // docs/plugins.md's block, as written in a shell that has the host's address and token (a
+    // reader of `make run`'s defaults, 127.0.0.1:8080 and ~/.config/wasmcm/admin-token, names
+    // neither). The key holds still where it would scale: the Deployment asks for 4 replicas and
+    // its plugin may no longer update ReplicaSets, so every reconcile returns that update.
+    let blocks = Blocks::of(PLUGINS, "wasmcm plugins record deployment");
+    let metrics = address.parse().expect("the host's address");
+    let refused = || async {
+        let (_, text) = common::http_get(metrics, "/metrics").await;
+        let failed = ["plugin=\"deployment\"", "outcome=\"write_failed\""];
+        common::metric(&text, "wasmcm_reconciles_total", &failed)
+    };
+    let before = refused().await;
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let mut role = roles.get("wasmcm-deployment").await.unwrap();
+    let replica_sets = |r: &&mut PolicyRule| r.resources == Some(vec!["replicasets".into()]);
+    let rule = role.rules.iter_mut().flatten().find(replica_sets).expect("the ReplicaSet rule");
+    rule.verbs.retain(|v| v != "update");
+    roles.replace("wasmcm-deployment", &PostParams::default(), &role).await.unwrap();
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
+    common::eventually("the scale refused", || async { (refused().await > before).then_some(()) }).await;
+    let reader = Reader::new(dir.path());
+    let env = format!("export WASMCM_ADMIN_ADDRESS={address} WASMCM_ADMIN_TOKEN_FILE={} && ", token.display());
+    let sh = |command: &str| tokio::task::block_in_place(|| reader.run(dir.path(), &format!("{env}{command}")));
+    let run = sh(&blocks.take("wasmcm plugins record deployment default/web -o web.json"));
+    assert!(run.status.success(), "{}", text(&run));
     let web = dir.path().join("web.json");
-    let run = record("deployment", "default/web", &web).await.unwrap();
-    assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(mode(&web), 0o600, "a new recording too");
-    let doc = read(&web);
+    let mut doc = read(&web);
+    // The Deployment's reconcile reads its ReplicaSets and pods by owner.
     let calls: Vec<&str> = doc["reads"].as_array().unwrap().iter().map(|r| r["call"].as_str().unwrap()).collect();
     assert!(calls.contains(&"listControlled"), "{calls:?}");
-    let web = web.to_str().unwrap();
-    let replay = wasmcm(&["simulate", "--plugin", "deployment", "--state", web, "--expect", web]);
-    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    let replicas = doc.pointer_mut("/outcome/batches/0/0/update/spec/replicas").expect("the scale first");
+    assert_eq!(*replicas, 4, "{}", text(&run));
+    let replay = sh(&blocks.take("wasmcm simulate --plugin deployment --state web.json --expect web.json"));
+    let said = text(&replay);
+    assert!(replay.status.success() && said.contains("identical to web.json"), "identical: exit 0: {said}");
+
+    // A fix of a release that scaled one short: the recording as that release made it, the
+    // built-in as ./fixed.wasm. What the block shows it prints, its elided name aside.
+    *replicas = json!(3);
+    std::fs::write(&web, serde_json::to_vec(&doc).unwrap()).unwrap();
+    std::fs::copy(common::guest("wasmcm_deployment_plugin.wasm"), dir.path().join("fixed.wasm")).unwrap();
+    let replay = sh(&blocks.take("wasmcm simulate --plugin ./fixed.wasm --state web.json --expect web.json"));
+    blocks.finished("docs/plugins.md's record and replay block");
+    let shown = sh_block(PLUGINS, "wasmcm plugins record deployment");
+    let shown = shown.lines().find_map(|l| l.strip_prefix("# differs from ")).expect("the difference shown");
+    let (shown, exit) = shown.split_once("   (exit ").expect("its exit code");
+    assert_eq!(replay.status.code().map(|c| c.to_string()), Some(exit.trim_end_matches(')').to_string()));
+    let said = text(&replay);
+    let printed = said.lines().find_map(|l| l.strip_prefix("differs from ")).unwrap_or_else(|| panic!("{said}"));
+    let (before, after) = shown.split_once('…').expect("the ReplicaSet's name elided");
+    assert!(
+        printed.starts_with(before) && printed.ends_with(after),
+        "docs/plugins.md shows {shown}, simulate printed {printed}"
+    );
 
     // What cannot be recorded says why; a recording needs the admin token.
     let run = record("deployment", "default/nope", &dir.path().join("nope.json")).await.unwrap();

@@ -1,19 +1,23 @@
 //! `wasmcm new` end to end, as a plugin author follows README.md's "Write a plugin" block from
-//! an empty directory, each line of the block run as written in a reader's shell (`wasmcm` on the
-//! PATH): scaffold, `cargo test && cargo plugin`, `simulate` on its snapshot, then
-//! `WASMCM_PLUGINS=$PWD/plugin.yaml make -C <checkout> run` (checked with `make -n` to be
-//! `cargo run -p wasmcm -- run`, which is this test's binary) on the embedded cluster, where the
-//! `try:` line the host prints is pasted as it is, and the scaffold's CRD and example are applied
-//! with the real kubectl and reconciled; then a key is recorded on that host with `wasmcm plugins
-//! record`, replayed identically with `simulate --expect`, and replayed again after a change to
-//! the plugin's code, which shows the difference. It prints how long each step took.
+//! an empty directory, and docs/plugins.md's "Write your own plugin" walkthrough of the same
+//! steps, each line of both blocks run as written in a reader's shell (`wasmcm` on the PATH):
+//! scaffold (docs/plugins.md's `cargo run -p wasmcm -- new` checked to be README.md's `wasmcm
+//! new`), `cargo test && cargo plugin` and the two lines it is in docs/plugins.md, `simulate` on
+//! its snapshot, then `WASMCM_PLUGINS=$PWD/plugin.yaml make -C <checkout> run` (checked with
+//! `make -n` to be `cargo run -p wasmcm -- run`, which is this test's binary) on the embedded
+//! cluster, where the `try:` line the host prints is pasted as it is, and the scaffold's CRD and
+//! example are applied with docs/plugins.md's kubectl lines and reconciled; then a key is
+//! recorded on that host with its `wasmcm plugins record` line, replayed identically with its
+//! `simulate --expect` line, and replayed again after a change to the plugin's code, which shows
+//! the difference. It prints how long each step took.
 //!
 //! Owns this flow only; what a scaffold contains is unit-tested in `host/src/scaffold.rs`. The
 //! scaffold's `target/` is a link to `target/plugins`, shared so that reruns and the example's
 //! build reuse compiled dependencies; nothing else of the workspace is written.
 
 use crate::common;
-use crate::readme::{README, Reader, commands, sh_block};
+use crate::docs::PLUGINS;
+use crate::readme::{Blocks, README, Reader, commands, installed, sh_block};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -72,9 +76,18 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     // The block as a reader runs it: scaffold, test and build, simulate, run.
     let block = commands(&sh_block(README, "wasmcm new "));
     let [new, build, simulate, run] = &block[..] else { panic!("README.md's Write a plugin block: {block:#?}") };
+    // docs/plugins.md's walkthrough of the same steps, one command a line, then kubectl, record
+    // and replay.
+    let walk = Blocks::of(PLUGINS, "cargo run -p wasmcm -- new ");
 
-    // Scaffold, from the checkout (`--dir ../widgets`).
+    // Scaffold, from the checkout (`--dir ../widgets`). docs/plugins.md's line is the same
+    // command, from the same place, and the directory it goes to next is the one made.
     let printed = reader.ok(&checkout, new);
+    let (new_alone, cd) = new.split_once(" && ").expect("README.md's wasmcm new … && cd");
+    let walk_new = installed(&walk.take("cargo run -p wasmcm -- new "));
+    assert_eq!(walk_new.split(" #").next().map(str::trim), Some(new_alone), "docs/plugins.md's and README.md's");
+    assert_eq!(walk.take("cd "), cd, "docs/plugins.md's and README.md's");
+    assert_eq!(checkout.join(cd.trim_start_matches("cd ")).canonicalize().ok(), dir.canonicalize().ok(), "{cd}");
     assert!(printed.contains("cargo build --release --target wasm32-unknown-unknown"), "{printed}");
     let lock =
         std::fs::read_to_string(dir.join("Cargo.lock")).unwrap_or_else(|e| panic!("a Cargo.lock: {e}\n{printed}"));
@@ -84,12 +97,22 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     std::os::unix::fs::symlink(common::plugins_target(), dir.join("target")).unwrap();
     steps.done("scaffold");
 
-    // Native unit tests, then the component, with the lock as generated.
+    // Native unit tests, then the component, with the lock as generated; docs/plugins.md's two
+    // lines after README.md's one (built: the tests run again).
     let built = reader.ok(&dir, build);
     assert!(built.contains("reports_the_generation_ready_then_writes_nothing_more ... ok"), "{built}");
     assert!(dir.join(WASM).exists(), "`cargo plugin` builds {WASM}: {built}");
-    assert_eq!(std::fs::read_to_string(dir.join("Cargo.lock")).unwrap(), lock, "the build kept the lock as written");
     steps.done("unit-test and build the component");
+    let tested = reader.ok(&dir, &walk.take("cargo test "));
+    assert!(tested.contains("reports_the_generation_ready_then_writes_nothing_more ... ok"), "{tested}");
+    let walk_build = walk.take("cargo build --release --target wasm32-unknown-unknown ");
+    reader.ok(&dir, &walk_build);
+    // "or `cargo plugin`": the scaffold's alias is that command.
+    let alias = std::fs::read_to_string(dir.join(".cargo/config.toml")).unwrap();
+    let alias = alias.lines().find_map(|l| l.strip_prefix("plugin = ")).expect("the plugin alias");
+    assert_eq!(format!("cargo {}", alias.trim_matches('"')), walk_build.split(" #").next().unwrap_or("").trim());
+    assert_eq!(std::fs::read_to_string(dir.join("Cargo.lock")).unwrap(), lock, "the build kept the lock as written");
+    steps.done("the same, as docs/plugins.md's two lines");
 
     // Formatted as made, by the repository's rustfmt.toml it carries (seen failing before:
     // rustfmt's default width rewrapped four statements and reordered an import).
@@ -98,6 +121,9 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
 
     // Simulate on the snapshot: one status update, Ready.
     the_example_was_made_ready(&reader.run(&dir, simulate), NAME, KIND);
+    let walk_simulate = walk.take("wasmcm simulate --plugin target/wasm32-unknown-unknown/release/widgets.wasm");
+    assert!(walk_simulate.contains("--state snapshot.yaml"), "the snapshot first: {walk_simulate}");
+    the_example_was_made_ready(&reader.run(&dir, &walk_simulate), NAME, KIND);
     steps.done("simulate");
 
     // What the host sees of it.
@@ -111,29 +137,50 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     // `make -C <checkout> run` is `cargo run -p wasmcm -- run`, this test's binary, which is
     // started here with the environment of the line.
     let root = wasmcm_test_support::workspace_root().display().to_string();
-    let dry = run.replace("<wasmcm checkout>", &root).replacen(" make ", " make -n ", 1);
-    assert!(dry.starts_with("WASMCM_PLUGINS=$PWD/plugin.yaml make -n -C "), "{run}");
-    assert!(reader.ok(&dir, &dry).lines().any(|l| l == "cargo run -p wasmcm -- run"), "{dry}");
+    let walk_run = walk.take("WASMCM_PLUGINS=$PWD/plugin.yaml make -C <wasmcm checkout> run");
+    for run in [run, &walk_run] {
+        let dry = run.replace("<wasmcm checkout>", &root).replacen(" make ", " make -n ", 1);
+        assert!(dry.starts_with("WASMCM_PLUGINS=$PWD/plugin.yaml make -n -C "), "{run}");
+        assert!(reader.ok(&dir, &dry).lines().any(|l| l == "cargo run -p wasmcm -- run"), "{dry}");
+    }
     let (_host, live) = run_on_the_host(home.path(), &dir, NAME);
     let (try_line, kubeconfig) = (live.try_line, live.kubeconfig);
     steps.done("load into the host (make run)");
-    reconciled_on_the_host(home.path(), &dir, &try_line, &kubeconfig, "widgets");
+
+    // The try line pasted, then docs/plugins.md's kubectl lines in a shell with the export it
+    // says to paste, and the host's admin address and token (which a reader of `make run`'s
+    // defaults, 127.0.0.1:8080 and ~/.config/wasmcm/admin-token, need not name).
+    the_try_line_works(home.path(), &dir, &try_line);
+    assert!(walk_run.ends_with("# paste its try: line's export"), "{walk_run}");
+    let export = try_line.split(" && ").next().expect("the try line's export");
+    assert_eq!(export, format!("export KUBECONFIG={}", kubeconfig.display()), "{try_line}");
+    let token = home.path().join("admin-token");
+    let env = format!("{export} WASMCM_ADMIN_ADDRESS={} WASMCM_ADMIN_TOKEN_FILE={} && ", live.address, token.display());
+    let sh = |command: &str| reader.run(&dir, &format!("{env}{command}"));
+    let ok = |command: &str| {
+        let out = sh(command);
+        assert!(out.status.success(), "{command}: {}", text(&out));
+        text(&out)
+    };
+    let established = ok(&walk.take("kubectl apply -f deploy/crd.yaml && kubectl wait --for condition=Established"));
+    assert!(established.contains("condition met"), "{established}");
+    let listed = ok(&walk.take("kubectl apply -f deploy/example.yaml && kubectl get widgets"));
+    assert!(listed.lines().any(|l| l.starts_with("NAME ") && l.contains(" READY ")), "{listed}");
+    reconciled(&kubeconfig, "widgets");
     steps.done("reconcile the custom resource (kubectl)");
 
     // Record a live reconcile of the example, as the README says.
-    let address = live.address;
-    let token = home.path().join("admin-token").display().to_string();
-    let record = ["plugins", "record", NAME, "default/example", "-o", "example.json", "--address", &address];
-    let out = wasmcm(&dir, &[&record[..], &["--admin-token-file", &token]].concat());
-    assert!(out.status.success(), "record: {}", text(&out));
-    assert!(text(&out).contains(&format!("recorded {NAME} 0.1.0")), "{}", text(&out));
+    let recorded = ok(&walk.take("wasmcm plugins record widgets default/example -o example.json"));
+    assert!(recorded.contains(&format!("recorded {NAME} 0.1.0")), "{recorded}");
     steps.done("record a key");
 
     // Replay it: the same plugin returns the same outcome (nothing to do: it is Ready).
-    let replay = ["simulate", "--plugin", WASM, "--state", "example.json", "--expect", "example.json"];
-    let out = wasmcm(&dir, &replay);
+    let replay = walk.take("wasmcm simulate --plugin target/wasm32-unknown-unknown/release/widgets.wasm");
+    assert!(replay.ends_with("# identical: exit 0"), "{replay}");
+    let out = sh(&replay);
     assert!(out.status.success(), "replay: {}", text(&out));
     assert!(text(&out).contains("identical to example.json"), "{}", text(&out));
+    walk.finished("docs/plugins.md's Write your own plugin block");
     steps.done("replay it");
 
     // A change to the plugin's logic, rebuilt: the replay says what it would write now.
@@ -142,7 +189,7 @@ fn a_new_plugin_builds_tests_simulates_and_reconciles_its_custom_resource_on_the
     assert!(code.contains(r#"reason: "Reconciled".into(),"#), "the skeleton's reason");
     std::fs::write(&lib, code.replace(r#"reason: "Reconciled".into(),"#, r#"reason: "Served".into(),"#)).unwrap();
     reader.ok(&dir, "cargo plugin");
-    let out = wasmcm(&dir, &replay);
+    let out = sh(&replay);
     assert_eq!(out.status.code(), Some(1), "the changed plugin differs: {}", text(&out));
     assert!(text(&out).contains("differs from example.json: 0 intents in 0 batches vs 1 in 1"), "{}", text(&out));
     let replayed: Value = serde_json::from_slice(&out.stdout).expect("simulate prints JSON");
@@ -286,19 +333,7 @@ impl Drop for Running {
 /// The `try:` line pasted into a shell, then the scaffold's CRD and example applied and the
 /// example reconciled Ready, again after a spec change.
 pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, kubeconfig: &Path, plural: &str) {
-    // As pasted: the command names the kubectl it uses; no KUBECONFIG or PATH from here.
-    let pasted = Command::new("sh")
-        .args(["-c", try_line])
-        .env_remove("KUBECONFIG")
-        .env("HOME", home)
-        .current_dir(dir)
-        .output()
-        .expect("sh runs");
-    let shown = text(&pasted);
-    assert!(pasted.status.success(), "the try line failed: {try_line}\n{shown}");
-    assert!(shown.contains("successfully rolled out"), "{shown}");
-    assert_eq!(shown.lines().filter(|l| l.starts_with("web-") && l.contains("Running")).count(), 3, "{shown}");
-
+    the_try_line_works(home, dir, try_line);
     let kubectl = |args: &[&str]| {
         let out = wasmcm_test_support::kubectl(kubeconfig, args, None);
         (out.status.success(), text(&out))
@@ -316,6 +351,31 @@ pub(crate) fn reconciled_on_the_host(home: &Path, dir: &Path, try_line: &str, ku
         assert!(Instant::now() < deadline, "the example is never accepted: {shown}");
         std::thread::sleep(Duration::from_millis(300));
     }
+    reconciled(kubeconfig, plural);
+}
+
+/// The `try:` line pasted into a shell in `dir`: the Deployment it makes rolls out.
+fn the_try_line_works(home: &Path, dir: &Path, try_line: &str) {
+    // As pasted: the command names the kubectl it uses; no KUBECONFIG or PATH from here.
+    let pasted = Command::new("sh")
+        .args(["-c", try_line])
+        .env_remove("KUBECONFIG")
+        .env("HOME", home)
+        .current_dir(dir)
+        .output()
+        .expect("sh runs");
+    let shown = text(&pasted);
+    assert!(pasted.status.success(), "the try line failed: {try_line}\n{shown}");
+    assert!(shown.contains("successfully rolled out"), "{shown}");
+    assert_eq!(shown.lines().filter(|l| l.starts_with("web-") && l.contains("Running")).count(), 3, "{shown}");
+}
+
+/// The scaffold's example, applied, reconciled Ready, then again after a spec change.
+fn reconciled(kubeconfig: &Path, plural: &str) {
+    let kubectl = |args: &[&str]| {
+        let out = wasmcm_test_support::kubectl(kubeconfig, args, None);
+        (out.status.success(), text(&out))
+    };
     let ready = |generation: &str| {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {

@@ -1,7 +1,10 @@
-//! `wasmcm simulate` through the built binary: output, exit codes, error messages.
+//! `wasmcm simulate` through the built binary: output, exit codes, error messages; and
+//! docs/plugins.md's "Try `simulate`" block, run as written.
 
 use crate::common;
 use crate::common::{Run, wasmcm};
+use crate::docs::PLUGINS;
+use crate::readme::{Blocks, Reader, installed};
 
 use std::path::Path;
 
@@ -66,9 +69,31 @@ fn scale_up_creates_three_owned_pods() {
     assert_eq!(rs["metadata"]["resourceVersion"], "104", "three creates and a status write");
 }
 
+/// docs/plugins.md's "Try `simulate`" block, run as written from the repository root, and the
+/// document it shows printed: its request and actions are what simulate prints.
 #[test]
 fn scale_down_deletes_the_three_the_upstream_ranking_picks() {
-    let out = ok_json(simulate("replicaset", &example("replicaset-scale-down.yaml"), "default/web", &[]));
+    let blocks = Blocks::of(PLUGINS, "cargo run -p wasmcm -- simulate --plugin replicaset");
+    let command = installed(&blocks.take("cargo run -p wasmcm -- simulate --plugin replicaset"));
+    blocks.finished("docs/plugins.md's Try simulate block");
+    let home = tempfile::tempdir().unwrap();
+    let run = Reader::new(home.path()).run(&common::workspace_root(), &command);
+    assert!(run.status.success(), "{command}: {}", String::from_utf8_lossy(&run.stderr));
+    let out: Value = serde_json::from_slice(&run.stdout).expect("stdout is one JSON document");
+    let shown = PLUGINS.split("```jsonc\n").nth(1).and_then(|b| b.split("```").next()).expect("the jsonc block");
+    let line = |key: &str| {
+        let line = shown.lines().find_map(|l| l.trim().strip_prefix(&format!("\"{key}\": "))).expect(key);
+        serde_json::from_str::<Value>(line.trim_end_matches(',')).unwrap_or_else(|e| panic!("{key}: {e}: {line}"))
+    };
+    assert_eq!(out["request"], line("request"), "{out:#}");
+    let actions: Vec<Value> = shown
+        .lines()
+        .skip_while(|l| !l.contains("\"actions\": ["))
+        .skip(1)
+        .take_while(|l| !l.trim().starts_with(']'))
+        .map(|l| serde_json::from_str(l.trim().trim_end_matches(',')).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(out["actions"].as_array(), Some(&actions), "docs/plugins.md shows {actions:#?}");
     let deleted: Vec<_> = out["actions"]
         .as_array()
         .unwrap()

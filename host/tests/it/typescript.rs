@@ -7,7 +7,11 @@
 //!   Website stays in the state the test made it (fresh, new, a child of someone else, stale
 //!   children and registry, being deleted) and each recording is a reconcile with writes to
 //!   compare;
-//! - its component imports nothing but the contract (`plugins inspect`).
+//! - its component imports nothing but the contract (`plugins inspect`);
+//! - its README runs as written: the build block is what `make test` runs (`make -n -B`); its
+//!   `simulate` of the Rust example's snapshot prints what the Rust build prints; its replay of
+//!   a recording of the Rust plugin is identical; its `run` serves the plugin on the embedded
+//!   cluster it starts.
 //!
 //! A TypeScript plugin's bad input (an exception, the clock, randomness, timers, the network)
 //! is `scaffold_typescript`'s, on the scaffold's own rebuild. Owns this module and the example's
@@ -15,6 +19,8 @@
 //! than its sources or the SDK's).
 
 use crate::common;
+use crate::custom_resource::{HostProcess, readyz};
+use crate::readme::{Blocks, Reader, installed};
 use crate::record::start_host;
 use crate::scaffold::text;
 use crate::scaffold_typescript::npm;
@@ -28,6 +34,8 @@ use wasmcm_apiserver::{Cluster, ClusterConfig};
 use wasmcm_test_support::workspace_root;
 
 const FINALIZER: &str = "example.wasmcm.dev/registry";
+
+const README: &str = include_str!("../../../examples/website-typescript/README.md");
 
 fn example_dir() -> PathBuf {
     workspace_root().join("examples/website-typescript")
@@ -257,4 +265,71 @@ async fn the_typescript_website_imports_only_the_contract_and_replays_the_rust_p
         }
     }
     eprintln!("replayed identically against the TypeScript build: {}", replayed.join("; "));
+    the_readme_runs_as_written(&rust_wasm, &dir.path().join("fresh.json")).await;
+}
+
+/// The README's blocks, each command as written in a reader's shell at a checkout's root: the
+/// Rust build `rust_wasm` is what the TypeScript build must print the same as, and `recording`
+/// one of the Rust plugin's live reconciles (the README's `hello.json`).
+async fn the_readme_runs_as_written(rust_wasm: &Path, recording: &Path) {
+    let home = tempfile::tempdir().unwrap();
+    let reader = Reader::new(home.path());
+    let root = workspace_root();
+    let build = Blocks::of(README, "cd examples/website-typescript");
+    let cd = build.take("cd examples/website-typescript");
+    // -B: every step, whether this checkout has built it already or not.
+    let make = tokio::task::block_in_place(|| reader.ok(&root, "make -n -B test-typescript"));
+    for command in [build.take("npm ci"), build.take("npm test"), build.take("npm run build")] {
+        let command = command.split(" #").next().unwrap_or_default().trim();
+        let line = format!("{cd} && {command}");
+        let found = make.lines().any(|l| l == line || l.starts_with(&format!("{line} ")));
+        assert!(found, "make test runs {line} (its flags aside): {make}");
+    }
+    build.finished("examples/website-typescript/README.md's Build and test block");
+
+    // A checkout whose examples are this one's, and the recording as `hello.json`.
+    let checkout = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root.join("examples"), checkout.path().join("examples")).unwrap();
+    std::fs::copy(recording, checkout.path().join("hello.json")).unwrap();
+    let run = |command: &str| {
+        let out = tokio::task::block_in_place(|| reader.run(checkout.path(), command));
+        assert!(out.status.success(), "{command}: {}", text(&out));
+        out
+    };
+    let blocks = Blocks::of(README, "cargo run -p wasmcm -- simulate");
+    let typescript = "examples/website-typescript/build/website.wasm";
+    // The block's two simulates, in its order: the snapshot's, then the replay.
+    let simulate = installed(&blocks.take(&format!("cargo run -p wasmcm -- simulate --plugin {typescript}")));
+    assert!(simulate.contains("--state examples/website/deploy/snapshot.yaml"), "{simulate}");
+    let reconciled = |command: &str| {
+        let mut printed: Value = serde_json::from_slice(&run(command).stdout).expect("one JSON document");
+        printed.as_object_mut().and_then(|o| o.remove("plugin")).expect("the plugin run");
+        printed
+    };
+    let rust = simulate.replace(typescript, &rust_wasm.display().to_string());
+    assert_eq!(reconciled(&simulate), reconciled(&rust), "the TypeScript build prints what the Rust one prints");
+
+    let replay = blocks.take(&format!("cargo run -p wasmcm -- simulate --plugin {typescript}"));
+    assert!(replay.contains("--state hello.json --expect hello.json"), "{replay}");
+    let (replay, said) = replay.split_once(" #").expect("what the replay prints");
+    let said = said.split('"').nth(1).expect("a quoted line");
+    let out = run(&installed(replay.trim()));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(said), "{said}: {}", text(&out));
+
+    // `run` as written, with what a test adds (a free metrics address, no Lease): the plugin
+    // loads and reports on the embedded cluster the host starts.
+    let run = installed(&blocks.take("cargo run -p wasmcm -- run --plugins examples/website-typescript/plugin.yaml"));
+    blocks.finished("examples/website-typescript/README.md's Simulate, replay, run block");
+    let args: Vec<&str> = run.split_whitespace().skip(1).collect();
+    let state = tempfile::tempdir().unwrap();
+    let mut host = HostProcess::spawn(checkout.path(), &args, state.path());
+    let try_line = host.printed("try: export KUBECONFIG=").await;
+    let kubeconfig = PathBuf::from(try_line["try: export KUBECONFIG=".len()..].split(" && ").next().unwrap_or(""));
+    host.cluster_dir = kubeconfig.parent().map(Path::to_path_buf);
+    let address = host.address.clone();
+    // Its kind is not served until the README's CRD is applied: the plugin runs, unsynced.
+    common::eventually("the TypeScript plugin to report", || async {
+        readyz(&address).await.filter(|body| body.contains("[-]plugin/website not synced"))
+    })
+    .await;
 }
