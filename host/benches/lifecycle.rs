@@ -303,6 +303,7 @@ async fn hot_swap() -> f64 {
         trust: wasmcm::Trust::of(NAMESPACE),
         paths,
         controllers: host.controllers().to_vec(),
+        failures: Arc::new(wasmcm::LoadFailures::new(metrics.clone())),
     }
     .spawn()
     .expect("reloader");

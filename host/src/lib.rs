@@ -46,7 +46,8 @@ pub use client::reach::{Reach, probe_api_server};
 pub use engine::{
     CONTRACTS, CallError, Engine, EngineConfig, Limits, LoadError, Plugin, TrapReason, builtin, container_memory_budget,
 };
-pub use lifecycle::loader::{Trust, Version, configmap_bytes, load_all};
+pub use lifecycle::failures::LoadFailures;
+pub use lifecycle::loader::{LoadFailure, Loaded, Reason, Trust, Version, configmap_bytes, load_all, load_plugins};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
 pub use lifecycle::reload::{HotSwap, RELOAD_SETTLE, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};

@@ -70,6 +70,13 @@ pub(crate) struct LoadLabels {
     pub cached: String,
 }
 
+/// A plugin and why it failed to load (`LoadFailure::reason`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(crate) struct PluginReasonLabels {
+    pub plugin: String,
+    pub reason: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
 pub(crate) struct ShardLabels {
     pub shard: String,
@@ -210,6 +217,7 @@ pub struct Metrics {
     pub(crate) plugin_reverts: Family<PluginLabels, Counter>,
     pub(crate) plugin_info: Family<InfoLabels, Gauge>,
     pub(crate) plugin_load_seconds: Family<LoadLabels, Gauge<f64, AtomicU64>>,
+    pub(crate) plugin_load_failures: Family<PluginReasonLabels, Counter>,
     pub(crate) leader: Gauge,
     pub(crate) plugin_synced: Family<PluginLabels, Gauge>,
     pub(crate) informer_objects: Family<KindLabels, Gauge>,
@@ -245,6 +253,7 @@ impl Default for Metrics {
             plugin_reverts: Family::default(),
             plugin_info: Family::default(),
             plugin_load_seconds: Family::default(),
+            plugin_load_failures: Family::default(),
             leader: Gauge::default(),
             plugin_synced: Family::default(),
             informer_objects: Family::default(),
@@ -326,6 +335,12 @@ impl Default for Metrics {
             "wasmcm_plugin_load_seconds",
             "Time to compile (or read from the precompiled cache) each loaded plugin version",
             m.plugin_load_seconds.clone(),
+        );
+        registry.register(
+            "wasmcm_plugin_load_failures",
+            "Plugin versions that failed to load, by plugin and reason (NotTrusted, NotFound, Unreadable, \
+             DigestMismatch, InvalidComponent)",
+            m.plugin_load_failures.clone(),
         );
         registry.register("wasmcm_leader", "1 while this host holds the leader lease", m.leader.clone());
         registry.register(

@@ -151,9 +151,11 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         configmap_namespaces: args.plugin_configmap_namespaces.clone(),
         require_pins: args.require_pins,
     };
+    let metrics = Arc::new(wasmcm::Metrics::default());
+    let failures = Arc::new(wasmcm::LoadFailures::new(metrics.clone()));
     // Loading may compile for a while; a stop meanwhile ends it there, before any Lease is taken.
     let versions = tokio::select! {
-        loaded = load(engine, &args, &client, cluster.is_some(), &trust) => loaded?,
+        loaded = load(engine, &args, &client, cluster.is_some(), &trust, &failures) => loaded?,
         () = stop.received() => {
             if let Some(c) = cluster {
                 c.shutdown().await;
@@ -162,8 +164,7 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let names: Vec<String> = versions.iter().map(|v| v.name().to_string()).collect();
-    let metrics = Arc::new(wasmcm::Metrics::default());
-    let shown = serve_admin(listener, &args, metrics.clone()).await?;
+    let shown = serve_admin(listener, &args, metrics.clone(), failures.clone()).await?;
     let probe = tokio::spawn(wasmcm::probe_api_server(client.clone(), shown.cluster));
     let host = Host::start(config, versions, host_config, metrics).await?;
     shown.plugins.send_replace(host.controllers().to_vec());
@@ -183,6 +184,7 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         trust,
         paths: args.plugins.clone(),
         controllers: host.controllers().to_vec(),
+        failures,
     }
     .spawn()?;
     shown.ready.send_replace(true);
@@ -216,13 +218,15 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The host's plugins, loaded (the embedded cluster first given the host's namespace).
+/// The host's plugins, loaded (the embedded cluster first given the host's namespace), and
+/// those that failed recorded in `failures`.
 async fn load(
     engine: &Engine,
     args: &RunArgs,
     client: &kube::Client,
     embedded: bool,
     trust: &wasmcm::Trust,
+    failures: &wasmcm::LoadFailures,
 ) -> anyhow::Result<Vec<wasmcm::Version>> {
     if embedded {
         // The embedded cluster starts with the system namespaces only; the host's is made
@@ -235,17 +239,22 @@ async fn load(
             tracing::warn!("creating the host's namespace {} on the embedded cluster: {e}", trust.namespace);
         }
     }
-    let (versions, failures) = wasmcm::load_all(engine, &args.plugins, trust, Some(client)).await;
-    for f in &failures {
-        tracing::error!("not loaded: {f}");
+    let loaded = wasmcm::load_plugins(engine, &args.plugins, trust, Some(client)).await;
+    for f in &loaded.failed {
+        failures.failed(f);
     }
-    if args.strict && !failures.is_empty() {
-        anyhow::bail!("--strict: {} failed to load:\n  {}", failures.len(), failures.join("\n  "));
+    let messages: Vec<String> =
+        loaded.manifest_errors.into_iter().chain(loaded.failed.iter().map(ToString::to_string)).collect();
+    for m in &messages {
+        tracing::error!("not loaded: {m}");
     }
-    if versions.is_empty() {
+    if args.strict && !messages.is_empty() {
+        anyhow::bail!("--strict: {} failed to load:\n  {}", messages.len(), messages.join("\n  "));
+    }
+    if loaded.versions.is_empty() {
         anyhow::bail!("no plugin to run: every one is disabled or failed to load");
     }
-    Ok(versions)
+    Ok(loaded.versions)
 }
 
 /// The cluster of `--kubeconfig` or of in-cluster credentials, else a new embedded one (kept
@@ -361,6 +370,7 @@ async fn serve_admin(
     listener: tokio::net::TcpListener,
     args: &RunArgs,
     metrics: Arc<wasmcm::Metrics>,
+    failures: Arc<wasmcm::LoadFailures>,
 ) -> anyhow::Result<Shown> {
     let (ready, ready_rx) = watch::channel(false);
     let (plugins, plugins_rx) = watch::channel(Vec::new());
@@ -383,6 +393,7 @@ async fn serve_admin(
         token,
         standing: standing_rx,
         cluster: cluster_rx,
+        failures,
     };
     let bound = wasmcm::serve_admin(listener, admin)
         .await

@@ -58,12 +58,41 @@ impl Version {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+/// A plugin that did not load, and why.
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("plugin {plugin}: {message}")]
-pub(crate) struct LoadFailure {
+pub struct LoadFailure {
     pub plugin: String,
+    pub reason: Reason,
     /// Says which file or object and why.
     pub message: String,
+}
+
+/// Why a plugin did not load, as a Kubernetes condition's reason says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Its source is one the host may not read (`--require-pins`, a ConfigMap elsewhere).
+    NotTrusted,
+    /// No built-in of that name.
+    NotFound,
+    /// Its file or ConfigMap cannot be read, or holds no plugin.
+    Unreadable,
+    /// Its bytes are not the ones its manifest pins.
+    DigestMismatch,
+    /// Not a component the host can run: not WebAssembly, another contract, rights it may not have.
+    InvalidComponent,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::NotTrusted => "NotTrusted",
+            Reason::NotFound => "NotFound",
+            Reason::Unreadable => "Unreadable",
+            Reason::DigestMismatch => "DigestMismatch",
+            Reason::InvalidComponent => "InvalidComponent",
+        }
+    }
 }
 
 /// Largest plugin file read: a Rust controller is under 1 MiB, a Python one (componentize-py,
@@ -111,22 +140,23 @@ pub(crate) async fn read(
     trust: &Trust,
     client: Option<&kube::Client>,
 ) -> Result<Vec<u8>, LoadFailure> {
-    let fail = |message: String| LoadFailure { plugin: spec.name.clone(), message };
-    trust.check(spec).map_err(fail)?;
+    let fail = |reason: Reason| move |message: String| LoadFailure { plugin: spec.name.clone(), reason, message };
+    trust.check(spec).map_err(fail(Reason::NotTrusted))?;
+    let unreadable = fail(Reason::Unreadable);
     match &spec.source {
         Source::Builtin(name) => crate::engine::builtin::get(name).map(<[u8]>::to_vec).ok_or_else(|| {
             let known = crate::engine::builtin::names().collect::<Vec<_>>().join(", ");
-            fail(format!("no built-in plugin {name:?} (built-ins: {known})"))
+            fail(Reason::NotFound)(format!("no built-in plugin {name:?} (built-ins: {known})"))
         }),
-        Source::File(path) => read_capped(path).await.map_err(|e| fail(format!("{}: {e}", path.display()))),
+        Source::File(path) => read_capped(path).await.map_err(|e| unreadable(format!("{}: {e}", path.display()))),
         Source::ConfigMap { namespace, name, key } => {
             let Some(client) = client else {
-                return Err(fail(format!("{}: ConfigMap sources need a cluster", spec.source)));
+                return Err(unreadable(format!("{}: ConfigMap sources need a cluster", spec.source)));
             };
             let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
                 kube::Api::namespaced(client.clone(), namespace);
-            let cm = api.get(name).await.map_err(|e| fail(format!("{}: {e}", spec.source)))?;
-            configmap_bytes(&cm, key).map_err(|e| fail(format!("{}: {e}", spec.source)))
+            let cm = api.get(name).await.map_err(|e| unreadable(format!("{}: {e}", spec.source)))?;
+            configmap_bytes(&cm, key).map_err(|e| unreadable(format!("{}: {e}", spec.source)))
         }
     }
 }
@@ -163,21 +193,22 @@ pub fn configmap_bytes(cm: &k8s_openapi::api::core::v1::ConfigMap, key: &str) ->
 
 /// Verifies the digest pin and compiles `bytes`; blocking (compiling takes up to seconds).
 pub(crate) fn compile(engine: &Engine, spec: &PluginSpec, bytes: &[u8]) -> Result<Version, LoadFailure> {
-    let fail = |message: String| LoadFailure { plugin: spec.name.clone(), message };
+    let fail = |reason: Reason| move |message: String| LoadFailure { plugin: spec.name.clone(), reason, message };
     if let Some(pin) = &spec.sha256 {
         let actual = hex::encode(Sha256::digest(bytes));
         if &actual != pin {
-            return Err(fail(format!(
+            return Err(fail(Reason::DigestMismatch)(format!(
                 "{}: digest mismatch: the manifest pins sha256 {pin}, the component is {actual}",
                 spec.source
             )));
         }
     }
     let limits = Limits { memory_bytes: spec.memory_bytes, deadline: spec.deadline };
-    let plugin = engine.load(&spec.source.to_string(), bytes, limits).map_err(|e| fail(e.to_string()))?;
+    let invalid = fail(Reason::InvalidComponent);
+    let plugin = engine.load(&spec.source.to_string(), bytes, limits).map_err(|e| invalid(e.to_string()))?;
     let plugin = plugin
         .configure(&spec.name, spec.reads.as_deref(), spec.writes.as_deref())
-        .map_err(|e| fail(format!("{}: {e}", spec.source)))?;
+        .map_err(|e| invalid(format!("{}: {e}", spec.source)))?;
     Ok(Version { plugin: Arc::new(plugin), spec: spec.clone() })
 }
 
@@ -190,9 +221,11 @@ pub(crate) async fn load(
 ) -> Result<Version, LoadFailure> {
     let bytes = read(spec, trust, client).await?;
     let (engine, owned) = (engine.clone(), spec.clone());
-    tokio::task::spawn_blocking(move || compile(&engine, &owned, &bytes))
-        .await
-        .map_err(|e| LoadFailure { plugin: spec.name.clone(), message: format!("compile task failed: {e}") })?
+    tokio::task::spawn_blocking(move || compile(&engine, &owned, &bytes)).await.map_err(|e| LoadFailure {
+        plugin: spec.name.clone(),
+        reason: Reason::InvalidComponent,
+        message: format!("compile task failed: {e}"),
+    })?
 }
 
 /// Every enabled plugin of the default manifest and `paths`, loaded, and what failed: each
@@ -203,9 +236,33 @@ pub async fn load_all(
     trust: &Trust,
     client: Option<&kube::Client>,
 ) -> (Vec<Version>, Vec<String>) {
+    let loaded = load_plugins(engine, paths, trust, client).await;
+    let failures = loaded.manifest_errors.into_iter().chain(loaded.failed.iter().map(ToString::to_string)).collect();
+    (loaded.versions, failures)
+}
+
+/// What [`load_plugins`] made of the manifests.
+pub struct Loaded {
+    pub versions: Vec<Version>,
+    /// Manifest files that could not be read as a whole, each naming its file and why.
+    pub manifest_errors: Vec<String>,
+    /// The enabled plugins that did not load.
+    pub failed: Vec<LoadFailure>,
+}
+
+/// Every enabled plugin of the default manifest and `paths`, loaded or failed.
+pub async fn load_plugins(
+    engine: &Engine,
+    paths: &[std::path::PathBuf],
+    trust: &Trust,
+    client: Option<&kube::Client>,
+) -> Loaded {
     let (specs, manifest_errors) = crate::lifecycle::manifest::resolve_plugins(paths, &trust.namespace);
-    let mut failures: Vec<String> = manifest_errors.iter().map(|e| e.to_string()).collect();
-    let mut versions = Vec::new();
+    let mut loaded = Loaded {
+        versions: Vec::new(),
+        manifest_errors: manifest_errors.iter().map(|e| e.to_string()).collect(),
+        failed: Vec::new(),
+    };
     for spec in specs.iter().filter(|s| s.enabled) {
         match load(engine, spec, trust, client).await {
             Ok(v) => {
@@ -218,10 +275,10 @@ pub async fn load_all(
                     "loaded in {:.1} ms",
                     c.duration.as_secs_f64() * 1e3
                 );
-                versions.push(v);
+                loaded.versions.push(v);
             }
-            Err(e) => failures.push(e.to_string()),
+            Err(e) => loaded.failed.push(e),
         }
     }
-    (versions, failures)
+    loaded
 }

@@ -1,8 +1,10 @@
 //! Which plugin versions run, from where, and how one replaces another: manifests (what to
 //! run), the loader (bytes to a checked, compiled version), a plugin's rollout (live, shadow,
-//! previous, revert) and the reloader (file and ConfigMap watches that offer new versions).
+//! previous, revert), the reloader (file and ConfigMap watches that offer new versions) and
+//! the record of what failed to load.
 //! It decides versions; running them is the runtime's.
 
+pub(crate) mod failures;
 pub(crate) mod loader;
 pub(crate) mod manifest;
 pub(crate) mod reload;

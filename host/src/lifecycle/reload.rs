@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::engine::Engine;
+use crate::lifecycle::failures::LoadFailures;
 use crate::lifecycle::loader::Trust;
 use crate::lifecycle::loader::Version;
 use crate::lifecycle::manifest::{self, PluginSpec, Source};
@@ -48,6 +49,8 @@ pub struct Reloader<C> {
     /// The `--plugins` paths, re-read on every change.
     pub paths: Vec<PathBuf>,
     pub controllers: Vec<Arc<C>>,
+    /// Where a new version that fails to load is counted.
+    pub failures: Arc<LoadFailures>,
 }
 
 impl<C: HotSwap> Reloader<C> {
@@ -111,6 +114,7 @@ impl<C: HotSwap> Reloader<C> {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!("not reloaded: {e}");
+                    self.failures.count(&e);
                     continue;
                 }
             };
@@ -127,6 +131,7 @@ impl<C: HotSwap> Reloader<C> {
                 Ok(Ok(v)) => v,
                 Ok(Err(e)) => {
                     tracing::error!("not reloaded: {e}");
+                    self.failures.count(&e);
                     continue;
                 }
                 Err(e) => {

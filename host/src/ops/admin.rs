@@ -52,6 +52,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::sync::{Notify, watch};
 
 use crate::client::reach::Reach;
+use crate::lifecycle::failures::LoadFailures;
 use crate::metrics::Metrics;
 use crate::runtime::controller::PluginController;
 use crate::runtime::group::Agreement;
@@ -69,6 +70,8 @@ pub struct Admin {
     pub standing: watch::Receiver<Agreement>,
     /// Whether the API server answers ([`crate::probe_api_server`]).
     pub cluster: watch::Receiver<Reach>,
+    /// The plugins that failed to load.
+    pub failures: Arc<LoadFailures>,
 }
 
 /// Connections served at once; a new one beyond takes the place of the one idle longest, and
@@ -121,8 +124,9 @@ impl Admin {
             (&Method::GET, "/healthz" | "/livez") => (StatusCode::OK, TEXT, "ok".into()),
             (&Method::GET, "/readyz") => self.readiness(),
             (&Method::GET, "/plugins") => {
-                let statuses: Vec<_> = self.plugins.borrow().iter().map(|c| c.rollout().status()).collect();
-                let body = serde_json::to_string_pretty(&statuses).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+                let statuses = self.plugins.borrow().iter().map(|c| serde_json::json!(c.rollout().status())).collect();
+                let body = serde_json::to_string_pretty(&self.with_failures(statuses))
+                    .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
                 (StatusCode::OK, "application/json", body)
             }
             (&Method::POST, p) if p.starts_with("/plugins/") => {
@@ -147,6 +151,20 @@ impl Admin {
             }
             _ => (StatusCode::NOT_FOUND, TEXT, "not found\n".into()),
         }
+    }
+
+    /// The running plugins' statuses, then each plugin that failed to load as one of state
+    /// `failed` (what `wasmcm plugins list` prints), with the reason, by name.
+    fn with_failures(&self, mut statuses: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+        for f in self.failures.list() {
+            let reason = format!("{}: {}", f.reason.as_str(), f.message);
+            statuses.push(serde_json::json!({
+                "name": f.plugin,
+                "versions": [{"version": "", "digest": "", "state": "failed", "reason": reason}],
+                "loadFailure": {"reason": f.reason.as_str(), "message": f.message},
+            }));
+        }
+        statuses
     }
 
     /// Ready once the host has started, while the API server answers; a plugin whose caches
@@ -178,6 +196,14 @@ impl Admin {
                 let why = waiting.disagreement().unwrap_or_default();
                 body.push_str(&format!("[-]group not taking part (excluded: the host waits): {why}\n"));
             }
+        }
+        for f in self.failures.list() {
+            body.push_str(&format!(
+                "[-]plugin/{} failed to load (excluded: the other plugins run): {}: {}\n",
+                f.plugin,
+                f.reason.as_str(),
+                f.message
+            ));
         }
         for c in self.plugins.borrow().iter() {
             match c.cache_status() {

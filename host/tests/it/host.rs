@@ -61,7 +61,8 @@ async fn a_replica_set_gets_its_pods_and_status_through_the_host() {
     let plugins = tokio::sync::watch::channel(host.controllers().to_vec()).1;
     let standing = tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1;
     let cluster = tokio::sync::watch::channel(wasmcm::Reach::Unknown).1;
-    let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins, token: None, standing, cluster };
+    let failures = std::sync::Arc::new(wasmcm::LoadFailures::new(metrics.clone()));
+    let admin = wasmcm::Admin { metrics, ready: ready_rx, plugins, token: None, standing, cluster, failures };
     let addr = wasmcm::serve_admin(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), admin).await.unwrap();
     assert_eq!(common::http_get(addr, "/readyz").await.0, 503, "not ready before the host says so");
     ready.send_replace(true);

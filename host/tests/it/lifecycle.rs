@@ -84,6 +84,7 @@ impl Fixture {
             trust: wasmcm::Trust::of("wasmcm"),
             paths,
             controllers: host.controllers().to_vec(),
+            failures: Arc::new(wasmcm::LoadFailures::new(metrics.clone())),
         }
         .spawn()
         .unwrap();
@@ -457,6 +458,7 @@ async fn the_admin_endpoint_lists_and_promotes() {
         token: Some(token.clone().into()),
         standing,
         cluster: tokio::sync::watch::channel(wasmcm::Reach::Unknown).1,
+        failures: Arc::new(wasmcm::LoadFailures::new(f.metrics.clone())),
     };
     let addr = wasmcm::serve_admin(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), admin).await.unwrap();
     f.wait_stamped(N, "v1", 2).await;

@@ -168,6 +168,24 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
         assert_eq!(matching.len(), 1, "{what}: one failure with {parts:?} in {failures:#?}");
     }
     assert_eq!(failures.len(), expected.len(), "one failure per broken entry: {failures:#?}");
+
+    // Each plugin's failure has the reason its Plugin status and the failure metric give it
+    // (the two broken files are manifests, not plugins).
+    let loaded = wasmcm::load_plugins(common::engine(), &[d.to_path_buf()], &wasmcm::Trust::of("default"), None).await;
+    let reasons: Vec<(String, &str)> = loaded.failed.iter().map(|f| (f.plugin.clone(), f.reason.as_str())).collect();
+    let want = [
+        ("future", "InvalidComponent"),
+        ("missing", "Unreadable"),
+        ("narrowed", "InvalidComponent"),
+        ("pinned", "DigestMismatch"),
+        ("text", "InvalidComponent"),
+        ("traps", "InvalidComponent"),
+        ("wasi", "InvalidComponent"),
+    ];
+    let mut reasons = reasons;
+    reasons.sort();
+    assert_eq!(reasons, want.map(|(p, r)| (p.to_string(), r)), "{:#?}", loaded.failed);
+    assert_eq!(loaded.manifest_errors.len(), 2, "{:#?}", loaded.manifest_errors);
 }
 
 /// The real binary, run on a fresh embedded cluster with the given manifests.
@@ -243,15 +261,21 @@ fn strict_makes_any_failure_fatal() {
     assert!(stderr.contains(&failure), "stderr names the plugin, the file and the reason:\n{stderr}");
     assert!(!stdout.iter().any(|l| l.starts_with("wasmcm running:")), "{stdout:?}");
 
-    // Without --strict the good plugins start; the broken one is reported.
+    // Without --strict the good plugins start; the broken one is reported, and listed as failed.
     write(dir.path(), "stamp.yaml", manifest("stamp", &format!("{{source: {{file: {}}}}}", stamp.display())));
-    let child = wasmcm_run(dir.path(), &cache, false).spawn().expect("the binary runs");
+    let token = dir.path().join("admin-token");
+    let child = wasmcm_run(dir.path(), &cache, false).arg("--admin-token-file").arg(&token).spawn().expect("runs");
     let mut child = Running(child);
     let stderr = lines(child.0.stderr.take().unwrap());
     let stdout = lines(child.0.stdout.take().unwrap());
+    let mut metrics = None;
     let running = loop {
         match stdout.recv_timeout(Duration::from_secs(300)) {
             Ok(line) if line.starts_with("wasmcm running:") => break line,
+            Ok(line) if line.starts_with("metrics: http://") => {
+                let address = line["metrics: http://".len()..].trim_end_matches("/metrics").to_string();
+                metrics = Some(address);
+            }
             Ok(_) => {}
             Err(e) => {
                 let status = child.0.try_wait().unwrap();
@@ -263,6 +287,23 @@ fn strict_makes_any_failure_fatal() {
     assert!(running.contains("replicaset, deployment, rollback, job, cronjob, ttlafterfinished, stamp"), "{running}");
     assert!(!running.contains("pinned"), "{running}");
     assert!(child.0.try_wait().unwrap().is_none(), "the host keeps running");
+    // More than a log line: `plugins list`, `/readyz` and the failure series say which and why.
+    let address = metrics.expect("the metrics address printed");
+    let addr: std::net::SocketAddr = address.parse().unwrap();
+    let list =
+        common::wasmcm(&["plugins", "list", "--address", &address, "--admin-token-file", &token.display().to_string()]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let row = list.stdout.lines().find(|l| l.starts_with("pinned ")).unwrap_or_else(|| panic!("{}", list.stdout));
+    assert!(row.contains(" failed ") && row.contains("DigestMismatch: ") && row.contains("digest mismatch"), "{row}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (code, readyz) = runtime.block_on(common::http_get(addr, "/readyz?verbose"));
+    assert_eq!(code, 200, "the others run: {readyz}");
+    let line = "[-]plugin/pinned failed to load (excluded: the other plugins run): DigestMismatch: ";
+    assert!(readyz.contains(line), "{readyz}");
+    assert!(readyz.contains("[+]plugin/stamp ok"), "{readyz}");
+    let (_, text) = runtime.block_on(common::http_get(addr, "/metrics"));
+    let failed = ["plugin=\"pinned\"", "reason=\"DigestMismatch\""];
+    assert_eq!(common::metric(&text, "wasmcm_plugin_load_failures_total", &failed), 1.0, "{text}");
     drop(child);
     let stderr: Vec<String> = stderr.iter().collect();
     assert!(
@@ -396,6 +437,7 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
         trust: wasmcm::Trust::of("default"),
         paths,
         controllers: host.controllers().to_vec(),
+        failures: Arc::new(wasmcm::LoadFailures::new(metrics.clone())),
     }
     .spawn()
     .unwrap();
@@ -634,6 +676,7 @@ async fn a_plugin_whose_caches_cannot_sync_is_reported_while_the_others_run() {
         token: None,
         standing: tokio::sync::watch::channel(wasmcm::Agreement::Unknown).1,
         cluster: tokio::sync::watch::channel(wasmcm::Reach::Unknown).1,
+        failures: Arc::new(wasmcm::LoadFailures::new(metrics.clone())),
     };
     let addr =
         wasmcm::serve_admin(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), endpoint).await.unwrap();
@@ -717,13 +760,15 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
     let trust = wasmcm::Trust::of("default");
     let (versions, failures) = wasmcm::load_all(common::engine(), &paths, &trust, Some(&admin)).await;
     assert!(failures.is_empty(), "{failures:?}");
-    let host = Host::start(limited, versions, HostConfig::default(), Arc::new(Metrics::default())).await.unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let host = Host::start(limited, versions, HostConfig::default(), metrics.clone()).await.unwrap();
     let reloader = wasmcm::Reloader {
         engine: common::engine().clone(),
         client: Some(admin.clone()),
         trust,
         paths,
         controllers: host.controllers().to_vec(),
+        failures: Arc::new(wasmcm::LoadFailures::new(metrics)),
     }
     .spawn()
     .unwrap();
