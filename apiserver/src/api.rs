@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::State;
-use crate::managed::{self, Ty, Writer};
+use crate::managed::{self, Writer};
 use crate::patch::{self, PatchType};
 use crate::registry::resources::{ResourceType, Target};
 use crate::storage::change::Key;
@@ -32,9 +32,7 @@ impl Ownership<'_> {
     /// Records a change from `old` (`None`: created) to `new`.
     fn record(self, rt: &ResourceType, old: Option<&Value>, new: &mut Value) -> Result<(), ApiError> {
         match self {
-            Ownership::Update(writer) => {
-                managed::track_update(old, new, Ty::of_kind(&rt.api_version(), &rt.kind), writer, rt.status)
-            }
+            Ownership::Update(writer) => managed::track_update(old, new, rt.merge_type(), writer, rt.status),
             Ownership::Applied => Ok(()),
             Ownership::Unrecorded => {
                 let kept = old.and_then(|o| o.pointer("/metadata/managedFields")).cloned();
@@ -444,7 +442,7 @@ pub(crate) fn apply(
     if part == Part::Scale {
         return Err(ApiError::unsupported_media_type("server-side apply of the scale subresource is not supported"));
     }
-    let ty = Ty::of_kind(&t.rt.api_version(), &t.rt.kind);
+    let ty = t.rt.merge_type();
     if part == Part::Main && state.store.get(&t.key()).is_none() {
         if name.is_empty() {
             return Err(mismatch(""));

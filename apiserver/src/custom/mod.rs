@@ -33,7 +33,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use serde_json::{Value, json};
 
-use props::Props;
+pub(crate) use props::Props;
 use wasmcm_core::ApiError;
 use wasmcm_core::{Cause, Kind};
 
@@ -78,6 +78,12 @@ impl CustomSchema {
             }
         });
         CustomSchema(Arc::new(Schema { root, scale }))
+    }
+
+    /// The version's `openAPIV3Schema`, as read: what server-side apply merges its objects by
+    /// (`managed::Ty::of_custom`).
+    pub(crate) fn root(&self) -> &Props {
+        &self.0.root
     }
 }
 

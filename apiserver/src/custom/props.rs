@@ -54,6 +54,9 @@ pub(crate) struct Props {
     pub int_or_string: bool,
     pub list_type: Option<String>,
     pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type`: "atomic" (owned and replaced whole by server-side apply) or
+    /// "granular" (field by field, the default).
+    pub map_type: Option<String>,
 }
 
 /// The formats upstream's CRD schemas validate (apiextensions' `supportedVersionedFormats`,
@@ -165,6 +168,7 @@ impl Props {
             int_or_string,
             list_type: m.get("x-kubernetes-list-type").and_then(Value::as_str).map(String::from),
             list_map_keys: strings("x-kubernetes-list-map-keys"),
+            map_type: m.get("x-kubernetes-map-type").and_then(Value::as_str).map(String::from),
         }
     }
 

@@ -4,10 +4,11 @@
 //! - every create, update and patch records which fields its manager set (operation `Update`),
 //!   taking them over from the managers that had them;
 //! - an apply (`application/apply-patch+yaml`) merges its configuration into the object by the
-//!   schema (containers by name, ports by port and protocol, ...), owns exactly the fields it
-//!   sets (operation `Apply`), removes the fields it set last time and sets no more (unless
-//!   someone else owns them), and is refused with 409 where it would change a field another
-//!   manager owns to another value, unless forced (then it takes them over);
+//!   schema (containers by name, ports by port and protocol, ...; a custom resource's lists by
+//!   its CRD's `x-kubernetes-list-type` and keys), owns exactly the fields it sets (operation
+//!   `Apply`), removes the fields it set last time and sets no more (unless someone else owns
+//!   them), and is refused with 409 where it would change a field another manager owns to
+//!   another value, unless forced (then it takes them over);
 //! - a request that sets `managedFields` itself sets them as given (how kubectl moves ownership
 //!   from client-side to server-side apply).
 //!
@@ -180,7 +181,7 @@ fn owned_changes(c: typed::Comparison, reset: &FieldSet) -> typed::Comparison {
 pub(crate) fn track_update(
     old: Option<&Value>,
     new: &mut Value,
-    ty: Ty,
+    ty: Ty<'_>,
     writer: &Writer,
     has_status: bool,
 ) -> Result<(), ApiError> {
@@ -244,7 +245,7 @@ fn strip(v: &Value) -> Value {
 pub(crate) fn apply(
     live: Option<&Value>,
     config: &Value,
-    ty: Ty,
+    ty: Ty<'_>,
     writer: &Writer,
     force: bool,
     has_status: bool,

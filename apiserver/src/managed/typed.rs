@@ -1,25 +1,35 @@
 //! Objects walked by their schema, as structured-merge-diff's `typed` package walks them: the
 //! set of fields an object sets, the merge of an applied configuration into an object, the
 //! comparison of two objects, and the removal of fields. What a list or a map is comes from
-//! the built-in kinds' schema (`crate::schema`); an object of an unknown type is taken as
-//! structured-merge-diff deduces one: objects field by field, lists whole.
+//! the built-in kinds' schema (`crate::schema`) or a custom resource's structural schema
+//! (`crate::custom::Props`, as apiextensions-apiserver's type converter reads it); an object
+//! of an unknown type is taken as structured-merge-diff deduces one: objects field by field,
+//! lists whole.
 //!
 //! It reads and builds JSON values; it knows nothing of managers or requests.
 
 use serde_json::{Map, Value};
 
 use super::fields::{Element, FieldSet};
+use crate::custom::Props;
 use crate::schema::{F, Kind, MapValue, Message, REPEATED, Shape, Special};
 
 /// Where a value sits in the schema.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Ty {
+pub(crate) enum Ty<'a> {
     /// An object of a built-in message, field by field.
     Message(&'static Message),
     /// A list merged by element: key fields, or the values themselves (`None`).
-    List(Elem, Option<&'static [&'static str]>),
+    List(Elem<'a>, Option<Keys<'a>>),
     /// A map from names to values, entry by entry.
-    Map(Elem),
+    Map(Elem<'a>),
+    /// A value of a custom resource, by its CRD's schema at this node: objects field by field
+    /// (unless `x-kubernetes-map-type: atomic`), lists by `x-kubernetes-list-type` (`map` by
+    /// its keys, `set` by value, else whole, as kube-openapi's `schemaconv` converts them).
+    Custom(&'a Props),
+    /// A custom resource itself: as [`Ty::Custom`], but its `metadata` is ObjectMeta (the
+    /// CRD's OpenAPI references it there).
+    Resource(&'a Props),
     /// Owned and replaced whole: a scalar, an atomic list, map or message.
     Leaf,
     /// No schema: objects field by field, lists whole.
@@ -28,21 +38,50 @@ pub(crate) enum Ty {
 
 /// What a list or map holds.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Elem {
+pub(crate) enum Elem<'a> {
     Message(&'static Message),
+    Custom(&'a Props),
     Leaf,
 }
 
-impl Elem {
-    fn ty(self) -> Ty {
+/// The key fields of a list merged by key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Keys<'a> {
+    /// A built-in list's (`+listMapKey`s or its patch merge key).
+    Builtin(&'static [&'static str]),
+    /// A CRD's `x-kubernetes-list-map-keys`, and the items' schema (for the keys' defaults).
+    Custom(&'a [String], Option<&'a Props>),
+}
+
+impl<'a> Keys<'a> {
+    fn names(self) -> Vec<&'a str> {
+        match self {
+            Keys::Builtin(names) => names.to_vec(),
+            Keys::Custom(names, _) => names.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The value a key field an element omits has, as its schema defaults it.
+    fn default(self, name: &str) -> Option<Value> {
+        match self {
+            // The one key field Kubernetes defaults (ports' protocol), as its schema does.
+            Keys::Builtin(_) => (name == "protocol").then(|| Value::String("TCP".into())),
+            Keys::Custom(_, items) => items.and_then(|i| i.property(name)).and_then(|p| p.default.clone()),
+        }
+    }
+}
+
+impl<'a> Elem<'a> {
+    fn ty(self) -> Ty<'a> {
         match self {
             Elem::Message(m) if m.atomic => Ty::Leaf,
             Elem::Message(m) => Ty::Message(m),
+            Elem::Custom(p) => Ty::Custom(p),
             Elem::Leaf => Ty::Leaf,
         }
     }
 
-    fn of_message(index: u16) -> Elem {
+    fn of_message(index: u16) -> Elem<'a> {
         match crate::schema::message(index) {
             // Time, Quantity, IntOrString, raw JSON: values, not objects of fields.
             Some(m) if m.special == Special::None => Elem::Message(m),
@@ -51,15 +90,20 @@ impl Elem {
     }
 }
 
-impl Ty {
+impl<'a> Ty<'a> {
     /// The type of objects of `kind` in `api_version`; a kind without a schema is deduced.
-    pub(crate) fn of_kind(api_version: &str, kind: &str) -> Ty {
+    pub(crate) fn of_kind(api_version: &str, kind: &str) -> Ty<'static> {
         crate::schema::message_for(api_version, kind)
             .and_then(crate::schema::message)
             .map_or(Ty::Deduced, |m| Elem::Message(m).ty())
     }
 
-    fn of_field(f: &F) -> Ty {
+    /// The type of custom resources whose CRD version has the structural schema `root`.
+    pub(crate) fn of_custom(root: &'a Props) -> Ty<'a> {
+        Ty::Resource(root)
+    }
+
+    fn of_field(f: &F) -> Ty<'a> {
         let F(_, _, kind, flags, shape) = *f;
         let elem = match kind {
             Kind::Msg(i) | Kind::Map(MapValue::Msg(i)) => Elem::of_message(i),
@@ -69,73 +113,88 @@ impl Ty {
             (_, Shape::Atomic) => Ty::Leaf,
             (Kind::Map(_), _) => Ty::Map(elem),
             (_, Shape::Set) if flags & REPEATED != 0 => Ty::List(elem, None),
-            (_, Shape::Keys(keys)) if flags & REPEATED != 0 => Ty::List(elem, Some(keys)),
+            (_, Shape::Keys(keys)) if flags & REPEATED != 0 => Ty::List(elem, Some(Keys::Builtin(keys))),
             _ if flags & REPEATED != 0 => Ty::Leaf,
             _ => elem.ty(),
         }
     }
 
     /// The type of field or entry `name` of an object of this type.
-    fn child(self, name: &str) -> Ty {
+    fn child(self, name: &str) -> Ty<'a> {
         match self {
             Ty::Message(m) => m.field_named(name).map_or(Ty::Deduced, Ty::of_field),
             Ty::Map(elem) => elem.ty(),
+            Ty::Resource(_) if name == "metadata" => Ty::of_kind("meta.k8s.io/v1", "ObjectMeta"),
+            // A field the schema does not declare (under preserve-unknown-fields, or of an
+            // object without properties): deduced, as kube-openapi's element type for them.
+            Ty::Custom(p) | Ty::Resource(p) => p.field(name).map_or(Ty::Deduced, Ty::Custom),
             Ty::Deduced => Ty::Deduced,
             Ty::List(..) | Ty::Leaf => Ty::Leaf,
         }
     }
 
     /// How a value of this type is walked.
-    fn walk(self, v: &Value) -> Walk {
+    fn walk(self, v: &Value) -> Walk<'a> {
         match (self, v) {
-            (Ty::Message(_) | Ty::Map(_) | Ty::Deduced, Value::Object(_)) => Walk::Object,
+            (Ty::Custom(p) | Ty::Resource(p), Value::Object(_)) if p.map_type.as_deref() == Some("atomic") => {
+                Walk::Leaf
+            }
+            (Ty::Message(_) | Ty::Map(_) | Ty::Custom(_) | Ty::Resource(_) | Ty::Deduced, Value::Object(_)) => {
+                Walk::Object
+            }
             (Ty::List(elem, keys), Value::Array(_)) => Walk::List(elem, keys),
+            (Ty::Custom(p), Value::Array(_)) => {
+                let items = p.items.as_deref();
+                let elem = items.map_or(Elem::Leaf, Elem::Custom);
+                match p.list_type.as_deref() {
+                    Some("map") if !p.list_map_keys.is_empty() => {
+                        Walk::List(elem, Some(Keys::Custom(&p.list_map_keys, items)))
+                    }
+                    Some("set") => Walk::List(elem, None),
+                    // `atomic`, or no list type: a CRD's lists are atomic unless they say.
+                    _ => Walk::Leaf,
+                }
+            }
             _ => Walk::Leaf,
         }
     }
 }
 
-enum Walk {
+enum Walk<'a> {
     Object,
-    List(Elem, Option<&'static [&'static str]>),
+    List(Elem<'a>, Option<Keys<'a>>),
     Leaf,
 }
 
-/// The path element of a list element: its key fields, or its value.
-fn element_of(item: &Value, keys: Option<&[&str]>) -> Element {
+/// The path element of a list element: its key fields (sorted by name, as
+/// structured-merge-diff's `KeyByFields`), or its value.
+fn element_of(item: &Value, keys: Option<Keys<'_>>) -> Element {
     match keys {
         None => Element::Value(item.to_string()),
         Some(keys) => {
-            let mut key = Map::new();
-            for k in keys {
-                match item.get(*k) {
-                    Some(v) => {
-                        key.insert((*k).to_string(), v.clone());
-                    }
-                    // The one key field Kubernetes defaults (ports' protocol), as its schema does.
-                    None if *k == "protocol" => {
-                        key.insert((*k).to_string(), Value::String("TCP".into()));
-                    }
-                    None => {}
+            let mut key = std::collections::BTreeMap::new();
+            for k in keys.names() {
+                if let Some(v) = item.get(k).cloned().or_else(|| keys.default(k)) {
+                    key.insert(k, v);
                 }
             }
-            Element::Key(Value::Object(key).to_string())
+            Element::Key(serde_json::to_string(&key).unwrap_or_default())
         }
     }
 }
 
-fn items<'a>(list: &'a [Value], keys: Option<&[&str]>) -> Vec<(Element, &'a Value)> {
+fn items<'v>(list: &'v [Value], keys: Option<Keys<'_>>) -> Vec<(Element, &'v Value)> {
     list.iter().map(|v| (element_of(v, keys), v)).collect()
 }
 
 /// The fields `v` sets (`ToFieldSet`): its leaves, and each element of a list merged by element.
-pub(crate) fn field_set(v: &Value, ty: Ty) -> FieldSet {
+pub(crate) fn field_set(v: &Value, ty: Ty<'_>) -> FieldSet {
     let mut set = FieldSet::default();
     fill(v, ty, &mut set);
     set
 }
 
-fn fill(v: &Value, ty: Ty, set: &mut FieldSet) {
+fn fill(v: &Value, ty: Ty<'_>, set: &mut FieldSet) {
     match (ty.walk(v), v) {
         (Walk::Object, Value::Object(map)) => {
             for (k, child) in map {
@@ -157,7 +216,7 @@ fn fill(v: &Value, ty: Ty, set: &mut FieldSet) {
 
 /// `config` merged into `live` (`Merge`): the config's values win, objects and lists merged by
 /// element are merged element by element, the rest replaced.
-pub(crate) fn merge(live: &Value, config: &Value, ty: Ty) -> Value {
+pub(crate) fn merge(live: &Value, config: &Value, ty: Ty<'_>) -> Value {
     match (ty.walk(config), live, config) {
         (Walk::Object, Value::Object(l), Value::Object(r)) if !(l.is_empty() && r.is_empty()) => {
             let mut out = l.clone();
@@ -177,7 +236,7 @@ pub(crate) fn merge(live: &Value, config: &Value, ty: Ty) -> Value {
 
 /// structured-merge-diff's list merge: the live order kept, shared elements in the config's
 /// order, the config's new elements where it has them.
-fn merge_list(l: &[Value], r: &[Value], elem: Elem, keys: Option<&[&str]>) -> Vec<Value> {
+fn merge_list(l: &[Value], r: &[Value], elem: Elem<'_>, keys: Option<Keys<'_>>) -> Vec<Value> {
     let (lhs, rhs) = (items(l, keys), items(r, keys));
     let in_rhs = |e: &Element| rhs.iter().any(|(x, _)| x == e);
     let in_lhs = |e: &Element| lhs.iter().any(|(x, _)| x == e);
@@ -248,7 +307,7 @@ impl Comparison {
     }
 }
 
-pub(crate) fn compare(old: &Value, new: &Value, ty: Ty) -> Comparison {
+pub(crate) fn compare(old: &Value, new: &Value, ty: Ty<'_>) -> Comparison {
     let mut c = Comparison::default();
     compare_at(Some(old), Some(new), ty, &mut Cursor::default(), &mut c);
     c
@@ -260,7 +319,7 @@ struct Cursor {
     path: Vec<Element>,
 }
 
-fn compare_at(l: Option<&Value>, r: Option<&Value>, ty: Ty, at: &mut Cursor, c: &mut Comparison) {
+fn compare_at(l: Option<&Value>, r: Option<&Value>, ty: Ty<'_>, at: &mut Cursor, c: &mut Comparison) {
     let probe = r.or(l).unwrap_or(&Value::Null);
     match ty.walk(probe) {
         Walk::Object if l.is_none_or(Value::is_object) && r.is_none_or(Value::is_object) => {
@@ -321,7 +380,7 @@ fn leaf(l: Option<&Value>, r: Option<&Value>, at: &Cursor, c: &mut Comparison) {
 
 /// `v` without the fields of `remove` (`RemoveItems`), but for what `keep` holds under a
 /// removed node: an element another manager owns a field of stays, with the fields owned.
-pub(crate) fn remove(v: &Value, remove: &FieldSet, keep: &FieldSet, ty: Ty) -> Value {
+pub(crate) fn remove(v: &Value, remove: &FieldSet, keep: &FieldSet, ty: Ty<'_>) -> Value {
     match (ty.walk(v), v) {
         (Walk::Object, Value::Object(map)) => {
             let mut out = Map::new();
@@ -366,7 +425,7 @@ pub(crate) fn remove(v: &Value, remove: &FieldSet, keep: &FieldSet, ty: Ty) -> V
 
 /// Inside a node that is removed (`whole`) but holds kept fields: only those stay, and the
 /// key fields of an element (without which it is no element); otherwise the fields of `r`.
-fn remove_under(v: &Value, r: &FieldSet, keep: &FieldSet, ty: Ty, whole: bool) -> Value {
+fn remove_under(v: &Value, r: &FieldSet, keep: &FieldSet, ty: Ty<'_>, whole: bool) -> Value {
     if !whole {
         return remove(v, r, keep, ty);
     }
@@ -395,7 +454,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn deployment() -> Ty {
+    fn deployment() -> Ty<'static> {
         Ty::of_kind("apps/v1", "Deployment")
     }
 
@@ -434,6 +493,41 @@ mod tests {
             assert!(paths.contains(&p.to_string()), "{p} in {paths:?}");
         }
         assert!(!paths.contains(&".spec.selector.matchLabels.app".to_string()), "LabelSelector is atomic");
+    }
+
+    #[test]
+    fn custom_resources_follow_their_crds_list_and_map_types() {
+        let root = Props::parse(&json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+                "items": {"type": "object", "properties": {"port": {"type": "integer"},
+                    "protocol": {"type": "string", "default": "TCP"}, "name": {"type": "string"}}}},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "hosts": {"type": "array", "items": {"type": "string"}},
+            "selector": {"type": "object", "x-kubernetes-map-type": "atomic", "additionalProperties": {"type": "string"}},
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}));
+        let ty = Ty::of_custom(&root);
+        let config = json!({"metadata": {"finalizers": ["f"]}, "spec": {"ports": [{"port": 80, "name": "web"}],
+            "tags": ["a"], "hosts": ["h"], "selector": {"k": "v"}, "extra": {"x": {"y": 1}, "l": [1]}}});
+        let paths = field_set(&config, ty).paths();
+        for p in [
+            ".metadata.finalizers[=\"f\"]",
+            ".spec.ports[port=80,protocol=\"TCP\"]",
+            ".spec.ports[port=80,protocol=\"TCP\"].name",
+            ".spec.tags[=\"a\"]",
+            ".spec.hosts",
+            ".spec.selector",
+            ".spec.extra.x.y",
+            ".spec.extra.l",
+        ] {
+            assert!(paths.contains(&p.to_string()), "{p} in {paths:?}");
+        }
+        assert!(!paths.contains(&".spec.selector.k".to_string()), "an atomic map is owned whole: {paths:?}");
+        let live =
+            json!({"spec": {"ports": [{"port": 80, "protocol": "UDP", "name": "dns"}], "tags": ["b"], "hosts": ["g"]}});
+        let merged = merge(&live, &config, ty);
+        assert_eq!(merged["spec"]["ports"].as_array().unwrap().len(), 2, "{merged}");
+        assert_eq!(merged["spec"]["tags"], json!(["b", "a"]));
+        assert_eq!(merged["spec"]["hosts"], json!(["h"]), "a list without a list type is replaced");
     }
 
     #[test]

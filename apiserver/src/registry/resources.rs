@@ -67,6 +67,15 @@ impl ResourceType {
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 
+    /// What server-side apply and managed fields walk its objects by: a custom resource's
+    /// structural schema (its list types, map keys and map types), else the built-in kind's.
+    pub(crate) fn merge_type(&self) -> crate::managed::Ty<'_> {
+        match &self.schema {
+            Some(schema) => crate::managed::Ty::of_custom(schema.root()),
+            None => crate::managed::Ty::of_kind(&self.api_version(), &self.kind),
+        }
+    }
+
     /// Kinds whose spec changes bump `metadata.generation` (status is a subresource, and the
     /// strategy says so).
     pub(crate) fn tracks_generation(&self) -> bool {
