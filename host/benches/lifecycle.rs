@@ -302,7 +302,8 @@ async fn hot_swap() -> f64 {
         client: Some(client.clone()),
         trust: wasmcm::Trust::of(NAMESPACE),
         paths,
-        controllers: host.controllers().to_vec(),
+        objects: None,
+        plugins: host.plugins().clone(),
         failures: Arc::new(wasmcm::LoadFailures::new(metrics.clone())),
     }
     .spawn()

@@ -103,6 +103,14 @@ pub(crate) struct KindLabels {
 }
 
 impl KindLabels {
+    /// The labels of the informer of `kind` in `namespaces` (`None`: every one).
+    pub(crate) fn of(kind: &wasmcm_guest::Kind, namespaces: Option<&std::collections::BTreeSet<String>>) -> Self {
+        KindLabels {
+            kind: kind.to_string(),
+            namespaces: namespaces.map(|ns| ns.iter().cloned().collect::<Vec<_>>().join(",")),
+        }
+    }
+
     fn pairs(&self) -> Vec<(&str, &str)> {
         let mut pairs = vec![("kind", self.kind.as_str())];
         pairs.extend(self.namespaces.as_deref().map(|ns| ("namespaces", ns)));
@@ -130,6 +138,8 @@ impl EncodeLabelSet for BytesLabels {
         pairs.encode(encoder)
     }
 }
+
+type Refresher = Box<dyn Fn() + Send + Sync>;
 
 /// A metric per label set, exposed in label order. prometheus-client's own `Family` keeps its
 /// label sets in a `HashMap`, so `/metrics` would list them in a different order on every
@@ -164,6 +174,11 @@ impl<S: Ord + Clone, M: Clone, C: Fn() -> M> Family<S, M, C> {
 
     pub(crate) fn remove(&self, labels: &S) {
         self.metrics.lock().unwrap_or_else(|e| e.into_inner()).remove(labels);
+    }
+
+    /// Keeps only the label sets `keep` accepts.
+    pub(crate) fn retain(&self, keep: impl Fn(&S) -> bool) {
+        self.metrics.lock().unwrap_or_else(|e| e.into_inner()).retain(|labels, _| keep(labels));
     }
 }
 
@@ -227,8 +242,9 @@ pub struct Metrics {
     pub(crate) shard_keys: Family<ShardPluginLabels, Gauge>,
     pub(crate) shard_queue_depth: Family<ShardPluginLabels, Gauge>,
     pub(crate) group_shape_mismatch: Gauge,
-    /// Gauges computed when scraped (in-flight work ages, informer sizes).
-    refreshers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+    /// Gauges computed when scraped (in-flight work ages, informer sizes), with the plugin
+    /// each one reports on, if one.
+    refreshers: Mutex<Vec<(Option<String>, Refresher)>>,
 }
 
 impl Default for Metrics {
@@ -383,14 +399,44 @@ impl Default for Metrics {
 impl Metrics {
     pub fn on_scrape(&self, refresh: impl Fn() + Send + Sync + 'static) {
         if let Ok(mut r) = self.refreshers.lock() {
-            r.push(Box::new(refresh));
+            r.push((None, Box::new(refresh)));
         }
+    }
+
+    /// `refresh`, run on every scrape until `plugin` is forgotten.
+    pub(crate) fn on_scrape_of(&self, plugin: &str, refresh: impl Fn() + Send + Sync + 'static) {
+        if let Ok(mut r) = self.refreshers.lock() {
+            r.push((Some(plugin.into()), Box::new(refresh)));
+        }
+    }
+
+    /// A plugin removed from the host: its refreshers and the gauges that describe it now go
+    /// (its counters stay, so a rate over them is not broken by a removal and a return).
+    pub(crate) fn forget_plugin(&self, plugin: &str) {
+        if let Ok(mut r) = self.refreshers.lock() {
+            r.retain(|(of, _)| of.as_deref() != Some(plugin));
+        }
+        let queue = |l: &QueueLabels| l.name != plugin;
+        self.queue_depth.retain(queue);
+        self.unfinished_work.retain(queue);
+        self.longest_running.retain(queue);
+        self.keys_in_backoff.retain(queue);
+        self.plugin_info.retain(|l| l.plugin != plugin);
+        self.plugin_synced.retain(|l| l.plugin != plugin);
+        self.shard_keys.retain(|l| l.plugin != plugin);
+        self.shard_queue_depth.retain(|l| l.plugin != plugin);
+    }
+
+    /// An informer no longer running: its size series go.
+    pub(crate) fn forget_informer(&self, labels: &KindLabels) {
+        self.informer_objects.remove(labels);
+        self.informer_bytes.retain(|l| l.of != *labels);
     }
 
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
         if let Ok(refreshers) = self.refreshers.lock() {
-            for r in refreshers.iter() {
+            for (_, r) in refreshers.iter() {
                 r();
             }
         }

@@ -23,7 +23,7 @@ Exit codes:
   0  stopped by SIGTERM or Ctrl-C, its lease released
   1  it lost its lease: it stops writing and exits at once, as kube-controller-manager does
   2  it could not start, said on stderr: a bad flag or manifest, --strict with a plugin that
-     failed to load, no plugin to run";
+     failed to load, no plugin to run (with --plugin-objects=false)";
 
 pub(crate) const SIMULATE: &str = "\
 Examples:

@@ -40,6 +40,11 @@ pub(crate) struct RunArgs {
     /// swapped in while the host runs.
     #[arg(long, env = "WASMCM_PLUGINS", value_delimiter = ',')]
     plugins: Vec<PathBuf>,
+    /// Run the cluster's Plugin objects (wasmcm.dev/v1alpha1, deploy/manifests/00-crd-plugins.yaml)
+    /// beside the manifests' plugins, an object replacing a manifest entry of the same name;
+    /// watched: one applied, changed or deleted is added, swapped or removed while the host runs.
+    #[arg(long, env = "WASMCM_PLUGIN_OBJECTS", default_value_t = true, action = clap::ArgAction::Set)]
+    plugin_objects: bool,
     /// Refuse to start if any manifest or plugin fails to load (otherwise the others start), and
     /// refuse a new version declaring wider rights (otherwise it is held until promoted by hand).
     #[arg(long, env = "WASMCM_STRICT")]
@@ -153,9 +158,14 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let metrics = Arc::new(wasmcm::Metrics::default());
     let failures = Arc::new(wasmcm::LoadFailures::new(metrics.clone()));
+    let objects = match args.plugin_objects {
+        true => Some(plugin_objects(&client, cluster.is_some(), &namespace).await),
+        false => None,
+    };
+    let objects_read = objects.as_ref().map(|(o, _)| o.clone());
     // Loading may compile for a while; a stop meanwhile ends it there, before any Lease is taken.
     let versions = tokio::select! {
-        loaded = load(engine, &args, &client, cluster.is_some(), &trust, &failures) => loaded?,
+        loaded = load(engine, &args, &client, cluster.is_some(), objects_read.as_deref(), &trust, &failures) => loaded?,
         () = stop.received() => {
             if let Some(c) = cluster {
                 c.shutdown().await;
@@ -167,7 +177,16 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     let shown = serve_admin(listener, &args, metrics.clone(), failures.clone()).await?;
     let probe = tokio::spawn(wasmcm::probe_api_server(client.clone(), shown.cluster));
     let host = Host::start(config, versions, host_config, metrics).await?;
-    shown.plugins.send_replace(host.controllers().to_vec());
+    // What the admin endpoint lists follows the plugins added and removed.
+    let (mut running, listed) = (host.plugins().subscribe(), shown.plugins);
+    tokio::spawn(async move {
+        loop {
+            listed.send_replace(running.borrow_and_update().clone());
+            if running.changed().await.is_err() {
+                return;
+            }
+        }
+    });
     let mut group = host.standing();
     let standing = shown.standing;
     tokio::spawn(async move {
@@ -180,15 +199,33 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
     });
     let reloader = wasmcm::Reloader {
         engine: engine.clone(),
-        client: Some(client),
+        client: Some(client.clone()),
         trust,
         paths: args.plugins.clone(),
-        controllers: host.controllers().to_vec(),
-        failures,
+        objects: objects_read,
+        plugins: host.plugins().clone(),
+        failures: failures.clone(),
     }
     .spawn()?;
+    // Each replica's word in the status of the Plugin objects it runs.
+    let (status_stop, stopped) = watch::channel(false);
+    let status = objects.as_ref().map(|(objects, _)| {
+        let writer = wasmcm::StatusWriter::new(
+            client.clone(),
+            host.identity(),
+            objects.clone(),
+            host.plugins().clone(),
+            failures.clone(),
+        );
+        tokio::spawn(writer.run(stopped))
+    });
+    let decisions =
+        objects.as_ref().map(|(objects, _)| wasmcm::act_on_decisions(objects.clone(), host.plugins().clone()));
     shown.ready.send_replace(true);
-    println!("wasmcm running: {} (Ctrl-C to stop)", names.join(", "));
+    match names.is_empty() {
+        true => println!("wasmcm running: no plugin yet (Ctrl-C to stop)"),
+        false => println!("wasmcm running: {} (Ctrl-C to stop)", names.join(", ")),
+    }
     let mut leading = host.leading();
     let lost = async {
         let _ = leading.wait_for(|l| *l).await;
@@ -205,6 +242,14 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     reloader.abort();
+    for task in objects.map(|(_, watch)| watch).into_iter().chain(decisions) {
+        task.abort();
+    }
+    // This replica's status entries go before it does (bounded: the API may be what failed).
+    status_stop.send_replace(true);
+    if let Some(status) = status {
+        let _ = tokio::time::timeout(Duration::from_secs(5), status).await;
+    }
     // Stop taking work, let reconciles in flight finish, release the lease; a reconcile
     // stuck past the grace period is abandoned (its key is retried by the next leader).
     let grace = args.shutdown_grace_period;
@@ -225,6 +270,7 @@ async fn load(
     args: &RunArgs,
     client: &kube::Client,
     embedded: bool,
+    objects: Option<&wasmcm::PluginObjects>,
     trust: &wasmcm::Trust,
     failures: &wasmcm::LoadFailures,
 ) -> anyhow::Result<Vec<wasmcm::Version>> {
@@ -239,9 +285,13 @@ async fn load(
             tracing::warn!("creating the host's namespace {} on the embedded cluster: {e}", trust.namespace);
         }
     }
-    let loaded = wasmcm::load_plugins(engine, &args.plugins, trust, Some(client)).await;
+    let loaded = wasmcm::load_plugins(engine, &args.plugins, objects, trust, Some(client)).await;
     for f in &loaded.failed {
         failures.failed(f);
+    }
+    for (plugin, message) in &loaded.invalid {
+        let reason = wasmcm::Reason::InvalidSpec;
+        failures.failed(&wasmcm::LoadFailure { plugin: plugin.clone(), reason, message: message.clone() });
     }
     let messages: Vec<String> =
         loaded.manifest_errors.into_iter().chain(loaded.failed.iter().map(ToString::to_string)).collect();
@@ -251,10 +301,43 @@ async fn load(
     if args.strict && !messages.is_empty() {
         anyhow::bail!("--strict: {} failed to load:\n  {}", messages.len(), messages.join("\n  "));
     }
-    if loaded.versions.is_empty() {
+    // With Plugin objects, a host may start with none: they come when applied.
+    if loaded.versions.is_empty() && objects.is_none() {
         anyhow::bail!("no plugin to run: every one is disabled or failed to load");
     }
     Ok(loaded.versions)
+}
+
+/// How long `wasmcm run` waits for the first list of Plugin objects before it starts without
+/// them (they are added once listed).
+const OBJECTS_LISTED: Duration = Duration::from_secs(10);
+
+/// The cluster's Plugin objects, watched (the embedded cluster first given their CRD), once
+/// listed or after `OBJECTS_LISTED`.
+async fn plugin_objects(
+    client: &kube::Client,
+    embedded: bool,
+    namespace: &str,
+) -> (Arc<wasmcm::PluginObjects>, tokio::task::JoinHandle<()>) {
+    if embedded {
+        let crds: kube::Api<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        > = kube::Api::all(client.clone());
+        let created = match serde_saphyr::from_str(wasmcm::PLUGIN_CRD) {
+            Ok(crd) => crds.create(&kube::api::PostParams::default(), &crd).await.map(drop).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = created {
+            tracing::warn!("creating the Plugin CRD on the embedded cluster: {e}");
+        }
+    }
+    let (objects, watch) = wasmcm::PluginObjects::watch(client.clone(), namespace.to_string());
+    if tokio::time::timeout(OBJECTS_LISTED, objects.listed()).await.is_err() {
+        tracing::warn!(
+            "Plugin objects not listed within {OBJECTS_LISTED:?}: starting without them; they are added once listed"
+        );
+    }
+    (objects, watch)
 }
 
 /// The cluster of `--kubeconfig` or of in-cluster credentials, else a new embedded one (kept

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::engine::{Engine, Limits, Plugin};
 use crate::lifecycle::manifest::{MAX_CONFIGMAP_PLUGIN_BYTES, PluginSpec, Source};
+use crate::lifecycle::objects::PluginObjects;
 
 /// A loaded plugin with the manifest entry that made it.
 pub struct Version {
@@ -81,6 +82,8 @@ pub enum Reason {
     DigestMismatch,
     /// Not a component the host can run: not WebAssembly, another contract, rights it may not have.
     InvalidComponent,
+    /// Its manifest entry or Plugin object breaks a rule (a relative file, an unknown field).
+    InvalidSpec,
 }
 
 impl Reason {
@@ -91,6 +94,7 @@ impl Reason {
             Reason::Unreadable => "Unreadable",
             Reason::DigestMismatch => "DigestMismatch",
             Reason::InvalidComponent => "InvalidComponent",
+            Reason::InvalidSpec => "InvalidSpec",
         }
     }
 }
@@ -236,7 +240,7 @@ pub async fn load_all(
     trust: &Trust,
     client: Option<&kube::Client>,
 ) -> (Vec<Version>, Vec<String>) {
-    let loaded = load_plugins(engine, paths, trust, client).await;
+    let loaded = load_plugins(engine, paths, None, trust, client).await;
     let failures = loaded.manifest_errors.into_iter().chain(loaded.failed.iter().map(ToString::to_string)).collect();
     (loaded.versions, failures)
 }
@@ -248,20 +252,25 @@ pub struct Loaded {
     pub manifest_errors: Vec<String>,
     /// The enabled plugins that did not load.
     pub failed: Vec<LoadFailure>,
+    /// Entries that did not read, by plugin (also among `manifest_errors`).
+    pub invalid: Vec<(String, String)>,
 }
 
-/// Every enabled plugin of the default manifest and `paths`, loaded or failed.
+/// Every enabled plugin of the default manifest and `paths`, with `objects` over them, loaded
+/// or failed.
 pub async fn load_plugins(
     engine: &Engine,
     paths: &[std::path::PathBuf],
+    objects: Option<&PluginObjects>,
     trust: &Trust,
     client: Option<&kube::Client>,
 ) -> Loaded {
-    let (specs, manifest_errors) = crate::lifecycle::manifest::resolve_plugins(paths, &trust.namespace);
+    let (specs, manifest_errors) = crate::lifecycle::objects::desired(paths, objects, &trust.namespace);
     let mut loaded = Loaded {
         versions: Vec::new(),
         manifest_errors: manifest_errors.iter().map(|e| e.to_string()).collect(),
         failed: Vec::new(),
+        invalid: manifest_errors.iter().filter_map(|e| Some((e.plugin.clone()?, e.to_string()))).collect(),
     };
     for spec in specs.iter().filter(|s| s.enabled) {
         match load(engine, spec, trust, client).await {

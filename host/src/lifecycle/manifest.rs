@@ -419,6 +419,11 @@ fn to_source(raw: RawSource, origin: &Origin) -> Result<Source, String> {
             let path = PathBuf::from(&f);
             Source::File(match origin.dir {
                 Some(dir) if path.is_relative() => dir.join(path),
+                None if path.is_relative() => {
+                    return Err(format!(
+                        "spec.source.file {f:?}: an absolute path (no manifest directory to resolve it against)"
+                    ));
+                }
                 _ => path,
             })
         }
@@ -571,6 +576,27 @@ pub(crate) fn read(path: &Path, namespace: &str) -> Result<Vec<PluginSpec>, Mani
     parse(&text, &Origin { file: &file, dir: Some(path.parent().unwrap_or(Path::new("."))), namespace })
 }
 
+/// The entry of the Plugin object `name` (`plugins.wasmcm.dev`), by the manifests' rules; a
+/// `file:` source is an absolute path on the host.
+pub(crate) fn from_object(name: &str, spec: serde_json::Value, namespace: &str) -> Result<PluginSpec, ManifestError> {
+    let file = format!("Plugin {name}");
+    let origin = Origin { file: &file, dir: None, namespace };
+    to_spec(name, spec, &origin).map_err(|reason| ManifestError {
+        file: file.clone(),
+        plugin: Some(name.into()),
+        reason,
+    })
+}
+
+/// `specs` with `over` laid over them: an entry of the same name replaces the earlier one.
+pub(crate) fn overlay(mut specs: Vec<PluginSpec>, over: Vec<PluginSpec>) -> Vec<PluginSpec> {
+    for spec in over {
+        specs.retain(|s| s.name != spec.name);
+        specs.push(spec);
+    }
+    specs
+}
+
 /// The plugins to run: the default manifest, then each `--plugins` path in order, a later
 /// definition of a name replacing an earlier one. Files that fail are reported and skipped.
 pub fn resolve_plugins(paths: &[PathBuf], namespace: &str) -> (Vec<PluginSpec>, Vec<ManifestError>) {
@@ -587,12 +613,7 @@ pub fn resolve_plugins(paths: &[PathBuf], namespace: &str) -> (Vec<PluginSpec>, 
         };
         for file in files {
             match read(&file, namespace) {
-                Ok(found) => {
-                    for spec in found {
-                        specs.retain(|s| s.name != spec.name);
-                        specs.push(spec);
-                    }
-                }
+                Ok(found) => specs = overlay(specs, found),
                 Err(e) => errors.push(e),
             }
         }

@@ -1,17 +1,24 @@
-//! Hot swap triggers: watches the `--plugins` manifests and the plugin files they name (their
-//! directories, so atomic renames and kubelet's ConfigMap-volume symlink swaps are seen), and
-//! the ConfigMaps that hold plugins; after a burst of changes has settled, re-reads every
-//! manifest and offers each changed plugin to its controller. Each offer runs on its own: a
-//! version waiting for a new informer to sync (a CRD not installed yet) holds up no other
-//! plugin's swap, and a newer version of the same plugin replaces it.
+//! Hot add, swap and remove: watches the `--plugins` manifests and the plugin files they name
+//! (their directories, so atomic renames and kubelet's ConfigMap-volume symlink swaps are
+//! seen), and the ConfigMaps that hold plugins; after a burst of changes has settled, re-reads
+//! every manifest and brings the running plugins to what they say. A new plugin is loaded and
+//! added; a removed or disabled one is removed; a changed one is offered to its controller, or
+//! replaced (removed, then added) when what its controller was made for changed (its
+//! ServiceAccount, its workers, its primary kind). A plugin that failed to load is tried again
+//! when its entry or bytes change. Each offer runs on its own: a version waiting for a new
+//! informer to sync (a CRD not installed yet) holds up no other plugin's swap, and a newer
+//! version of the same plugin replaces it. The watches follow the manifests: a file or
+//! ConfigMap a new entry names is watched from then on.
+//!
+//! A manifest that fails to read removes nothing (a half-written file must not stop a plugin).
 //!
 //! It reads files, ConfigMaps and the engine's cache, and nothing else: whether a version is
-//! promoted, shadowed or refused is the controller's rollout's decision. It offers versions to
-//! whatever [`HotSwap`]s them (the runtime's controllers, which sit above it).
+//! promoted, shadowed or refused is the controller's rollout's decision, and how a plugin is
+//! started or stopped the [`PluginSet`]'s (the runtime's, which sits above it).
 
 use std::future::Future;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +30,9 @@ use tokio::sync::mpsc;
 
 use crate::engine::Engine;
 use crate::lifecycle::failures::LoadFailures;
-use crate::lifecycle::loader::Trust;
-use crate::lifecycle::loader::Version;
+use crate::lifecycle::loader::{LoadFailure, Reason, Trust, Version};
 use crate::lifecycle::manifest::{self, PluginSpec, Source};
+use crate::lifecycle::objects::{self, PluginObjects};
 use crate::lifecycle::rollout::{Offered, Rollout};
 
 /// How long changes must stop before they are acted on: a file written in several chunks is
@@ -41,115 +48,282 @@ pub trait HotSwap: Send + Sync + 'static {
     fn offer(self: Arc<Self>, version: Version) -> impl Future<Output = Result<Offered, String>> + Send;
 }
 
-pub struct Reloader<C> {
+/// The plugins a host runs, which the reloader adds to and removes from.
+pub trait PluginSet: Send + Sync + 'static {
+    type Plugin: HotSwap;
+    /// The running plugins.
+    fn running(&self) -> Vec<Arc<Self::Plugin>>;
+    /// Starts running `version`.
+    fn add(&self, version: Version) -> impl Future<Output = anyhow::Result<()>> + Send;
+    /// Stops running plugin `name`, once the reconciles in flight are done.
+    fn remove(&self, name: &str) -> impl Future<Output = bool> + Send;
+}
+
+pub struct Reloader<S> {
     pub engine: Engine,
     pub client: Option<kube::Client>,
     /// Where plugins may come from (and the host's namespace).
     pub trust: Trust,
     /// The `--plugins` paths, re-read on every change.
     pub paths: Vec<PathBuf>,
-    pub controllers: Vec<Arc<C>>,
-    /// Where a new version that fails to load is counted.
+    /// The Plugin objects, laid over the manifests' entries, when the host reads them.
+    pub objects: Option<Arc<PluginObjects>>,
+    pub plugins: Arc<S>,
+    /// Where a plugin that fails to load is recorded, and a new version that fails counted.
     pub failures: Arc<LoadFailures>,
 }
 
-impl<C: HotSwap> Reloader<C> {
+/// What the reloader watches, following the manifests.
+struct Watches {
+    files: notify::RecommendedWatcher,
+    dirs: BTreeSet<PathBuf>,
+    configmaps: BTreeMap<(String, String), tokio::task::JoinHandle<()>>,
+    client: Option<kube::Client>,
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl<S: PluginSet> Reloader<S> {
     /// Watches until the returned task is dropped or aborted.
     pub fn spawn(self) -> anyhow::Result<tokio::task::JoinHandle<()>> {
         let (tx, rx) = mpsc::unbounded_channel::<()>();
         let file_tx = tx.clone();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let files = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             // Reads (access events) change nothing.
             if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
                 let _ = file_tx.send(());
             }
         })?;
+        let mut watches = Watches {
+            files,
+            dirs: BTreeSet::new(),
+            configmaps: BTreeMap::new(),
+            client: self.client.clone(),
+            changed: tx,
+        };
         let (specs, _) = manifest::resolve_plugins(&self.paths, &self.trust.namespace);
+        // Those the host starts with must be watched: a failure is an error of `wasmcm run`.
         for dir in watched_dirs(&self.paths, &specs) {
-            watcher
+            watches
+                .files
                 .watch(&dir, notify::RecursiveMode::NonRecursive)
                 .map_err(|e| anyhow::anyhow!("cannot watch {}: {e}", dir.display()))?;
             tracing::debug!(dir = %dir.display(), "watching for plugin changes");
+            watches.dirs.insert(dir);
         }
-        let mut configmaps = tokio::task::JoinSet::new();
-        if let Some(client) = &self.client {
-            for (namespace, name) in configmap_sources(&specs) {
-                configmaps.spawn(watch_configmap(client.clone(), namespace, name, tx.clone()));
-            }
+        watches.follow(&self.paths, &specs);
+        if let Some(objects) = &self.objects {
+            let (mut changes, tx) = (objects.changes(), watches.changed.clone());
+            tokio::spawn(async move { while changes.changed().await.is_ok() && tx.send(()).is_ok() {} });
         }
-        Ok(tokio::spawn(async move {
-            let _keep = (watcher, configmaps);
-            self.run(rx).await;
-        }))
+        Ok(tokio::spawn(async move { self.run(rx, watches).await }))
     }
 
-    async fn run(self, mut rx: mpsc::UnboundedReceiver<()>) {
-        let mut offers = Offers::default();
+    async fn run(self, mut rx: mpsc::UnboundedReceiver<()>, mut watches: Watches) {
+        let mut state = Reloads::default();
         while rx.recv().await.is_some() {
             // Settle: wait until no change has come for RELOAD_SETTLE.
             while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, rx.recv()).await {}
-            self.reload(&mut offers).await;
+            self.reload(&mut state, &mut watches).await;
         }
     }
 
-    /// Re-reads the manifests and offers every plugin whose bytes or entry changed.
-    async fn reload(&self, offers: &mut Offers) {
-        offers.retain(|_, (_, offer)| !offer.is_finished());
-        let (specs, errors) = manifest::resolve_plugins(&self.paths, &self.trust.namespace);
-        for e in errors {
+    /// Re-reads the manifests and brings the running plugins to what they say.
+    async fn reload(&self, state: &mut Reloads, watches: &mut Watches) {
+        state.offers.retain(|_, (_, offer)| !offer.is_finished());
+        let (specs, errors) = objects::desired(&self.paths, self.objects.as_deref(), &self.trust.namespace);
+        for e in &errors {
             tracing::error!("not reloaded: {e}");
         }
-        for spec in specs {
-            let Some(controller) = self.controllers.iter().find(|c| c.rollout().name() == spec.name) else {
-                if spec.enabled {
-                    tracing::warn!(plugin = %spec.name, "a new plugin in the manifests: it starts with the next restart");
-                }
-                continue;
+        watches.follow(&self.paths, &specs);
+        // Names only: a plugin held here could not let its informers go once removed.
+        let running: Vec<String> = self.plugins.running().iter().map(|c| c.rollout().name().to_string()).collect();
+        // Gone from the manifests, or disabled: removed (unless a manifest failed to read,
+        // which may have hidden its entry).
+        for name in &running {
+            let spec = specs.iter().find(|s| s.name == *name);
+            // An entry that failed to read may be this plugin's.
+            let unread = errors.iter().any(|e| e.plugin.as_ref().is_none_or(|p| p == name));
+            let gone = match spec {
+                Some(s) => !s.enabled,
+                None => !unread,
             };
-            if !spec.enabled {
-                tracing::warn!(plugin = %spec.name, "disabled in the manifests: it stops with the next restart");
+            if gone {
+                state.forget(name);
+                tracing::info!(plugin = %name, "no longer in the manifests, or disabled: removing it");
+                self.plugins.remove(name).await;
+            }
+        }
+        // A failed plugin no manifest names any more is not a failure any more; an entry that
+        // does not read is one.
+        for failed in self.failures.list() {
+            let unread = errors.iter().any(|e| e.plugin.as_ref().is_none_or(|p| *p == failed.plugin));
+            if !unread && !specs.iter().any(|s| s.name == failed.plugin && s.enabled) {
+                self.failures.loaded(&failed.plugin);
+            }
+        }
+        for e in &errors {
+            if let Some(plugin) = &e.plugin {
+                self.failures.failed(&LoadFailure {
+                    plugin: plugin.clone(),
+                    reason: Reason::InvalidSpec,
+                    message: e.to_string(),
+                });
+            }
+        }
+        for spec in specs.into_iter().filter(|s| s.enabled) {
+            let running = self.plugins.running().into_iter().find(|c| c.rollout().name() == spec.name);
+            self.reconcile(spec, running, state).await;
+        }
+    }
+
+    /// Brings plugin `spec.name` to `spec`: loads and adds it, offers its new version, or
+    /// replaces it.
+    async fn reconcile(&self, spec: PluginSpec, running: Option<Arc<S::Plugin>>, state: &mut Reloads) {
+        let bytes = match crate::lifecycle::loader::read(&spec, &self.trust, self.client.as_ref()).await {
+            Ok(b) => b,
+            Err(e) => return self.failed(&e, running.is_some()),
+        };
+        // Most events concern other files: skip the compile when nothing changed.
+        let digest = hex::encode(Sha256::digest(&bytes));
+        let offered = state.offers.get(&spec.name).is_some_and(|(d, _)| *d == digest);
+        let current = running.as_ref().is_some_and(|c| offered || c.rollout().is_current(&digest, &spec));
+        let tried = state.tried.get(&spec.name).is_some_and(|(d, s)| *d == digest && *s == spec);
+        if current || (running.is_none() && tried) {
+            return;
+        }
+        let (engine, owned) = (self.engine.clone(), spec.clone());
+        let compiled =
+            tokio::task::spawn_blocking(move || crate::lifecycle::loader::compile(&engine, &owned, &bytes)).await;
+        let version = match compiled {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                if running.is_none() {
+                    state.tried.insert(spec.name.clone(), (digest, spec));
+                }
+                return self.failed(&e, running.is_some());
+            }
+            Err(e) => return tracing::error!(plugin = %spec.name, "not reloaded: compile task failed: {e}"),
+        };
+        let what = format!("{} (sha256 {})", version.plugin.info().version, &digest[..12]);
+        let name = spec.name.clone();
+        let Some(controller) = running else {
+            state.tried.remove(&name);
+            return self.start(version, &what).await;
+        };
+        if let Some(why) = made_for_another(&controller.rollout().live(), &version) {
+            state.forget(&name);
+            tracing::info!(plugin = %name, "{what} {why}: replacing the running plugin");
+            self.plugins.remove(&name).await;
+            return self.start(version, &what).await;
+        }
+        let offer = tokio::spawn(async move {
+            match controller.offer(version).await {
+                Ok(offered) => tracing::info!(plugin = %name, "{what}: {offered:?}"),
+                Err(e) => tracing::error!(plugin = %name, "{what} refused: {e}"),
+            }
+        });
+        if let Some((_, superseded)) = state.offers.insert(spec.name, (digest, offer)) {
+            superseded.abort();
+        }
+    }
+
+    async fn start(&self, version: Version, what: &str) {
+        let name = version.name().to_string();
+        match self.plugins.add(version).await {
+            Ok(()) => {
+                self.failures.loaded(&name);
+                tracing::info!(plugin = %name, "{what}: added");
+            }
+            Err(e) => tracing::error!(plugin = %name, "{what} not added: {e:#}"),
+        }
+    }
+
+    /// A load that failed: a plugin that does not run is listed as failed; a new version of
+    /// one that runs is counted, and the plugin keeps its version.
+    fn failed(&self, failure: &LoadFailure, running: bool) {
+        tracing::error!("not reloaded: {failure}");
+        if running {
+            self.failures.count(failure);
+        } else {
+            self.failures.failed(failure);
+        }
+    }
+}
+
+/// Why `new` cannot be a version of the controller `live` runs in (made for its identity, its
+/// workers and its primary kind), if it cannot.
+fn made_for_another(live: &Version, new: &Version) -> Option<String> {
+    if live.spec.service_account != new.spec.service_account {
+        return Some("writes as another ServiceAccount".into());
+    }
+    if live.spec.workers != new.spec.workers {
+        return Some("has another number of workers".into());
+    }
+    let (old, now) = (&live.plugin.info().primary, &new.plugin.info().primary);
+    (old != now).then(|| format!("reconciles {now}, not {old}"))
+}
+
+/// What the reloader remembers between reloads.
+#[derive(Default)]
+struct Reloads {
+    offers: Offers,
+    /// Plugins that do not run and failed to compile: the bytes (digest) and entry tried, not
+    /// tried again until one of them changes.
+    tried: BTreeMap<String, (String, PluginSpec)>,
+}
+
+impl Reloads {
+    fn forget(&mut self, name: &str) {
+        if let Some((_, offer)) = self.offers.remove(name) {
+            offer.abort();
+        }
+        self.tried.remove(name);
+    }
+}
+
+impl Watches {
+    /// Watches what the manifests name now and did not before: their directories and
+    /// ConfigMaps; stops watching the ConfigMaps they no longer name.
+    fn follow(&mut self, paths: &[PathBuf], specs: &[PluginSpec]) {
+        for dir in watched_dirs(paths, specs) {
+            if self.dirs.contains(&dir) {
                 continue;
             }
-            let bytes = match crate::lifecycle::loader::read(&spec, &self.trust, self.client.as_ref()).await {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::error!("not reloaded: {e}");
-                    self.failures.count(&e);
-                    continue;
+            match self.files.watch(&dir, notify::RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    tracing::debug!(dir = %dir.display(), "watching for plugin changes");
+                    self.dirs.insert(dir);
                 }
-            };
-            // Most events concern other files: skip the compile when nothing changed.
-            let digest = hex::encode(Sha256::digest(&bytes));
-            let offered = offers.get(&spec.name).is_some_and(|(d, _)| *d == digest);
-            if offered || controller.rollout().is_current(&digest, &spec) {
-                continue;
+                Err(e) => tracing::warn!("cannot watch {}: {e}", dir.display()),
             }
-            let (engine, owned) = (self.engine.clone(), spec.clone());
-            let compiled =
-                tokio::task::spawn_blocking(move || crate::lifecycle::loader::compile(&engine, &owned, &bytes)).await;
-            let version = match compiled {
-                Ok(Ok(v)) => v,
-                Ok(Err(e)) => {
-                    tracing::error!("not reloaded: {e}");
-                    self.failures.count(&e);
-                    continue;
-                }
-                Err(e) => {
-                    tracing::error!(plugin = %spec.name, "not reloaded: compile task failed: {e}");
-                    continue;
-                }
-            };
-            let what = format!("{} (sha256 {})", version.plugin.info().version, &digest[..12]);
-            let (controller, name) = (controller.clone(), spec.name.clone());
-            let offer = tokio::spawn(async move {
-                match controller.offer(version).await {
-                    Ok(offered) => tracing::info!(plugin = %name, "{what}: {offered:?}"),
-                    Err(e) => tracing::error!(plugin = %name, "{what} refused: {e}"),
-                }
-            });
-            if let Some((_, superseded)) = offers.insert(spec.name.clone(), (digest, offer)) {
-                superseded.abort();
+        }
+        let Some(client) = &self.client else { return };
+        let wanted = configmap_sources(specs);
+        self.configmaps.retain(|named, task| {
+            let keep = wanted.contains(named);
+            if !keep {
+                task.abort();
             }
+            keep
+        });
+        for (namespace, name) in wanted {
+            if !self.configmaps.contains_key(&(namespace.clone(), name.clone())) {
+                let task = tokio::spawn(watch_configmap(
+                    client.clone(),
+                    namespace.clone(),
+                    name.clone(),
+                    self.changed.clone(),
+                ));
+                self.configmaps.insert((namespace, name), task);
+            }
+        }
+    }
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        for task in self.configmaps.values() {
+            task.abort();
         }
     }
 }

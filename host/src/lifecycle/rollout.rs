@@ -201,7 +201,7 @@ impl Rollout {
         // The controller's write client was made for the running version's identity.
         if candidate.spec.service_account != s.live.spec.service_account {
             return Err(format!(
-                "{} writes as {}, the running version as {}: a plugin's identity changes only with a restart",
+                "{} writes as {}, the running version as {}: a plugin's identity changes only when it is replaced (the reloader stops it and starts the new version)",
                 describe(&candidate),
                 account(&candidate.spec.service_account),
                 account(&s.live.spec.service_account)

@@ -103,6 +103,10 @@ pub struct PluginController<A> {
     shards: std::sync::OnceLock<Arc<ShardGate>>,
     /// Keys whose next reconcile is to be recorded, and who waits for each recording.
     recordings: Mutex<BTreeMap<Key, Vec<oneshot::Sender<Recording>>>>,
+    /// Set once the plugin is removed from the host: a run not started yet never starts.
+    stopping: tokio::sync::watch::Sender<bool>,
+    /// Held by `run` while it runs, so that a removal knows when it has returned.
+    active: tokio::sync::Mutex<()>,
     config: ControllerConfig,
     metrics: Arc<Metrics>,
 }
@@ -138,14 +142,11 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             // those of informers no longer read (their namespaces widened).
             let shown = Mutex::new(Vec::<InfoLabels>::new());
             let cached = Mutex::new(Vec::<KindLabels>::new());
-            metrics.on_scrape(move || {
+            metrics.on_scrape_of(&name, move || {
                 queue.refresh_metrics();
                 let mut now = Vec::new();
                 for i in cache.informers() {
-                    let labels = KindLabels {
-                        kind: i.kind().to_string(),
-                        namespaces: i.namespaces().map(|ns| ns.iter().cloned().collect::<Vec<_>>().join(",")),
-                    };
+                    let labels = KindLabels::of(i.kind(), i.namespaces());
                     let part = |part: &str| BytesLabels { of: labels.clone(), part: part.into() };
                     let (json, index) = i.bytes();
                     m.informer_objects.get_or_create(&labels).set(i.len() as i64);
@@ -200,6 +201,8 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             api,
             primary: std::sync::RwLock::new(primary),
             reach: tokio::sync::Mutex::new(reach),
+            stopping: tokio::sync::watch::channel(false).0,
+            active: tokio::sync::Mutex::new(()),
             config,
         })
     }
@@ -259,7 +262,7 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
             (self.queue.clone(), self.cache.clone(), self.metrics.clone(), self.rollout.name().to_string());
         let primary = self.primary().kind().clone();
         let scraped = gate.clone();
-        self.metrics.on_scrape(move || {
+        self.metrics.on_scrape_of(self.rollout.name(), move || {
             let count = scraped.count() as usize;
             let (mut keys, mut queued) = (vec![0i64; count], vec![0i64; count]);
             let primaries = cache.informer(&primary).map(|i| i.list("", &Selector::everything()));
@@ -459,7 +462,12 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
     /// KCM's controllers wait for informers started afresh), routes changes and runs the
     /// workers until the queue is shut down.
     pub async fn run(self: Arc<Self>, since: tokio::time::Instant) {
-        self.fresh_since(since).await;
+        let _active = self.active.lock().await;
+        let mut stopping = self.stopping.subscribe();
+        tokio::select! {
+            () = self.fresh_since(since) => {}
+            _ = stopping.wait_for(|s| *s) => return,
+        }
         *self.routes.lock().unwrap_or_else(|e| e.into_inner()) = Some(Routes::default());
         for informer in self.cache.informers() {
             self.follow(informer);
@@ -506,6 +514,14 @@ impl<A: WriteApi + Send + Sync + 'static> PluginController<A> {
         if let Some(mut routes) = routes {
             routes.tasks.shutdown().await;
         }
+    }
+
+    /// Stops for good, as a plugin removed from the host: takes no key any more, lets the
+    /// reconciles in flight finish, and returns once `run` has (or at once if it never ran).
+    pub(crate) async fn stop(&self) {
+        self.stopping.send_replace(true);
+        self.queue.shut_down_and_drain().await;
+        drop(self.active.lock().await);
     }
 
     fn enqueue_all(&self) {

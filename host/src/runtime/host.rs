@@ -13,20 +13,20 @@
 use std::sync::Arc;
 
 use tokio::sync::watch;
-use wasmcm_guest::{Event, EventType, Kind, ObjectRef};
+use wasmcm_guest::{Kind, ObjectRef};
 
 use crate::client::clients::Clients;
 use crate::client::discovery::Discovery;
 use crate::client::fence::Fence;
 use crate::lifecycle::loader::Version;
-use crate::metrics::{Metrics, PluginLabels};
+use crate::metrics::Metrics;
 use crate::runtime::controller::{ControllerConfig, PluginController};
 use crate::runtime::group::{self, Agreement};
 use crate::runtime::informers::{Informers, ShardScope, server_filters_shards};
 use crate::runtime::leader::{Elector, LeaderConfig};
+use crate::runtime::plugins::{Controller, Parts, Plugins};
 use crate::runtime::shards::{ShardConfig, ShardGate, Shards};
 use crate::writes::kube::{ClientRate, KubeApi};
-use crate::writes::writer::WriteApi;
 
 #[derive(Clone, Debug, Default)]
 pub struct HostConfig {
@@ -69,7 +69,9 @@ impl Mode {
 }
 
 pub struct Host {
-    controllers: Vec<Arc<PluginController<KubeApi>>>,
+    /// Who this replica is (its Leases, events, status entries).
+    identity: String,
+    plugins: Arc<Plugins>,
     tasks: tokio::task::JoinSet<()>,
     informers: Arc<Informers>,
     leading: watch::Receiver<bool>,
@@ -94,7 +96,8 @@ struct Sharding {
 
 impl Host {
     /// Starts the host on the cluster `kube` describes (each of its clients is made from it:
-    /// `client::clients`). Returns once every plugin's caches have synced or failed to.
+    /// `client::clients`). Returns once every plugin's caches have synced or failed to; more
+    /// are added, and removed, through [`Host::plugins`].
     pub async fn start(
         kube: kube::Config,
         plugins: Vec<Version>,
@@ -125,36 +128,19 @@ impl Host {
             let namespaces = informers.informer(&Kind::new("v1", "Namespace"));
             tasks.spawn(publish_selector(namespaces, s.gate.clone(), tx));
         }
-        let mut controllers = Vec::new();
-        for version in plugins {
-            let name = version.name().to_string();
-            // Each plugin writes through a client of its own, with its own budget, as its own
-            // ServiceAccount when its manifest names one.
-            let user = match &version.spec.service_account {
-                None => None,
-                Some((namespace, account)) => {
-                    let user = impersonated(&config, namespace.as_deref(), account)
-                        .map_err(|e| anyhow::anyhow!("plugin {name}: spec.serviceAccount: {e}"))?;
-                    tracing::info!(plugin = %name, "writes as {user}");
-                    Some(user)
-                }
-            };
-            let client = clients.write(&name, user, fence.clone())?;
-            let api = Arc::new(KubeApi::new(client, discovery.clone(), &config.client_rate, &instance, Some(&name)));
-            controllers.push(PluginController::new(
-                version,
-                &informers,
-                api,
-                config.controller.clone(),
-                metrics.clone(),
-            ));
-        }
-        if let Some(s) = &sharding {
-            for c in &controllers {
-                c.set_shards(s.gate.clone());
-            }
-        }
-        futures_util::future::join_all(controllers.iter().map(|c| c.settled())).await;
+        // The host's own events, about itself, come from any replica: not fenced.
+        let reporter = Arc::new(KubeApi::new(
+            clients.write("host", None, Fence::open())?,
+            discovery.clone(),
+            &config.client_rate,
+            &instance,
+            None,
+        ));
+        let regarding = config.mode.anchor().map(|l| ObjectRef {
+            kind: Kind::new("coordination.k8s.io/v1", "Lease"),
+            namespace: l.namespace.clone(),
+            name: l.name.clone(),
+        });
         let (stop, stop_rx) = watch::channel(false);
         let (leading, always, elector, standing) = match &config.mode {
             Mode::Leader(lc) => {
@@ -171,34 +157,46 @@ impl Host {
                 (rx, Some(tx), None, standing)
             }
         };
-        // The host's own events, about itself, come from any replica: not fenced.
-        let reporter = Arc::new(KubeApi::new(
-            clients.write("host", None, Fence::open())?,
+        let set = Arc::new(Plugins::new(Parts {
+            clients,
             discovery,
-            &config.client_rate,
-            &instance,
-            None,
-        ));
-        let regarding = config.mode.anchor().map(|l| ObjectRef {
-            kind: Kind::new("coordination.k8s.io/v1", "Lease"),
-            namespace: l.namespace.clone(),
-            name: l.name.clone(),
-        });
-        for c in &controllers {
-            tasks.spawn(report_sync(c.clone(), metrics.clone(), reporter.clone(), regarding.clone(), instance.clone()));
+            informers: informers.clone(),
+            fence: fence.clone(),
+            config: config.clone(),
+            instance: instance.clone(),
+            metrics: metrics.clone(),
+            reporter: reporter.clone(),
+            regarding: regarding.clone(),
+            gate: sharding.as_ref().map(|s| s.gate.clone()),
+        }));
+        for version in plugins {
+            set.add(version).await?;
         }
+        futures_util::future::join_all(set.running().iter().map(|c| c.settled())).await;
         if let Some(anchor) = &regarding {
             let (anchor, instance) = (anchor.clone(), instance.clone());
-            tasks.spawn(group::report(standing.clone(), anchor, instance, metrics.clone(), reporter.clone()));
+            tasks.spawn(group::report(standing.clone(), anchor, instance, metrics.clone(), reporter));
         }
         // Campaign only once the caches are warm (or known broken), so a new leader can act at once.
         let elector = elector.map(tokio::spawn);
         let shards = sharding.map(|Sharding { shards, gate, acquired, .. }| {
-            tasks.spawn(start_shards(controllers.clone(), gate.clone(), acquired));
+            tasks.spawn(start_shards(set.subscribe(), gate.clone(), acquired));
             (gate, tokio::spawn(shards.run(stop_rx.clone())))
         });
-        tasks.spawn(run_workers(controllers.clone(), leading.clone(), config.mode, started, metrics));
-        Ok(Host { controllers, tasks, informers, leading, fence, _always: always, stop, elector, shards, standing })
+        tasks.spawn(run_workers(set.subscribe(), leading.clone(), config.mode, started, metrics));
+        Ok(Host {
+            identity: instance,
+            plugins: set,
+            tasks,
+            informers,
+            leading,
+            fence,
+            _always: always,
+            stop,
+            elector,
+            shards,
+            standing,
+        })
     }
 
     /// Whether this replica agrees with its group's shape (leader or shard count, lease
@@ -217,13 +215,23 @@ impl Host {
         &self.fence
     }
 
-    /// The running plugins' controllers, to offer them new versions.
-    pub fn controllers(&self) -> &[Arc<PluginController<KubeApi>>] {
-        &self.controllers
+    /// Who this replica is.
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
-    pub fn controller(&self, name: &str) -> Option<&Arc<PluginController<KubeApi>>> {
-        self.controllers.iter().find(|c| c.rollout().name() == name)
+    /// The running plugins: to offer them new versions, add and remove them.
+    pub fn plugins(&self) -> &Arc<Plugins> {
+        &self.plugins
+    }
+
+    /// The running plugins' controllers, now.
+    pub fn controllers(&self) -> Vec<Controller> {
+        self.plugins.running()
+    }
+
+    pub fn controller(&self, name: &str) -> Option<Controller> {
+        self.plugins.get(name)
     }
 
     pub fn informers(&self) -> &Arc<Informers> {
@@ -237,9 +245,10 @@ impl Host {
 
     /// Stops starting reconciles, waits for those in flight, then releases the lease.
     pub async fn shutdown(mut self) {
-        for c in &self.controllers {
+        for c in self.plugins.running() {
             c.queue().shut_down_and_drain().await;
         }
+        self.plugins.stop_reports();
         self.stop.send_replace(true);
         if let Some(e) = self.elector.take() {
             let _ = e.await;
@@ -285,10 +294,10 @@ impl Sharding {
 }
 
 /// Runs every controller's workers while this host leads (from the start, unless it elects a
-/// leader), the `leader` gauge at 1 meanwhile; once it no longer leads (lost, or shutting down),
-/// starts nothing new.
+/// leader), the `leader` gauge at 1 meanwhile, and those of each plugin added meanwhile; once
+/// it no longer leads (lost, or shutting down), starts nothing new.
 async fn run_workers(
-    controllers: Vec<Arc<PluginController<KubeApi>>>,
+    mut plugins: watch::Receiver<Vec<Controller>>,
     mut leading: watch::Receiver<bool>,
     mode: Mode,
     started: tokio::time::Instant,
@@ -302,61 +311,36 @@ async fn run_workers(
         metrics.leader.set(1);
     }
     // What the previous leader wrote up to the moment this host took over is in lists
-    // begun from now on (a standby's warm caches may lag, and hold no expectations).
+    // begun from now on (a standby's warm caches may lag, and hold no expectations). A plugin
+    // added later starts informers of its own or shares these.
     let since = if matches!(mode, Mode::Leader(_)) { tokio::time::Instant::now() } else { started };
     let mut runs = tokio::task::JoinSet::new();
-    for c in &controllers {
-        runs.spawn(c.clone().run(since));
+    // The controllers whose workers were started, by identity (a plugin removed and added
+    // again is a new controller), not kept alive by it.
+    let mut running: Vec<std::sync::Weak<PluginController<KubeApi>>> = Vec::new();
+    loop {
+        let now = plugins.borrow_and_update().clone();
+        running.retain(|r| now.iter().any(|c| std::ptr::eq(Arc::as_ptr(c), r.as_ptr())));
+        for c in now {
+            if !running.iter().any(|r| std::ptr::eq(Arc::as_ptr(&c), r.as_ptr())) {
+                running.push(Arc::downgrade(&c));
+                runs.spawn(c.run(since));
+            }
+        }
+        tokio::select! {
+            changed = plugins.changed() => if changed.is_err() { break },
+            // Not leading any more (lost, or shutting down): start nothing new.
+            _ = leading.wait_for(|l| !*l) => break,
+        }
     }
-    // Not leading any more (lost, or shutting down): start nothing new.
     let _ = leading.wait_for(|l| !*l).await;
     metrics.leader.set(0);
-    for c in &controllers {
+    let last = plugins.borrow().clone();
+    for c in last {
         c.queue().shut_down_and_drain().await;
     }
     // A controller still waiting for its caches has nothing in flight.
     runs.shutdown().await;
-}
-
-/// Tells whoever watches that a plugin's caches have not synced (a log line, the
-/// `wasmcm_plugin_synced` gauge at 0, a Warning event on the Lease when electing), and when
-/// they finally do.
-async fn report_sync(
-    controller: Arc<PluginController<KubeApi>>,
-    metrics: Arc<Metrics>,
-    events: Arc<KubeApi>,
-    regarding: Option<ObjectRef>,
-    instance: String,
-) {
-    let plugin = controller.rollout().name().to_string();
-    let gauge = metrics.plugin_synced.get_or_create(&PluginLabels { plugin: plugin.clone() });
-    gauge.set(0);
-    controller.settled().await;
-    if let Err(why) = controller.cache_status() {
-        tracing::error!(plugin, "caches not synced, so not reconciling (the other plugins run): {why}");
-        if let Some(regarding) = regarding {
-            let event = Event {
-                regarding,
-                event_type: EventType::Warning,
-                reason: "PluginNotSynced".into(),
-                message: format!("{instance}: plugin {plugin} does not reconcile until its caches sync: {why}"),
-            };
-            if let Err(e) = events.record_event(&event, None).await {
-                tracing::debug!("recording an event: {e}");
-            }
-        }
-        controller.synced().await;
-        tracing::info!(plugin, "caches synced; reconciling");
-    }
-    gauge.set(1);
-}
-
-/// The user a plugin's ServiceAccount is, in `namespace` or else the host's.
-fn impersonated(config: &HostConfig, namespace: Option<&str>, account: &str) -> anyhow::Result<String> {
-    let namespace = namespace.or(config.controller.host.namespace.as_deref()).ok_or_else(|| {
-        anyhow::anyhow!("{account:?} names no namespace, and the host runs in none: write namespace/{account}")
-    })?;
-    Ok(format!("system:serviceaccount:{namespace}:{account}"))
 }
 
 /// Dropped without `shutdown`, a host stops like a crashed process: the lease is not released
@@ -405,7 +389,7 @@ async fn publish_selector(
 /// acquired (the previous holder's last writes are then in them): acquisitions that arrive
 /// together share one wait.
 async fn start_shards(
-    controllers: Vec<Arc<PluginController<KubeApi>>>,
+    plugins: watch::Receiver<Vec<Controller>>,
     gate: Arc<ShardGate>,
     mut acquired: tokio::sync::mpsc::UnboundedReceiver<(u32, u64, tokio::time::Instant)>,
 ) {
@@ -415,6 +399,7 @@ async fn start_shards(
             batch.push(next);
         }
         let since = batch.iter().map(|(_, _, at)| *at).max().unwrap_or_else(tokio::time::Instant::now);
+        let controllers = plugins.borrow().clone();
         futures_util::future::join_all(controllers.iter().map(|c| c.fresh_since(since))).await;
         let started: std::collections::BTreeSet<u32> = batch
             .into_iter()

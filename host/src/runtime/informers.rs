@@ -590,6 +590,12 @@ pub(crate) struct ShardScope {
     pub(crate) selector: watch::Receiver<Option<String>>,
 }
 
+/// An informer, and the task that lists and watches for it.
+type Running = (Arc<Informer>, tokio::task::AbortHandle);
+
+/// The references to an informer that mean no one reads it: `Informers`' map's, and its task's.
+const HELD_BY_INFORMERS: usize = 2;
+
 /// Where an informer lists and watches: `None` every namespace, or these namespaces.
 type Reach = Option<BTreeSet<String>>;
 
@@ -598,7 +604,7 @@ pub struct Informers {
     client: kube::Client,
     discovery: Discovery,
     shards: Option<ShardScope>,
-    by_kind: Mutex<BTreeMap<(Kind, Reach), Arc<Informer>>>,
+    by_kind: Mutex<BTreeMap<(Kind, Reach), Running>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
 }
 
@@ -631,15 +637,37 @@ impl Informers {
         let reach = namespaces.filter(|_| self.discovery.known_namespaced(kind) != Some(false)).cloned();
         let mut by_kind = self.by_kind.lock().unwrap_or_else(|e| e.into_inner());
         let key = (kind.clone(), reach);
-        if let Some(i) = by_kind.get(&key) {
+        if let Some((i, _)) = by_kind.get(&key) {
             return i.clone();
         }
         let informer = Arc::new(Informer::new(kind.clone(), key.1.clone()));
-        by_kind.insert(key, informer.clone());
-        if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.spawn(run(self.client.clone(), self.discovery.clone(), self.shards.clone(), informer.clone()));
-        }
+        let task = run(self.client.clone(), self.discovery.clone(), self.shards.clone(), informer.clone());
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        by_kind.insert(key, (informer.clone(), tasks.spawn(task)));
         informer
+    }
+
+    /// Stops the informers nothing reads any more (a plugin removed, a scope widened) and
+    /// returns them: no controller, cache or route holds one, only this map and its own task.
+    /// Counted under the map's lock, which every new reader takes first, so none is lost.
+    pub(crate) fn release_unused(&self) -> Vec<Arc<Informer>> {
+        let mut by_kind = self.by_kind.lock().unwrap_or_else(|e| e.into_inner());
+        let unused: Vec<(Kind, Reach)> = by_kind
+            .iter()
+            .filter(|(_, (informer, task))| {
+                Arc::strong_count(informer) <= HELD_BY_INFORMERS - usize::from(task.is_finished())
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut released = Vec::new();
+        for key in unused {
+            if let Some((informer, task)) = by_kind.remove(&key) {
+                task.abort();
+                tracing::info!(kind = %informer.kind, "no plugin reads it any more: informer stopped");
+                released.push(informer);
+            }
+        }
+        released
     }
 
     /// Stops every informer's list and watch: a host that stops reads nothing more, and an
@@ -652,7 +680,7 @@ impl Informers {
     }
 
     pub fn all(&self) -> Vec<Arc<Informer>> {
-        self.by_kind.lock().map(|m| m.values().cloned().collect()).unwrap_or_default()
+        self.by_kind.lock().map(|m| m.values().map(|(i, _)| i.clone()).collect()).unwrap_or_default()
     }
 }
 

@@ -9,5 +9,6 @@ pub(crate) mod group;
 pub(crate) mod host;
 pub(crate) mod informers;
 pub(crate) mod leader;
+pub(crate) mod plugins;
 pub(crate) mod queue;
 pub(crate) mod shards;

@@ -2,9 +2,11 @@
 //! manifests applied with kubectl v1.35 (`apply -f` and `apply -k`, twice), the objects read back
 //! as written; the Helm chart linted and rendered with helm v4.1 (`scripts/install-helm.sh`),
 //! applied, and compared with the manifests (the "must agree" of deploy/README.md: the same
-//! objects, and above all the same RBAC rules); values overrides rendered; and the plugin manifest
-//! of both ConfigMaps resolved and loaded by the host's own loader. Without kubectl or helm these
-//! tests fail, they never skip. No wasmcm host runs here, so no pods appear: nothing waits for any.
+//! objects, and above all the same RBAC rules); values overrides rendered; the plugin manifest
+//! of both ConfigMaps resolved and loaded by the host's own loader; and the Plugin kind's CRD,
+//! the same file in both, served after either install and holding Plugins to its schema. Without
+//! kubectl or helm these tests fail, they never skip. No wasmcm host runs here, so no pods appear:
+//! nothing waits for any.
 
 use crate::common;
 
@@ -15,7 +17,8 @@ use serde_json::Value;
 use wasmcm::Source;
 
 /// The objects of deploy/manifests, as kubectl names them in its output.
-const MANIFEST_OBJECTS: [&str; 28] = [
+const MANIFEST_OBJECTS: [&str; 29] = [
+    "customresourcedefinition.apiextensions.k8s.io/plugins.wasmcm.dev",
     "namespace/wasmcm",
     "serviceaccount/wasmcm",
     "clusterrole.rbac.authorization.k8s.io/wasmcm",
@@ -53,6 +56,10 @@ fn manifests_dir() -> PathBuf {
 fn chart_dir() -> PathBuf {
     common::workspace_root().join("deploy/helm/wasmcm")
 }
+
+/// The Plugin kind's CRD, as deploy/manifests has it and as the chart's crds/ has it.
+const CRD_FILES: [&str; 2] =
+    ["deploy/manifests/00-crd-plugins.yaml", "deploy/helm/wasmcm/crds/plugins.wasmcm.dev.yaml"];
 
 /// Runs `program` (with `kubeconfig` when given), off the async workers: the cluster serves on them.
 fn run(program: &Path, args: &[&str], kubeconfig: Option<&Path>, stdin: Option<&str>) -> Output {
@@ -97,10 +104,11 @@ fn helm(args: &[&str]) -> String {
     ok(&common::helm_path(), args, None, None)
 }
 
-/// `helm template wasmcm deploy/helm/wasmcm -n wasmcm` with `extra` arguments.
+/// `helm template wasmcm deploy/helm/wasmcm -n wasmcm --include-crds` with `extra` arguments:
+/// what `helm install` installs, crds/ included.
 fn helm_template(extra: &[&str]) -> String {
     let chart = chart_dir();
-    let mut args = vec!["template", "wasmcm", chart.to_str().unwrap(), "-n", "wasmcm"];
+    let mut args = vec!["template", "wasmcm", chart.to_str().unwrap(), "-n", "wasmcm", "--include-crds"];
     args.extend_from_slice(extra);
     helm(&args)
 }
@@ -140,10 +148,12 @@ fn names(objects: &[Value]) -> Vec<String> {
 }
 
 /// Whether `actual` holds everything `expected` says (objects: every key of `expected`, recursively;
-/// everything else: equal). What the server adds (defaults, status, metadata) is allowed; anything
-/// it dropped or changed is reported by its path.
+/// numbers: the same value, 1 and 1.0 alike; everything else: equal). What the server adds
+/// (defaults, status, metadata) is allowed; anything it dropped or changed is reported by its path.
 fn contains(actual: &Value, expected: &Value, path: &str) -> Result<(), String> {
     match (actual, expected) {
+        // k8s-openapi keeps a schema's `minimum` and `maximum` as f64: the round trip writes 1.0.
+        (Value::Number(a), Value::Number(e)) if a.as_f64() == e.as_f64() => Ok(()),
         (Value::Object(a), Value::Object(e)) => e.iter().try_for_each(|(k, ev)| match a.get(k) {
             Some(av) => contains(av, ev, &format!("{path}.{k}")),
             None => Err(format!("{path}.{k}: missing, expected {ev}")),
@@ -177,6 +187,7 @@ fn assert_served_as_written(kubeconfig: &Path, written: &[Value]) {
 /// keeps, is dropped by the round trip and reported.
 fn assert_known_fields(objects: &[Value]) {
     use k8s_openapi::api::{apps, core, policy, rbac};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(object: &Value) -> Value {
         serde_json::to_value(serde_json::from_value::<T>(object.clone()).expect("the kind's type")).unwrap()
     }
@@ -193,6 +204,7 @@ fn assert_known_fields(objects: &[Value]) {
             "RoleBinding" => round_trip::<rbac::v1::RoleBinding>(object),
             "Deployment" => round_trip::<apps::v1::Deployment>(object),
             "PodDisruptionBudget" => round_trip::<policy::v1::PodDisruptionBudget>(object),
+            "CustomResourceDefinition" => round_trip::<apiextensions::v1::CustomResourceDefinition>(object),
             other => panic!("no type for {other}: add it here"),
         };
         let name = object["metadata"]["name"].as_str().unwrap();
@@ -200,6 +212,14 @@ fn assert_known_fields(objects: &[Value]) {
             panic!("not a field of the Kubernetes types: {e}");
         }
     }
+}
+
+/// The CRD of the Plugin kind is Established and `kubectl get plugins` answers (no Plugin yet).
+fn assert_plugins_served(kubeconfig: &Path) {
+    let crd = "customresourcedefinition/plugins.wasmcm.dev";
+    kubectl(kubeconfig, &["wait", "--for=condition=Established", crd, "--timeout=60s"], None);
+    let plugins: Value = serde_json::from_str(&kubectl(kubeconfig, &["get", "plugins", "-o", "json"], None)).unwrap();
+    assert_eq!(plugins["items"], serde_json::json!([]), "no Plugin yet: {plugins}");
 }
 
 /// kubectl apply's output names every object of deploy/manifests, each with one of `verbs`.
@@ -227,6 +247,7 @@ async fn plain_manifests_apply_with_kubectl_f_and_k() {
     let kc = cluster.kubeconfig.clone();
     assert_applied(&kubectl(&kc, &["apply", "-f", dir], None), &["created"]);
     assert_served_as_written(&kc, &written);
+    assert_plugins_served(&kc);
 
     // Again: nothing to create. The PodDisruptionBudget says "configured" against kube-apiserver
     // too: its selector's patch strategy is replace, so kubectl's patch is never empty.
@@ -271,6 +292,7 @@ async fn plain_manifests_apply_with_kubectl_f_and_k() {
     let kc = cluster.kubeconfig.clone();
     assert_applied(&kubectl(&kc, &["apply", "-k", dir], None), &["created"]);
     assert_served_as_written(&kc, &written);
+    assert_plugins_served(&kc);
     assert_applied(&kubectl(&kc, &["apply", "-k", dir], None), &["unchanged", "configured"]);
 
     // And deleted as applied: the namespace goes first in kustomize's order and passes through
@@ -359,7 +381,8 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
         let chart_object = without_helm_labels(find(&rendered, kind, name).clone());
         assert_eq!(&chart_object, object, "the chart's {kind} {name} differs from deploy/manifests'");
     }
-    for object in &rendered {
+    // Helm never templates crds/, so the CRD has no labels of Helm's (and is compared whole above).
+    for object in rendered.iter().filter(|o| o["kind"] != "CustomResourceDefinition") {
         let labels = &object["metadata"]["labels"];
         assert!(HELM_LABELS.iter().all(|l| labels.get(l).is_some()), "Helm's labels on {}", object["kind"]);
     }
@@ -371,6 +394,7 @@ async fn the_helm_chart_lints_and_renders_what_the_manifests_say() {
     let applied = kubectl(&kc, &["apply", "-n", "wasmcm", "-f", "-"], Some(&rendered_text));
     assert_eq!(applied.lines().filter(|l| l.ends_with(" created")).count(), rendered.len(), "{applied}");
     assert_served_as_written(&kc, &rendered);
+    assert_plugins_served(&kc);
 
     // Values overrides.
     let overridden_text = helm_template(&["--set", "replicaCount=3,plugins.builtin.rollback=false,logFormat=text"]);
@@ -601,4 +625,137 @@ async fn a_plugin_shipped_in_the_chart_loads_from_its_configmap_as_the_service_a
     );
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && stderr.contains("plugins.files.stamp.wasm: not base64"), "{stderr}");
+}
+
+#[test]
+fn the_charts_crd_is_the_manifests_crd_byte_for_byte() {
+    // `kubectl apply` installs the first, `helm install` the second: one Plugin kind either way.
+    let [manifests, chart] = CRD_FILES
+        .map(|f| std::fs::read_to_string(common::workspace_root().join(f)).unwrap_or_else(|e| panic!("{f}: {e}")));
+    if manifests != chart {
+        let differs = manifests.lines().zip(chart.lines()).position(|(m, c)| m != c);
+        let line = differs.unwrap_or(manifests.lines().count().min(chart.lines().count())) + 1;
+        panic!(
+            "{} differs from {} (first at line {line}): they must be the same bytes; copy the one you changed over \
+             the other",
+            CRD_FILES[1], CRD_FILES[0]
+        );
+    }
+}
+
+/// A fresh cluster with deploy/manifests' CRD applied, and its kubeconfig.
+async fn cluster_with_the_plugin_crd() -> (wasmcm_apiserver::Cluster, PathBuf) {
+    let (cluster, _) = common::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    kubectl(&kc, &["apply", "-f", CRD_FILES[0]], None);
+    assert_plugins_served(&kc);
+    (cluster, kc)
+}
+
+/// The Plugin `name` with `spec`, as kubectl reads it (JSON is YAML).
+fn plugin(name: &str, spec: Value) -> String {
+    serde_json::json!({"apiVersion": "wasmcm.dev/v1alpha1", "kind": "Plugin", "metadata": {"name": name}, "spec": spec})
+        .to_string()
+}
+
+fn stamp() -> String {
+    plugin(
+        "stamp",
+        serde_json::json!({"source": {"builtin": "replicaset"}, "limits": {"workers": 2}, "settings": {"a": {"b": 1}}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_applied_server_side_is_served_with_its_settings_kept() {
+    let (_cluster, kc) = cluster_with_the_plugin_crd().await;
+    let applied = kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(&stamp()));
+    assert_eq!(applied.trim(), "plugin.wasmcm.dev/stamp serverside-applied");
+
+    let served: Value = serde_json::from_str(&kubectl(&kc, &["get", "plugin", "stamp", "-o", "json"], None)).unwrap();
+    let spec = &served["spec"];
+    assert_eq!(spec["source"], serde_json::json!({"builtin": "replicaset"}), "{served}");
+    assert_eq!(spec["limits"], serde_json::json!({"workers": 2}), "{served}");
+    // x-kubernetes-preserve-unknown-fields: settings are the plugin's, undeclared and not pruned.
+    assert_eq!(spec["settings"], serde_json::json!({"a": {"b": 1}}), "{served}");
+    assert_eq!(spec["enabled"], true, "the schema's default: {served}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_refuses_a_plugin_its_crd_does_not_allow_naming_the_field() {
+    let (_cluster, kc) = cluster_with_the_plugin_crd().await;
+    let refused = [
+        (
+            "two-sources",
+            serde_json::json!({"source": {"builtin": "replicaset", "file": "/var/lib/wasmcm/stamp.wasm"}}),
+            "spec.source: Too many: 2: must have at most 1 item",
+        ),
+        (
+            "no-source",
+            serde_json::json!({"source": {}}),
+            "spec.source: Invalid value: 0: spec.source in body should have at least 1 properties",
+        ),
+        (
+            "short-digest",
+            serde_json::json!({"source": {"builtin": "replicaset"}, "sha256": "abc123"}),
+            "spec.sha256: Invalid value: \"abc123\": spec.sha256 in body should match '^[0-9a-f]{64}$'",
+        ),
+        (
+            "too-many-workers",
+            serde_json::json!({"source": {"builtin": "replicaset"}, "limits": {"workers": 65}}),
+            "spec.limits.workers: Invalid value: 65: spec.limits.workers in body should be less than or equal to 64",
+        ),
+    ];
+    for (name, spec, cause) in refused {
+        // -v=6 logs each response's status: the 422 itself, not only kubectl's rendering of it.
+        let out = run(
+            &common::kubectl_path(),
+            &["apply", "--server-side", "-f", "-", "-v=6"],
+            Some(&kc),
+            Some(&plugin(name, spec)),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name} should be refused:\n{stderr}");
+        assert!(stderr.contains("status=\"422 Unprocessable Entity\""), "{name}: a 422:\n{stderr}");
+        let said = stderr.lines().find(|l| l.starts_with("The Plugin "));
+        assert_eq!(said, Some(format!("The Plugin {name:?} is invalid: {cause}").as_str()), "{name}:\n{stderr}");
+    }
+    assert_plugins_served(&kc);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_plugins_prints_the_crds_columns_with_the_status_written() {
+    let (_cluster, kc) = cluster_with_the_plugin_crd().await;
+    kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(&stamp()));
+    let table = |wide: bool| -> Vec<Vec<String>> {
+        let args: &[&str] = if wide { &["get", "plugins", "-o", "wide"] } else { &["get", "plugins"] };
+        let text = kubectl(&kc, args, None);
+        text.lines().map(|l| l.split_whitespace().map(String::from).collect()).collect()
+    };
+    let wide_header = ["NAME", "VERSION", "STATE", "DIGEST", "READY", "AGE", "CANDIDATE", "SOURCE"];
+
+    // No status yet: the columns are there, their cells empty (kubectl prints nothing for them).
+    let before = table(true);
+    assert_eq!(before[0], wide_header);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert_eq!(before[1].len(), 2, "only NAME and AGE have a value: {before:?}");
+    assert_eq!(before[1][0], "stamp");
+    // Without -o wide, the priority-1 columns (CANDIDATE, SOURCE) are left out.
+    assert_eq!(table(false)[0], wide_header[..6]);
+
+    // The status as a host replica would write it, through the status subresource.
+    let digest = common::sha256(b"stamp");
+    let status = serde_json::json!({"status": {"version": "1.0.0", "state": "Ready", "digest": digest, "ready": "2/2",
+        "source": "builtin:replicaset", "candidate": {"version": "1.1.0", "digest": digest}}});
+    let patch = status.to_string();
+    let patched =
+        kubectl(&kc, &["patch", "plugin", "stamp", "--subresource=status", "--type=merge", "-p", patch.as_str()], None);
+    assert_eq!(patched.trim(), "plugin.wasmcm.dev/stamp patched");
+
+    let after = table(true);
+    assert_eq!(after[0], wide_header);
+    let row = &after[1];
+    assert_eq!(row.len(), wide_header.len(), "every column has a value: {after:?}");
+    let cells: Vec<&str> = row.iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, c)| c.as_str()).collect();
+    assert_eq!(cells, ["stamp", "1.0.0", "Ready", digest.as_str(), "2/2", "1.1.0", "builtin:replicaset"], "{after:?}");
+    assert_eq!(table(false)[1][..5], row[..5], "the same cells without -o wide");
 }

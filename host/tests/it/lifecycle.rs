@@ -83,7 +83,8 @@ impl Fixture {
             client: Some(client.clone()),
             trust: wasmcm::Trust::of("wasmcm"),
             paths,
-            controllers: host.controllers().to_vec(),
+            objects: None,
+            plugins: host.plugins().clone(),
             failures: Arc::new(wasmcm::LoadFailures::new(metrics.clone())),
         }
         .spawn()
@@ -109,8 +110,8 @@ impl Fixture {
         std::fs::rename(&tmp, self.dir.path().join("stamp.wasm")).unwrap();
     }
 
-    fn rollout(&self) -> &Arc<Rollout> {
-        self.host.controller("stamp").expect("the stamp plugin runs").rollout()
+    fn rollout(&self) -> Arc<Rollout> {
+        self.host.controller("stamp").expect("the stamp plugin runs").rollout().clone()
     }
 
     fn live_version(&self) -> String {
@@ -590,14 +591,14 @@ async fn a_version_declaring_wider_rights_is_held_until_promoted_by_hand() {
 /// A plugin's write client is made for the identity its manifest names, so a new version (the
 /// same bytes too) that names another `serviceAccount` is refused, not run under the old one.
 #[test]
-fn a_version_with_another_service_account_is_refused_until_a_restart() {
+fn a_version_with_another_service_account_is_refused_by_the_rollout() {
     let rollout = Rollout::new(wasmcm::Version::of(common::replicaset()), Arc::new(Metrics::default()));
     let mut other = wasmcm::Version::of(common::replicaset());
     other.spec.service_account = Some((Some("wasmcm".into()), "someone-else".into()));
     let refused = rollout.offer(other).expect_err("another identity is refused");
     assert!(refused.contains("writes as ServiceAccount wasmcm/someone-else"), "{refused}");
     assert!(refused.contains("the running version as the host's own identity"), "{refused}");
-    assert!(refused.contains("only with a restart"), "{refused}");
+    assert!(refused.contains("only when it is replaced"), "{refused}");
     assert_eq!(rollout.status().versions.len(), 1, "nothing in shadow");
 }
 

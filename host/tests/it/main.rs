@@ -27,6 +27,7 @@ mod leader;
 mod least_privilege;
 mod lifecycle;
 mod plugin_loading;
+mod plugin_objects;
 mod python;
 mod readme;
 mod record;

@@ -171,7 +171,8 @@ async fn broken_plugins_are_reported_precisely_and_the_others_start() {
 
     // Each plugin's failure has the reason its Plugin status and the failure metric give it
     // (the two broken files are manifests, not plugins).
-    let loaded = wasmcm::load_plugins(common::engine(), &[d.to_path_buf()], &wasmcm::Trust::of("default"), None).await;
+    let loaded =
+        wasmcm::load_plugins(common::engine(), &[d.to_path_buf()], None, &wasmcm::Trust::of("default"), None).await;
     let reasons: Vec<(String, &str)> = loaded.failed.iter().map(|f| (f.plugin.clone(), f.reason.as_str())).collect();
     let want = [
         ("future", "InvalidComponent"),
@@ -436,7 +437,8 @@ async fn a_plugin_loads_from_a_configmap_and_swaps_when_it_changes() {
         client: Some(client.clone()),
         trust: wasmcm::Trust::of("default"),
         paths,
-        controllers: host.controllers().to_vec(),
+        objects: None,
+        plugins: host.plugins().clone(),
         failures: Arc::new(wasmcm::LoadFailures::new(metrics.clone())),
     }
     .spawn()
@@ -767,7 +769,8 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
         client: Some(admin.clone()),
         trust,
         paths,
-        controllers: host.controllers().to_vec(),
+        objects: None,
+        plugins: host.plugins().clone(),
         failures: Arc::new(wasmcm::LoadFailures::new(metrics)),
     }
     .spawn()
@@ -785,7 +788,7 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
         (live("replicaset") == common::sha256(&replicaset_v2)).then_some(())
     })
     .await;
-    let stamp = host.controller("stamp").unwrap().rollout();
+    let stamp = host.controller("stamp").unwrap().rollout().clone();
     assert_eq!(stamp.live().plugin.info().version, "1.0.0");
     assert!(stamp.current().1.is_none(), "the stamp plugin's release waits for its Secret informer");
 
@@ -799,4 +802,113 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
     .await;
     reloader.abort();
     host.shutdown().await;
+}
+
+/// The real binary on its embedded cluster, its manifests changed while it runs: a plugin
+/// added starts without a restart, one that fails is listed as failed and loads once its entry
+/// is fixed, one removed stops reconciling and leaves no series or informer nothing reads.
+#[test]
+fn plugins_are_added_fixed_and_removed_while_the_host_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = common::precompiled_dir();
+    let mut off = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
+    for builtin in BUILTINS {
+        off +=
+            &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
+    }
+    write(dir.path(), "builtins.yaml", off);
+    let stamp = stamp_path();
+    let stamp_spec = format!("{{source: {{file: {}}}, settings: {{limit: 1}}}}", stamp.display());
+    write(dir.path(), "stamp.yaml", manifest("stamp", &stamp_spec));
+    let token = dir.path().join("admin-token");
+    let child = wasmcm_run(dir.path(), &cache, false).arg("--admin-token-file").arg(&token).spawn().expect("runs");
+    let mut child = Running(child);
+    let _stderr = lines(child.0.stderr.take().unwrap());
+    let stdout = lines(child.0.stdout.take().unwrap());
+    let (mut address, mut kubeconfig) = (None, None);
+    loop {
+        let line = stdout.recv_timeout(Duration::from_secs(300)).expect("the host starts");
+        if let Some(a) = line.strip_prefix("metrics: http://") {
+            address = Some(a.trim_end_matches("/metrics").to_string());
+        }
+        if let Some(k) = line.strip_prefix("try: export KUBECONFIG=") {
+            kubeconfig = k.split(" && ").next().map(PathBuf::from);
+        }
+        if line.starts_with("wasmcm running:") {
+            assert_eq!(line, "wasmcm running: stamp (Ctrl-C to stop)");
+            break;
+        }
+    }
+    let (address, kubeconfig) = (address.expect("the metrics address"), kubeconfig.expect("the try line"));
+    let addr: std::net::SocketAddr = address.parse().unwrap();
+    let token_arg = token.display().to_string();
+    let list = || {
+        let run = common::wasmcm(&["plugins", "list", "--address", &address, "--admin-token-file", &token_arg]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.stdout
+    };
+    let row = |name: &str| list().lines().find(|l| l.starts_with(&format!("{name} "))).map(str::to_string);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let metrics = || runtime.block_on(common::http_get(addr, "/metrics")).1;
+    let wait = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: not within 120 s; plugins:\n{}", list());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let client = runtime.block_on(async { kube::Client::try_from(common::config(&kubeconfig).await).unwrap() });
+    let replicasets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client, "default");
+    let rs = |replicas: i32| -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+        }))
+        .unwrap()
+    };
+    runtime.block_on(replicasets.create(&PostParams::default(), &rs(2))).unwrap();
+    let count = || runtime.block_on(pods.list(&Default::default())).unwrap().items.len();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(count(), 0, "no plugin reconciles ReplicaSets yet");
+
+    // Added with a wrong pin: listed as failed, with the reason; the host runs on.
+    let pinned = format!("{{source: {{builtin: replicaset}}, sha256: {}}}", "ab".repeat(32));
+    write(dir.path(), "zz-replicaset.yaml", manifest("replicaset", &pinned));
+    wait("the wrong pin listed", &mut || {
+        row("replicaset").is_some_and(|r| r.contains(" failed ") && r.contains("DigestMismatch"))
+    });
+    assert_eq!(common::metric(&metrics(), "wasmcm_plugin_load_failures_total", &["plugin=\"replicaset\""]), 1.0);
+
+    // Fixed: it loads, without a restart, and reconciles.
+    write(dir.path(), "zz-replicaset.yaml", manifest("replicaset", "{source: {builtin: replicaset}}"));
+    wait("the fixed plugin live", &mut || row("replicaset").is_some_and(|r| r.contains(" live ")));
+    wait("the ReplicaSet's pods", &mut || count() == 2);
+    let text = metrics();
+    assert_eq!(common::sample(&text, "wasmcm_plugin_info", &["plugin=\"replicaset\""]), Some(1.0), "{text}");
+    assert!(common::sample(&text, "wasmcm_informer_objects", &["kind=\"apps/v1/ReplicaSet\""]).is_some(), "{text}");
+
+    // Removed: it stops, its series and the informers only it read go, the others stay.
+    std::fs::remove_file(dir.path().join("zz-replicaset.yaml")).unwrap();
+    wait("the plugin gone from the list", &mut || row("replicaset").is_none());
+    let gone = ["kind=\"apps/v1/ReplicaSet\""];
+    wait("its informers stopped", &mut || common::sample(&metrics(), "wasmcm_informer_objects", &gone).is_none());
+    let text = metrics();
+    for (series, label) in [
+        ("wasmcm_plugin_info", "plugin=\"replicaset\""),
+        ("workqueue_depth", "name=\"replicaset\""),
+        ("wasmcm_informer_objects", "kind=\"apps/v1/ReplicaSet\""),
+        ("wasmcm_informer_objects", "kind=\"v1/Pod\""),
+    ] {
+        assert_eq!(common::sample(&text, series, &[label]), None, "{series}{{{label}}} is gone:\n{text}");
+    }
+    assert!(common::sample(&text, "wasmcm_informer_objects", &["kind=\"v1/ConfigMap\""]).is_some(), "{text}");
+    assert!(row("stamp").is_some_and(|r| r.contains(" live ")), "{}", list());
+    let mut scaled = runtime.block_on(replicasets.get("web")).unwrap();
+    scaled.spec.replicas = Some(3);
+    runtime.block_on(replicasets.replace("web", &PostParams::default(), &scaled)).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(count(), 2, "a removed plugin reconciles nothing");
+    assert!(child.0.try_wait().unwrap().is_none(), "the host runs on");
 }
