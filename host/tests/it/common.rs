@@ -266,6 +266,20 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// A PluginList that turns the built-ins off, but those in `except`: the manifest of a host that
+/// runs only what a test gives it (further items may follow).
+pub fn builtins_off(except: &[&str]) -> String {
+    let mut list = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
+    for builtin in ["replicaset", "deployment", "rollback", "job", "cronjob", "ttlafterfinished"] {
+        if !except.contains(&builtin) {
+            list += &format!(
+                "- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n"
+            );
+        }
+    }
+    list
+}
+
 /// `wasmcm run`'s binary, deaf to what in the tester's environment would point it at another
 /// cluster, namespace or other plugins than the test names (an in-cluster CI runner, a
 /// developer's exports).

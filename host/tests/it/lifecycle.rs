@@ -50,12 +50,7 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let original = std::fs::read(common::guest("wasmcm_stamp.wasm")).unwrap();
         std::fs::write(dir.path().join("stamp.wasm"), &original).unwrap();
-        let mut manifest = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
-        for builtin in ["replicaset", "deployment", "rollback", "job", "cronjob", "ttlafterfinished"] {
-            manifest += &format!(
-                "- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n"
-            );
-        }
+        let mut manifest = common::builtins_off(&[]);
         manifest += "- metadata: {name: stamp}\n  spec:\n    source: {file: stamp.wasm}\n";
         for line in spec {
             manifest += &format!("    {line}\n");

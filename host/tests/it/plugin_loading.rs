@@ -750,11 +750,7 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
     let replicaset = wasmcm::builtin::get("replicaset").unwrap().to_vec();
     write(dir.path(), "stamp.wasm", stamp_bytes());
     write(dir.path(), "replicaset.wasm", &replicaset);
-    let mut plugins = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
-    for builtin in ["deployment", "rollback", "job", "cronjob", "ttlafterfinished"] {
-        plugins +=
-            &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
-    }
+    let mut plugins = common::builtins_off(&["replicaset"]);
     plugins += "- metadata: {name: stamp}\n  spec: {source: {file: stamp.wasm}}\n";
     plugins += "- metadata: {name: replicaset}\n  spec: {source: {file: replicaset.wasm}}\n";
     write(dir.path(), "plugins.yaml", plugins);
@@ -811,12 +807,7 @@ async fn a_swap_waiting_for_its_caches_holds_up_no_other_plugins_swap() {
 fn plugins_are_added_fixed_and_removed_while_the_host_runs() {
     let dir = tempfile::tempdir().unwrap();
     let cache = common::precompiled_dir();
-    let mut off = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
-    for builtin in BUILTINS {
-        off +=
-            &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
-    }
-    write(dir.path(), "builtins.yaml", off);
+    write(dir.path(), "builtins.yaml", common::builtins_off(&[]));
     let stamp = stamp_path();
     let stamp_spec = format!("{{source: {{file: {}}}, settings: {{limit: 1}}}}", stamp.display());
     write(dir.path(), "stamp.yaml", manifest("stamp", &stamp_spec));

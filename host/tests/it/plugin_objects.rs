@@ -14,24 +14,24 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BUILTINS: [&str; 6] = ["replicaset", "deployment", "rollback", "job", "cronjob", "ttlafterfinished"];
-
-/// One replica: `wasmcm run` on the cluster of `kubeconfig`, with the built-ins off (the
-/// Plugin objects are what it runs).
+/// One replica: `wasmcm run` with the built-ins off (the Plugin objects are what it runs) and
+/// `args`, once it says it runs.
 struct Replica {
     child: Child,
     metrics: std::net::SocketAddr,
+    /// The kubeconfig of the embedded cluster it started, if it started one.
+    kubeconfig: Option<PathBuf>,
 }
 
 impl Replica {
-    fn start(kubeconfig: &Path, manifests: &Path) -> Replica {
+    fn start(manifests: &Path, args: &[&std::ffi::OsStr]) -> Replica {
+        std::fs::write(manifests.join("builtins.yaml"), common::builtins_off(&[])).unwrap();
         let mut child = common::host_command()
-            .args(["run", "--shards", "3", "--metrics-bind-address", "127.0.0.1:0", "--kubeconfig"])
-            .arg(kubeconfig)
-            .arg("--plugins")
-            .arg(manifests)
+            .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--plugins"])
+            .arg(manifests.join("builtins.yaml"))
             .arg("--cache-dir")
             .arg(common::precompiled_dir())
+            .args(args)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -39,17 +39,21 @@ impl Replica {
             .spawn()
             .expect("the binary runs");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut metrics = None;
+        let (mut metrics, mut kubeconfig) = (None, None);
         for line in stdout.lines() {
             let line = line.expect("its output");
             if let Some(a) = line.strip_prefix("metrics: http://") {
                 metrics = a.trim_end_matches("/metrics").parse().ok();
             }
+            if let Some(k) = line.strip_prefix("try: export KUBECONFIG=") {
+                kubeconfig = k.split(" && ").next().map(PathBuf::from);
+            }
             if line.starts_with("wasmcm running:") {
+                assert_eq!(line, "wasmcm running: no plugin yet (Ctrl-C to stop)");
                 break;
             }
         }
-        Replica { child, metrics: metrics.expect("the metrics address printed") }
+        Replica { child, metrics: metrics.expect("the metrics address printed"), kubeconfig }
     }
 
     /// SIGTERM, as a kubelet stops a pod, and the exit awaited.
@@ -132,13 +136,8 @@ fn plugin_objects_run_on_every_replica_report_per_replica_and_stop_when_deleted(
     kubectl(&kubeconfig, &["apply", "-f", &crd], None);
     kubectl(&kubeconfig, &["wait", "--for", "condition=Established", "crd/plugins.wasmcm.dev"], None);
     let dir = tempfile::tempdir().unwrap();
-    let mut off = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
-    for builtin in BUILTINS {
-        off +=
-            &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
-    }
-    std::fs::write(dir.path().join("builtins.yaml"), off).unwrap();
-    let group: Vec<Replica> = (0..3).map(|_| Replica::start(&kubeconfig, dir.path())).collect();
+    let args = ["--shards".as_ref(), "3".as_ref(), "--kubeconfig".as_ref(), kubeconfig.as_os_str()];
+    let group: Vec<Replica> = (0..3).map(|_| Replica::start(dir.path(), &args)).collect();
     kubectl(&kubeconfig, &["apply", "-f", "-"], Some(REPLICA_SET));
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(pods(&kubeconfig), 0, "no replica runs a ReplicaSet controller yet");
@@ -230,42 +229,13 @@ fn plugin_objects_run_on_every_replica_report_per_replica_and_stop_when_deleted(
 #[test]
 fn a_shadow_candidate_is_promoted_by_patching_the_object_as_rbac_allows() {
     let dir = tempfile::tempdir().unwrap();
-    let mut off = String::from("apiVersion: wasmcm.dev/v1alpha1\nkind: PluginList\nitems:\n");
-    for builtin in BUILTINS {
-        off +=
-            &format!("- metadata: {{name: {builtin}}}\n  spec: {{source: {{builtin: {builtin}}}, enabled: false}}\n");
-    }
-    std::fs::write(dir.path().join("builtins.yaml"), off).unwrap();
     let original = std::fs::read(common::guest("wasmcm_stamp.wasm")).unwrap();
     let file = dir.path().join("bin").join("stamp.wasm");
     std::fs::create_dir(dir.path().join("bin")).unwrap();
     std::fs::write(&file, &original).unwrap();
     // On its embedded cluster, which `wasmcm run` gives the CRD.
-    let mut child = common::host_command()
-        .args(["run", "--leader-elect=false", "--metrics-bind-address", "127.0.0.1:0", "--plugins"])
-        .arg(dir.path().join("builtins.yaml"))
-        .arg("--cache-dir")
-        .arg(common::precompiled_dir())
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary runs");
-    let stdout = BufReader::new(child.stdout.take().expect("piped"));
-    let mut kubeconfig = None;
-    for line in stdout.lines() {
-        let line = line.expect("its output");
-        if let Some(k) = line.strip_prefix("try: export KUBECONFIG=") {
-            kubeconfig = k.split(" && ").next().map(PathBuf::from);
-        }
-        if line.starts_with("wasmcm running:") {
-            assert_eq!(line, "wasmcm running: no plugin yet (Ctrl-C to stop)");
-            break;
-        }
-    }
-    let _host = Replica { child, metrics: "127.0.0.1:1".parse().unwrap() };
-    let kubeconfig = kubeconfig.expect("the try line");
+    let host = Replica::start(dir.path(), &["--leader-elect=false".as_ref()]);
+    let kubeconfig = host.kubeconfig.clone().expect("the try line");
     let object = format!(
         "apiVersion: wasmcm.dev/v1alpha1\nkind: Plugin\nmetadata: {{name: stamp}}\nspec:\n  source: {{file: {}}}\n  rollout: {{strategy: Shadow, agreements: 1000000}}\n",
         file.display()
