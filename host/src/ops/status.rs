@@ -4,8 +4,10 @@
 //! apply under a field manager of its own, and removes it when it stops. The summary (version,
 //! digest, state, ready, candidate, conditions, observedGeneration) is computed from every
 //! replica's entry and applied under the manager all replicas share, so whichever writes last
-//! writes what all of them see. Written at a bounded rate: a changed state at most every
-//! second, changed counters at most every `COUNTERS_EVERY`. A plugin that fails to load is also
+//! writes what all of them see; each replica looks again every `COUNTERS_EVERY`, so a summary
+//! written from an object that lacked another replica's latest entry does not stay. Written at
+//! a bounded rate: a changed state at most every second, counters and the summary check at
+//! most every `COUNTERS_EVERY` (a summary only when it differs). A plugin that fails to load is also
 //! a Warning Event on its object, once per failure.
 //!
 //! Reads the running plugins, the load failures and the objects; writes Plugin status and
@@ -110,10 +112,13 @@ impl StatusWriter {
         }
         for (name, entry) in now {
             let state = without_counters(&entry);
+            // Also every COUNTERS_EVERY unchanged: the summary another replica wrote from an
+            // object that lacked this replica's last entry is put right (it is written only
+            // when it differs).
             let due = match self.said.get(&name) {
                 None => true,
                 Some(s) if s.state != state => s.at.elapsed() >= TICK,
-                Some(s) => s.entry != entry && s.at.elapsed() >= COUNTERS_EVERY,
+                Some(s) => s.at.elapsed() >= COUNTERS_EVERY,
             };
             if due && self.apply(&name, &entry).await {
                 self.said.insert(name, Said { entry, state, at: tokio::time::Instant::now() });
@@ -218,8 +223,13 @@ impl StatusWriter {
             self.objects.get(name).is_some_and(|e| e.spec.is_ok()),
         );
         let source = self.objects.specs().0.into_iter().find(|s| s.name == name).map(|s| s.source.to_string());
-        let mut status = summary;
-        status["source"] = source.unwrap_or_default().into();
+        let mut summary = summary;
+        summary["source"] = source.unwrap_or_default().into();
+        let written = summary.as_object().is_some_and(|o| o.iter().all(|(k, v)| status.get(k) == Some(v)));
+        if written {
+            return;
+        }
+        let status = summary;
         let body = json!({"apiVersion": "wasmcm.dev/v1alpha1", "kind": "Plugin", "metadata": {"name": name}, "status": status});
         let shared = PatchParams::apply(SUMMARY_MANAGER).force();
         if let Err(e) = self.api.patch_status(name, &shared, &Patch::Apply(&body)).await {
