@@ -49,7 +49,8 @@ pub use engine::{
 pub use lifecycle::failures::LoadFailures;
 pub use lifecycle::loader::{LoadFailure, Loaded, Reason, Trust, Version, configmap_bytes, load_all, load_plugins};
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
-pub use lifecycle::objects::{PLUGIN_CRD, PluginObjects};
+pub use lifecycle::objects::{PLUGIN_CRD, PluginObjects, plugin_resource};
+pub use lifecycle::oci::{Registries, push_plugin};
 pub use lifecycle::reload::{HotSwap, PluginSet, RELOAD_SETTLE, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};
 pub use metrics::Metrics;

@@ -37,6 +37,8 @@ struct Cli {
     command: Option<Command>,
 }
 
+// One value per process, parsed once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the controller host with the built-in plugins (the default command): against the
@@ -188,7 +190,10 @@ fn run(cli: Cli, command: Command) -> anyhow::Result<ExitCode> {
             clap_complete::generate(shell, &mut Cli::command(), "wasmcm", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run(args) => run::run(&cli.engine.engine(true)?, args),
+        Command::Run(args) => {
+            let pulled = cli.engine.pulled_dir();
+            run::run(&cli.engine.engine(true)?, args, pulled)
+        }
         Command::Simulate(args) => simulate::simulate(&cli.engine.engine(false)?, args),
         Command::Plugins(command) => plugins::plugins(&cli.engine.engine(false)?, command),
     }

@@ -52,12 +52,18 @@ Examples:
 pub(crate) const PLUGINS_LIST: &str = "\
 Examples:
   wasmcm plugins list
-  wasmcm plugins list --address 127.0.0.1:9090 --admin-token-file ./admin-token";
+  wasmcm plugins list --address 127.0.0.1:9090 --admin-token-file ./admin-token
+  wasmcm plugins list --kubeconfig ~/.kube/config     # the Plugin objects, a line per replica";
 
 pub(crate) const PLUGINS_INSPECT: &str = "\
 Examples:
   wasmcm plugins inspect                    # every built-in plugin
   wasmcm plugins inspect target/wasm32-unknown-unknown/release/my_plugin.wasm";
+
+pub(crate) const PLUGINS_PUSH: &str = "\
+Examples:
+  wasmcm plugins push my_plugin.wasm registry.example/team/my-plugin:1.0.0
+  wasmcm plugins push my_plugin.wasm kind-registry:5000/my-plugin:dev --insecure-registries kind-registry:5000";
 
 pub(crate) const PLUGINS_PROMOTE: &str = "\
 Examples:

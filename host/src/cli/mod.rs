@@ -52,6 +52,11 @@ pub(crate) struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// Where plugins pulled from registries are kept, by digest: `oci/` of the cache directory.
+    pub(crate) fn pulled_dir(&self) -> Option<PathBuf> {
+        if self.no_cache { None } else { self.cache_dir.clone().or_else(default_cache_dir).map(|d| d.join("oci")) }
+    }
+
     /// The engine plugins run on; `run` says what memory budget their calls share.
     pub(crate) fn engine(self, announce_budget: bool) -> anyhow::Result<Engine> {
         let precompiled_dir = if self.no_cache { None } else { self.cache_dir.or_else(default_cache_dir) };

@@ -49,9 +49,18 @@ pub(crate) struct RunArgs {
     /// refuse a new version declaring wider rights (otherwise it is held until promoted by hand).
     #[arg(long, env = "WASMCM_STRICT")]
     strict: bool,
-    /// Refuse file and ConfigMap plugins whose manifest entry pins no sha256.
+    /// Refuse file, ConfigMap and OCI plugins whose manifest entry pins no sha256 (an OCI
+    /// reference may pin its digest instead: registry/repository:tag@sha256:…).
     #[arg(long, env = "WASMCM_REQUIRE_PINS")]
     require_pins: bool,
+    /// Secrets of the host's namespace (type kubernetes.io/dockerconfigjson, as `kubectl create
+    /// secret docker-registry` makes) whose credentials OCI plugin pulls present, first match
+    /// first, as a Pod's imagePullSecrets.
+    #[arg(long, env = "WASMCM_REGISTRY_SECRETS", value_delimiter = ',')]
+    registry_secrets: Vec<String>,
+    /// Registries (host[:port]) spoken in plain HTTP besides loopback ones.
+    #[arg(long, env = "WASMCM_INSECURE_REGISTRIES", value_delimiter = ',')]
+    insecure_registries: Vec<String>,
     /// Namespaces besides the host's own that plugin ConfigMaps may be read from.
     #[arg(long, env = "WASMCM_PLUGIN_CONFIGMAP_NAMESPACES", value_delimiter = ',')]
     plugin_configmap_namespaces: Vec<String>,
@@ -130,12 +139,13 @@ fn check_lease_timing(lease: &wasmcm::LeaderConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn run(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
+/// `pulled`: where plugins pulled from registries are kept, by digest.
+pub(crate) fn run(engine: &Engine, args: RunArgs, pulled: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(run_host(engine, args))
+    runtime.block_on(run_host(engine, args, pulled))
 }
 
-async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
+async fn run_host(engine: &Engine, args: RunArgs, pulled: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     // Bound first: a second `make run` stops here, before it starts a cluster and prints what to try.
     let listener = tokio::net::TcpListener::bind(args.metrics_bind_address)
         .await
@@ -155,6 +165,11 @@ async fn run_host(engine: &Engine, args: RunArgs) -> anyhow::Result<ExitCode> {
         namespace: namespace.clone(),
         configmap_namespaces: args.plugin_configmap_namespaces.clone(),
         require_pins: args.require_pins,
+        registries: wasmcm::Registries {
+            secrets: args.registry_secrets.clone(),
+            insecure: args.insecure_registries.clone(),
+            cache: pulled,
+        },
     };
     let metrics = Arc::new(wasmcm::Metrics::default());
     let failures = Arc::new(wasmcm::LoadFailures::new(metrics.clone()));

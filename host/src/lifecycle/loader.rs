@@ -74,9 +74,9 @@ pub struct LoadFailure {
 pub enum Reason {
     /// Its source is one the host may not read (`--require-pins`, a ConfigMap elsewhere).
     NotTrusted,
-    /// No built-in of that name.
+    /// No built-in of that name, or no such artifact in its registry.
     NotFound,
-    /// Its file or ConfigMap cannot be read, or holds no plugin.
+    /// Its file, ConfigMap or registry cannot be read, or holds no plugin.
     Unreadable,
     /// Its bytes are not the ones its manifest pins.
     DigestMismatch,
@@ -110,9 +110,11 @@ pub struct Trust {
     /// that name another are refused unless listed in `configmap_namespaces`.
     pub namespace: String,
     pub configmap_namespaces: Vec<String>,
-    /// Refuse a file or ConfigMap plugin whose manifest entry pins no sha256 (built-ins are
-    /// part of the binary).
+    /// Refuse a file, ConfigMap or OCI plugin whose manifest entry pins no sha256 (and, for
+    /// OCI, whose reference names no digest); built-ins are part of the binary.
     pub require_pins: bool,
+    /// How OCI sources are pulled.
+    pub registries: crate::lifecycle::oci::Registries,
 }
 
 impl Trust {
@@ -122,8 +124,19 @@ impl Trust {
     }
 
     fn check(&self, spec: &PluginSpec) -> Result<(), String> {
-        if self.require_pins && spec.sha256.is_none() && !matches!(spec.source, Source::Builtin(_)) {
-            return Err(format!("{}: --require-pins: the manifest entry pins no sha256", spec.source));
+        let pinned = match &spec.source {
+            Source::Builtin(_) => true,
+            Source::Oci(reference) => {
+                spec.sha256.is_some() || crate::lifecycle::oci::parse(reference).is_ok_and(|r| r.digest().is_some())
+            }
+            _ => spec.sha256.is_some(),
+        };
+        if self.require_pins && !pinned {
+            let what = match spec.source {
+                Source::Oci(_) => "neither its reference names a digest (…@sha256:…) nor its entry pins a sha256",
+                _ => "the manifest entry pins no sha256",
+            };
+            return Err(format!("{}: --require-pins: {what}", spec.source));
         }
         if let Source::ConfigMap { namespace, .. } = &spec.source
             && *namespace != self.namespace
@@ -162,6 +175,11 @@ pub(crate) async fn read(
             let cm = api.get(name).await.map_err(|e| unreadable(format!("{}: {e}", spec.source)))?;
             configmap_bytes(&cm, key).map_err(|e| unreadable(format!("{}: {e}", spec.source)))
         }
+        Source::Oci(reference) => trust
+            .registries
+            .pull(reference, client, &trust.namespace)
+            .await
+            .map_err(|e| LoadFailure { plugin: spec.name.clone(), reason: e.reason, message: e.message }),
     }
 }
 

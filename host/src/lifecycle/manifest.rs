@@ -9,7 +9,8 @@
 //! metadata: {name: replicaset}
 //! spec:
 //!   source: {file: replicaset.wasm}   # or {builtin: replicaset}, or
-//!                                     # {configMap: {namespace: wasmcm, name: plugins, key: rs.wasm}}
+//!                                     # {configMap: {namespace: wasmcm, name: plugins, key: rs.wasm}}, or
+//!                                     # {oci: registry.example/team/rs:1.2@sha256:…}
 //!   sha256: 3f1c…                     # refused on mismatch
 //!   enabled: true
 //!   limits: {memory: 256Mi, deadline: 2s, workers: 5}
@@ -134,6 +135,8 @@ pub enum Source {
         name: String,
         key: String,
     },
+    /// A WebAssembly OCI artifact: `registry/repository[:tag][@sha256:…]`, as written.
+    Oci(String),
 }
 
 impl std::fmt::Display for Source {
@@ -142,6 +145,7 @@ impl std::fmt::Display for Source {
             Source::Builtin(n) => write!(f, "built-in plugin {n}"),
             Source::File(p) => write!(f, "{}", p.display()),
             Source::ConfigMap { namespace, name, key } => write!(f, "ConfigMap {namespace}/{name} key {key}"),
+            Source::Oci(reference) => write!(f, "oci://{reference}"),
         }
     }
 }
@@ -235,6 +239,7 @@ struct RawSource {
     builtin: Option<String>,
     file: Option<String>,
     config_map: Option<RawConfigMap>,
+    oci: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -410,12 +415,12 @@ fn to_spec(name: &str, spec: serde_json::Value, origin: &Origin) -> Result<Plugi
     })
 }
 
-/// `spec.source`: exactly one of a built-in, a file (relative to its manifest's directory) or
-/// a ConfigMap (in the host's namespace unless it names one).
+/// `spec.source`: exactly one of a built-in, a file (relative to its manifest's directory), a
+/// ConfigMap (in the host's namespace unless it names one) or an OCI reference.
 fn to_source(raw: RawSource, origin: &Origin) -> Result<Source, String> {
-    Ok(match (raw.builtin, raw.file, raw.config_map) {
-        (Some(b), None, None) => Source::Builtin(b),
-        (None, Some(f), None) => {
+    Ok(match (raw.builtin, raw.file, raw.config_map, raw.oci) {
+        (Some(b), None, None, None) => Source::Builtin(b),
+        (None, Some(f), None, None) => {
             let path = PathBuf::from(&f);
             Source::File(match origin.dir {
                 Some(dir) if path.is_relative() => dir.join(path),
@@ -427,11 +432,15 @@ fn to_source(raw: RawSource, origin: &Origin) -> Result<Source, String> {
                 _ => path,
             })
         }
-        (None, None, Some(cm)) => {
+        (None, None, Some(cm), None) => {
             let namespace = cm.namespace.unwrap_or_else(|| origin.namespace.to_string());
             Source::ConfigMap { namespace, name: cm.name, key: cm.key }
         }
-        _ => return Err("spec.source needs exactly one of builtin, file, configMap".into()),
+        (None, None, None, Some(reference)) => {
+            crate::lifecycle::oci::parse(&reference).map_err(|e| format!("spec.source.oci: {e}"))?;
+            Source::Oci(reference)
+        }
+        _ => return Err("spec.source needs exactly one of builtin, file, configMap, oci".into()),
     })
 }
 

@@ -9,5 +9,6 @@ pub(crate) mod failures;
 pub(crate) mod loader;
 pub(crate) mod manifest;
 pub(crate) mod objects;
+pub(crate) mod oci;
 pub(crate) mod reload;
 pub(crate) mod rollout;

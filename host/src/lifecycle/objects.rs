@@ -22,7 +22,7 @@ use crate::lifecycle::manifest::{self, ManifestError, PluginSpec};
 pub const PLUGIN_CRD: &str = include_str!("../../../deploy/manifests/00-crd-plugins.yaml");
 
 /// The Plugin kind's resource.
-pub(crate) fn resource() -> ApiResource {
+pub fn plugin_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("wasmcm.dev", "v1alpha1", "Plugin"), "plugins")
 }
 
@@ -98,7 +98,7 @@ impl PluginObjects {
     }
 
     async fn follow(self: Arc<Self>, client: kube::Client, namespace: String) {
-        let api: kube::Api<DynamicObject> = kube::Api::all_with(client, &resource());
+        let api: kube::Api<DynamicObject> = kube::Api::all_with(client, &plugin_resource());
         let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
         let mut relisted: Option<BTreeMap<String, Entry>> = None;
         let mut unserved_said = false;

@@ -21,7 +21,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::lifecycle::failures::LoadFailures;
-use crate::lifecycle::objects::{PluginObjects, resource};
+use crate::lifecycle::objects::{PluginObjects, plugin_resource};
 use crate::runtime::plugins::Plugins;
 
 /// How often the status is looked at.
@@ -66,7 +66,7 @@ impl StatusWriter {
         // A field manager is at most 128 characters.
         let manager: String = format!("wasmcm-replica-{identity}").chars().take(128).collect();
         StatusWriter {
-            api: Api::all_with(client.clone(), &resource()),
+            api: Api::all_with(client.clone(), &plugin_resource()),
             events: Api::namespaced(client, "default"),
             identity: identity.into(),
             manager,

@@ -2,11 +2,12 @@
 //! manifests applied with kubectl v1.35 (`apply -f` and `apply -k`, twice), the objects read back
 //! as written; the Helm chart linted and rendered with helm v4.1 (`scripts/install-helm.sh`),
 //! applied, and compared with the manifests (the "must agree" of deploy/README.md: the same
-//! objects, and above all the same RBAC rules); values overrides rendered; the plugin manifest
-//! of both ConfigMaps resolved and loaded by the host's own loader; and the Plugin kind's CRD,
-//! the same file in both, served after either install and holding Plugins to its schema. Without
-//! kubectl or helm these tests fail, they never skip. No wasmcm host runs here, so no pods appear:
-//! nothing waits for any.
+//! objects, and above all the same RBAC rules); the chart installed, upgraded, rolled back and
+//! uninstalled by helm itself against the embedded cluster; values overrides rendered; the plugin
+//! manifest of both ConfigMaps resolved and loaded by the host's own loader; and the Plugin kind's
+//! CRD, the same file in both, served after either install and holding Plugins to its schema.
+//! Without kubectl or helm these tests fail, they never skip. No wasmcm host runs here, so no pods
+//! appear: nothing waits for any.
 
 use crate::common;
 
@@ -67,8 +68,18 @@ fn run(program: &Path, args: &[&str], kubeconfig: Option<&Path>, stdin: Option<&
         let mut cmd = Command::new(program);
         cmd.args(args).current_dir(common::workspace_root());
         if let Some(kc) = kubeconfig {
-            // HOME: kubectl's and helm's caches go beside the cluster's kubeconfig.
-            cmd.env("KUBECONFIG", kc).env("HOME", kc.parent().unwrap());
+            // HOME and XDG's dirs: kubectl's and helm's configuration, caches and data go beside
+            // the cluster's kubeconfig; no HELM_* of the tester's (a namespace, a context, a
+            // storage driver) steers helm elsewhere.
+            let dir = kc.parent().unwrap();
+            cmd.env("KUBECONFIG", kc).env("HOME", dir);
+            for (var, sub) in [("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".data")]
+            {
+                cmd.env(var, dir.join(sub));
+            }
+            for (var, _) in std::env::vars_os().filter(|(v, _)| v.to_string_lossy().starts_with("HELM_")) {
+                cmd.env_remove(var);
+            }
         }
         cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
@@ -102,6 +113,11 @@ fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
 
 fn helm(args: &[&str]) -> String {
     ok(&common::helm_path(), args, None, None)
+}
+
+/// helm with `args` against the cluster of `kubeconfig`.
+fn helm_on(kubeconfig: &Path, args: &[&str]) -> String {
+    ok(&common::helm_path(), args, Some(kubeconfig), None)
 }
 
 /// `helm template wasmcm deploy/helm/wasmcm -n wasmcm --include-crds` with `extra` arguments:
@@ -758,4 +774,114 @@ async fn kubectl_get_plugins_prints_the_crds_columns_with_the_status_written() {
     let cells: Vec<&str> = row.iter().enumerate().filter(|(i, _)| *i != 5).map(|(_, c)| c.as_str()).collect();
     assert_eq!(cells, ["stamp", "1.0.0", "Ready", digest.as_str(), "2/2", "1.1.0", "builtin:replicaset"], "{after:?}");
     assert_eq!(table(false)[1][..5], row[..5], "the same cells without -o wide");
+}
+
+/// `helm list -n wasmcm`: each release's name, revision and status.
+fn releases(kubeconfig: &Path) -> Vec<(String, String, String)> {
+    let list: Value = serde_json::from_str(&helm_on(kubeconfig, &["list", "-n", "wasmcm", "-o", "json"])).unwrap();
+    let field = |r: &Value, k: &str| r[k].as_str().map(String::from).unwrap_or_else(|| r[k].to_string());
+    list.as_array()
+        .unwrap_or_else(|| panic!("a list: {list}"))
+        .iter()
+        .map(|r| (field(r, "name"), field(r, "revision"), field(r, "status")))
+        .collect()
+}
+
+/// The objects among `objects` still on the server (one `kubectl get -f - --ignore-not-found`).
+fn still_served(kubeconfig: &Path, objects: &[Value]) -> Vec<String> {
+    let stream = objects.iter().map(|o| serde_json::to_string(o).unwrap()).collect::<Vec<_>>().join("\n---\n");
+    let served = kubectl(kubeconfig, &["get", "-f", "-", "--ignore-not-found", "-o", "json"], Some(&stream));
+    if served.trim().is_empty() {
+        return vec![];
+    }
+    let served: Value = serde_json::from_str(&served).unwrap();
+    served["items"].as_array().map(|items| names(items)).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_installs_upgrades_and_uninstalls_the_chart_on_the_cluster() {
+    let (cluster, _) = common::cluster().await;
+    let kc = cluster.kubeconfig.clone();
+    let chart = chart_dir();
+    let chart = chart.to_str().unwrap();
+
+    // helm install: the namespace made, crds/ installed first, then the templates, server-side
+    // (helm 4's default), recorded as revision 1.
+    let installed = helm_on(&kc, &["install", "wasmcm", chart, "-n", "wasmcm", "--create-namespace", "--wait=false"]);
+    assert!(installed.contains("STATUS: deployed") && installed.contains("REVISION: 1"), "{installed}");
+    let crd = kubectl(&kc, &["get", "crd", "plugins.wasmcm.dev", "-o", "name"], None);
+    assert_eq!(crd.trim(), "customresourcedefinition.apiextensions.k8s.io/plugins.wasmcm.dev");
+    assert_plugins_served(&kc);
+    let listed = kubectl(&kc, &["get", "plugins"], None);
+    assert!(listed.trim().is_empty(), "no Plugin yet: {listed}");
+
+    // Every object as `helm template` renders it (the CRD as crds/ has it), and the templates'
+    // objects marked as the release's (what `helm upgrade` and `helm uninstall` go by).
+    let rendered = documents(&helm_template(&[]));
+    assert_served_as_written(&kc, &rendered);
+    let templated: Vec<Value> = rendered.iter().filter(|o| o["kind"] != "CustomResourceDefinition").cloned().collect();
+    let stream = templated.iter().map(|o| serde_json::to_string(o).unwrap()).collect::<Vec<_>>().join("\n---\n");
+    let served: Value =
+        serde_json::from_str(&kubectl(&kc, &["get", "-f", "-", "-o", "json", "--show-managed-fields"], Some(&stream)))
+            .unwrap();
+    for object in served["items"].as_array().unwrap() {
+        let what = format!("{}/{}", object["kind"], object["metadata"]["name"]);
+        let metadata = &object["metadata"];
+        assert_eq!(metadata["annotations"]["meta.helm.sh/release-name"], "wasmcm", "{what}");
+        assert_eq!(metadata["annotations"]["meta.helm.sh/release-namespace"], "wasmcm", "{what}");
+        assert_eq!(metadata["labels"]["app.kubernetes.io/managed-by"], "Helm", "{what}");
+        // Applied server-side, helm 4's default, as the field manager helm.
+        let fields = metadata["managedFields"].as_array().map(Vec::as_slice).unwrap_or_default();
+        assert!(fields.iter().any(|f| f["manager"] == "helm" && f["operation"] == "Apply"), "{what}: {fields:?}");
+    }
+    // The host's Deployment and RBAC rules read back one by one: the rules exactly as rendered.
+    let get = |args: &[&str]| -> Value { serde_json::from_str(&kubectl(&kc, args, None)).unwrap() };
+    let deployment = get(&["-n", "wasmcm", "get", "deployment", "wasmcm", "-o", "json"]);
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let template = &find(&rendered, "Deployment", "wasmcm")["spec"]["template"];
+    // What the server defaults (probes' schemes, the pod's DNS policy, ...) is allowed.
+    if let Err(e) = contains(&deployment["spec"]["template"], template, "Deployment/wasmcm.spec.template") {
+        panic!("the Deployment's pod template is not as rendered: {e}");
+    }
+    let role = get(&["-n", "wasmcm", "get", "role", "wasmcm", "-o", "json"]);
+    assert_eq!(role["rules"], find(&rendered, "Role", "wasmcm")["rules"], "Role wasmcm");
+    let cluster_role = get(&["get", "clusterrole", "wasmcm", "-o", "json"]);
+    assert_eq!(cluster_role["rules"], find(&rendered, "ClusterRole", "wasmcm")["rules"], "ClusterRole wasmcm");
+
+    assert_eq!(releases(&kc), [("wasmcm".into(), "1".into(), "deployed".into())]);
+
+    // helm upgrade with values changed: the Deployment scaled; with the rollback plugin off its
+    // ServiceAccount, ClusterRole and binding deleted (no longer in the chart) and its name out
+    // of the Role's impersonate rule (a list item Helm's apply no longer names is dropped);
+    // everything else as rendered.
+    let upgrade =
+        ["upgrade", "wasmcm", chart, "-n", "wasmcm", "--set", "replicaCount=3,plugins.builtin.rollback=false"];
+    let upgraded = helm_on(&kc, &[&upgrade[..], &["--wait=false"]].concat());
+    assert!(upgraded.contains("STATUS: deployed") && upgraded.contains("REVISION: 2"), "{upgraded}");
+    let deployment = get(&["-n", "wasmcm", "get", "deployment", "wasmcm", "-o", "json"]);
+    assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
+    let upgraded = documents(&helm_template(&["--set", "replicaCount=3,plugins.builtin.rollback=false"]));
+    assert_served_as_written(&kc, &upgraded);
+    let removed: Vec<Value> =
+        templated.iter().filter(|o| o["metadata"]["name"] == "wasmcm-rollback").cloned().collect();
+    assert_eq!(removed.len(), 3, "the rollback plugin's identity: {}", names(&removed).join(", "));
+    assert_eq!(still_served(&kc, &removed), Vec::<String>::new(), "the rollback plugin's identity after the upgrade");
+    assert_eq!(releases(&kc), [("wasmcm".into(), "2".into(), "deployed".into())]);
+
+    // helm rollback to revision 1: as installed again, recorded as revision 3.
+    let rolled_back = helm_on(&kc, &["rollback", "wasmcm", "1", "-n", "wasmcm"]);
+    assert!(rolled_back.contains("Rollback was a success"), "{rolled_back}");
+    assert_served_as_written(&kc, &rendered);
+    assert_eq!(releases(&kc), [("wasmcm".into(), "3".into(), "deployed".into())]);
+
+    // helm uninstall: the release's objects and its records gone; the CRD stays (Helm never
+    // deletes what crds/ installed), and so does the namespace --create-namespace made.
+    let uninstalled = helm_on(&kc, &["uninstall", "wasmcm", "-n", "wasmcm"]);
+    assert!(uninstalled.contains("release \"wasmcm\" uninstalled"), "{uninstalled}");
+    assert_eq!(still_served(&kc, &templated), Vec::<String>::new(), "the release's objects after uninstall");
+    assert_eq!(releases(&kc), []);
+    let records = kubectl(&kc, &["-n", "wasmcm", "get", "secrets", "-l", "owner=helm", "-o", "name"], None);
+    assert!(records.trim().is_empty(), "no release records left: {records}");
+    assert_plugins_served(&kc);
+    kubectl(&kc, &["get", "namespace", "wasmcm"], None);
 }

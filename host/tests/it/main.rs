@@ -28,6 +28,7 @@ mod least_privilege;
 mod lifecycle;
 mod plugin_loading;
 mod plugin_objects;
+mod plugin_oci;
 mod python;
 mod readme;
 mod record;

@@ -16,15 +16,15 @@ use serde_json::Value;
 
 /// One replica: `wasmcm run` with the built-ins off (the Plugin objects are what it runs) and
 /// `args`, once it says it runs.
-struct Replica {
+pub(crate) struct Replica {
     child: Child,
     metrics: std::net::SocketAddr,
     /// The kubeconfig of the embedded cluster it started, if it started one.
-    kubeconfig: Option<PathBuf>,
+    pub(crate) kubeconfig: Option<PathBuf>,
 }
 
 impl Replica {
-    fn start(manifests: &Path, args: &[&std::ffi::OsStr]) -> Replica {
+    pub(crate) fn start(manifests: &Path, args: &[&std::ffi::OsStr]) -> Replica {
         std::fs::write(manifests.join("builtins.yaml"), common::builtins_off(&[])).unwrap();
         let mut child = common::host_command()
             .args(["run", "--metrics-bind-address", "127.0.0.1:0", "--plugins"])
@@ -67,7 +67,7 @@ impl Replica {
         }
     }
 
-    fn metrics(&self) -> String {
+    pub(crate) fn metrics(&self) -> String {
         tokio::runtime::Runtime::new().unwrap().block_on(common::http_get(self.metrics, "/metrics")).1
     }
 }
@@ -79,7 +79,7 @@ impl Drop for Replica {
     }
 }
 
-fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
+pub(crate) fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
     let out = wasmcm_test_support::kubectl(kubeconfig, args, stdin);
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "kubectl {}: {text}", args.join(" "));
@@ -108,7 +108,7 @@ fn replicas(object: &Value) -> Vec<&Value> {
     object["status"]["replicas"].as_array().map(|r| r.iter().collect()).unwrap_or_default()
 }
 
-fn condition<'a>(object: &'a Value, kind: &str) -> &'a Value {
+pub(crate) fn condition<'a>(object: &'a Value, kind: &str) -> &'a Value {
     let conditions = object["status"]["conditions"].as_array();
     conditions.and_then(|c| c.iter().find(|c| c["type"] == kind)).unwrap_or(&Value::Null)
 }

@@ -1,6 +1,6 @@
 //! What the integration tests of wasmcm's crates share: an embedded cluster and clients for it,
-//! the real kubectl and helm the scripts install, and polling with a patience that suits a
-//! loaded 2-core machine (no test measures time).
+//! the real kubectl and helm the scripts install, a real OCI registry ([`registry`]), and polling
+//! with a patience that suits a loaded 2-core machine (no test measures time).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -9,6 +9,7 @@ use std::time::Duration;
 use wasmcm_apiserver::{Cluster, ClusterConfig, KubeletConfig};
 
 pub mod chaos;
+pub mod registry;
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the workspace root exists")

@@ -1,9 +1,10 @@
 //! `wasmcm plugins`: plugin files inspected offline (`inspect`), the RBAC a plugin needs
-//! (`rbac`), and the plugins of a running host, through its admin endpoint: listed (`list`),
+//! (`rbac`), published to a registry (`push`), and the plugins of a running host, through its admin endpoint: listed (`list`),
 //! steered (`promote`, `abandon`) and recorded (`record`).
 
 mod inspect;
 mod list;
+mod push;
 mod rbac;
 mod record;
 
@@ -19,10 +20,14 @@ pub(crate) enum PluginsCommand {
     /// The plugins of a running host: versions, digests, states (live, shadow, previous,
     /// failed) and counters (with the admin token: they quote what plugins wrote).
     #[command(after_help = super::help::PLUGINS_LIST)]
-    List(AdminArgs),
+    List(list::ListArgs),
     /// Load plugin files offline and print what each declares, imports, its digest and size.
     #[command(after_help = super::help::PLUGINS_INSPECT)]
     Inspect(inspect::InspectArgs),
+    /// Publish a built plugin to an OCI registry (a WebAssembly artifact), for a Plugin's
+    /// `source: {oci: ...}`; prints the reference pinned by digest.
+    #[command(after_help = super::help::PLUGINS_PUSH)]
+    Push(push::PushArgs),
     /// Promote a plugin's shadow candidate now.
     #[command(after_help = super::help::PLUGINS_PROMOTE)]
     Promote(ShadowArgs),
@@ -55,7 +60,8 @@ pub(crate) fn plugins(engine: &Engine, command: PluginsCommand) -> anyhow::Resul
     match command {
         PluginsCommand::Inspect(args) => inspect::inspect(engine, args),
         PluginsCommand::Rbac(args) => rbac::rbac(engine, args),
-        PluginsCommand::List(admin) => list::list(&admin),
+        PluginsCommand::Push(args) => push::push(engine, args),
+        PluginsCommand::List(args) => list::list(args),
         PluginsCommand::Promote(ShadowArgs { name, admin }) => {
             admin_call(&admin, hyper::Method::POST, &format!("/plugins/{name}/promote"), print_body)
         }
