@@ -179,7 +179,10 @@ impl StatusWriter {
                 }
             }
             (None, None) if !enabled => entry["state"] = "Disabled".into(),
-            (None, None) => entry["state"] = "Pending".into(),
+            (None, None) => {
+                entry["state"] = "Pending".into();
+                entry["reason"] = "Loading".into();
+            }
         }
         entry
     }
@@ -298,7 +301,8 @@ fn summary(status: &Value, generation: i64, valid: bool) -> Value {
     let first =
         |reason: &str| reporting.iter().find(|r| r.get("reason").and_then(Value::as_str) == Some(reason)).copied();
     let failed = reporting.iter().find(|r| state_of(r) == "Failed").copied();
-    let progressing = reporting.iter().find(|r| state_of(r) == "Progressing").copied();
+    // A replica still loading it (Pending) is not yet ready: the plugin is progressing.
+    let progressing = reporting.iter().find(|r| matches!(state_of(r).as_str(), "Progressing" | "Pending")).copied();
     let disabled = !replicas.is_empty() && reporting.is_empty();
     let state = if disabled {
         "Disabled"
@@ -369,6 +373,20 @@ mod tests {
             r.extend(extra.clone());
         }
         r
+    }
+
+    #[test]
+    fn a_replica_still_loading_keeps_the_plugin_progressing() {
+        let loading = json!({"replicas": [
+            replica("a", "Ready", json!({})),
+            json!({"identity": "b", "state": "Pending", "reason": "Loading", "observedGeneration": 2}),
+        ]});
+        let s = summary(&loading, 2, true);
+        assert_eq!((s["state"].as_str(), s["ready"].as_str()), (Some("Progressing"), Some("1/2")), "{s:#}");
+        assert_eq!(
+            (s["conditions"][1]["status"].as_str(), s["conditions"][1]["reason"].as_str()),
+            (Some("True"), Some("Loading"))
+        );
     }
 
     #[test]

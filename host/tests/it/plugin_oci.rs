@@ -3,7 +3,8 @@
 //! behind htpasswd authentication and one open, and run from Plugin objects by a host with
 //! `--require-pins`: pulled with the credentials of a Secret of its namespace, pinned by
 //! digest, cached by digest (so a pinned plugin loads with its registry gone), and refused
-//! when its reference is unpinned or its bytes in the registry were tampered with.
+//! when its reference is unpinned or its bytes in the registry were tampered with; a plugin
+//! given another number of workers is replaced, not swapped.
 
 use crate::common;
 use crate::plugin_objects::{Replica, condition, kubectl};
@@ -173,6 +174,28 @@ fn a_pushed_plugin_is_pulled_pinned_and_run_and_a_tampered_or_unpinned_reference
         replica.starts_with("  wasmcm-") && replica.contains(" Ready ") && replica.contains("reconciles="),
         "{table}"
     );
+
+    // Another number of workers: the running plugin is replaced (stopped, started), not offered
+    // a new version, and goes on reconciling.
+    let count = || {
+        let count = kubectl(&kubeconfig, &["get", "configmap", "stamped", "-o", "jsonpath={.data.count}"], None);
+        count.trim().parse::<u64>().unwrap_or(0)
+    };
+    kubectl(
+        &kubeconfig,
+        &["patch", "plugin", "stamp", "--type", "merge", "-p", r#"{"spec":{"limits":{"workers":2}}}"#],
+        None,
+    );
+    until(&kubeconfig, "stamp", "replaced", |o| {
+        let acted = o["status"]["replicas"].as_array().is_some_and(|r| r.iter().all(|r| r["observedGeneration"] == 2));
+        acted && o["status"]["state"] == "Ready"
+    });
+    let before = count();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while count() <= before {
+        assert!(Instant::now() < deadline, "the replaced plugin does not reconcile");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     // Pulled once, pinned: it loads again with its registry gone.
     drop(secured);
