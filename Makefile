@@ -35,14 +35,9 @@ cluster: toolchain
 # leases, so they run on at least 4 threads, more on a machine with more cores.
 TEST_THREADS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? n : 4 )))
 
-# The native lints ride on the test build: clippy-driver is the workspace's compiler wrapper
-# (scripts/clippy-rustc), so every workspace crate and target is linted as `cargo clippy
-# --all-targets -- -D warnings` lints it while it compiles, and the ~480 dependencies are
-# compiled once. A separate `cargo clippy` checked them all first, then the build compiled them
-# again: 6.6 of the 29 minutes of a 2-core CI (2026-11-28, with oci-client's). Nested builds (the
-# guests, a plugin author's cargo in the tests) drop the wrapper. The built crates carry
-# clippy's unoptimised MIR, so `make run` after `make test` compiles the workspace's crates again.
-LINTED = RUSTC_WORKSPACE_WRAPPER=$(CURDIR)/scripts/clippy-rustc
+# The guests' wasm32 lints run where host/build.rs built them (target/guests, the guest profile),
+# so the proc macros they need (wit-bindgen's, serde's: about 80 s of CPU in a debug build) are
+# the ones already built, not compiled again for a profile nothing else uses.
 
 # The example plugin is a crate of its own, outside the workspace as a team's plugin would be:
 # checked (natively: for wasm32 it adds only the export macro, which clippy does not lint),
@@ -56,10 +51,9 @@ test: toolchain
 	scripts/install-helm.sh
 	scripts/install-image-tools.sh
 	cargo fmt --all --check
-	$(LINTED) cargo build --locked -p wasmcm --no-default-features
-	$(LINTED) cargo build --workspace --locked
-	$(LINTED) cargo test --workspace --all-targets --locked --no-run
-	cargo clippy --locked --target wasm32-unknown-unknown -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-job -p wasmcm-job-plugin -p wasmcm-cronjob -p wasmcm-cronjob-plugin -p wasmcm-ttlafterfinished -p wasmcm-hostile -p wasmcm-stamp -p wasmcm-legacy -- -D warnings
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --locked -p wasmcm --no-default-features -- -D warnings
+	cargo clippy --locked --profile guest --target wasm32-unknown-unknown --target-dir target/guests -p wasmcm-core -p wasmcm-guest -p wasmcm-replicaset -p wasmcm-deployment -p wasmcm-deployment-plugin -p wasmcm-rollback -p wasmcm-job -p wasmcm-job-plugin -p wasmcm-cronjob -p wasmcm-cronjob-plugin -p wasmcm-ttlafterfinished -p wasmcm-hostile -p wasmcm-stamp -p wasmcm-legacy -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc -p wasmcm-guest --no-deps --locked
 	cd $(EXAMPLE) && cargo fmt --check
 	cd $(EXAMPLE) && cargo clippy --locked --all-targets --target-dir ../../target/plugins -- -D warnings
@@ -68,7 +62,7 @@ test: toolchain
 	cd $(EXAMPLE) && cargo build --release --locked --target wasm32-unknown-unknown --target-dir ../../target/plugins --features v2
 	$(MAKE) test-python
 	$(MAKE) test-typescript
-	$(LINTED) cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
+	cargo test --workspace --locked -- --test-threads=$(TEST_THREADS)
 
 # Python plugins (issue 34): the pinned componentize-py into target/tools/python, the SDK's and
 # the Python website example's unit tests natively, then the example's first release built into

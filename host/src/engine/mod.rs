@@ -38,4 +38,4 @@ pub use call::{CallError, TrapReason};
 pub use config::{EngineConfig, Limits};
 pub use load::{CONTRACTS, Engine, LoadError};
 pub use plugin::Plugin;
-pub(crate) use precompiled::euid;
+pub(crate) use precompiled::{euid, write_private};

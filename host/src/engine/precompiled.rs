@@ -31,11 +31,14 @@ const TAG: usize = 32;
 /// Larger files are not read: no compiled plugin comes near.
 const MAX_ARTEFACT_BYTES: u64 = 1 << 30;
 /// The disk the compiled functions may take (blocks, as an emptyDir's `sizeLimit` counts): the
-/// built-ins' take about 36 MiB, an interpreter's (a Python or JavaScript plugin) 50 to 90 MiB,
-/// and each build adds those that changed (and a few whose keys differ between compiles). Past
-/// this, the oldest are removed (at a process's first new function) until half remain, well
-/// within deploy/'s 256 MiB cache.
-const MAX_FUNCTION_BYTES: u64 = 128 << 20;
+/// built-ins' take about 36 MiB, an interpreter's (a Python or JavaScript plugin) about 80 (14,000
+/// small files, half of it block padding), and each build adds those that changed (and a few
+/// whose keys differ between compiles). Past this, the oldest are removed (at a process's first
+/// new function) until half remain. The built-ins and one interpreter of each language fit: at
+/// 128 MiB they did not, and each new version of a Python plugin evicted the JavaScript
+/// interpreter's functions, which the next JavaScript build compiled again (20 s of CPU), and
+/// the other way round. deploy/'s cache is 512 MiB: these and the compiled plugins.
+const MAX_FUNCTION_BYTES: u64 = 256 << 20;
 
 /// The cache's directory and key, opened before the engine exists: the engine is built with
 /// the [`Functions`] it compiles through.
@@ -281,6 +284,12 @@ fn read_tagged(path: &Path, key: &hmac::Key, message: impl Fn(&[u8]) -> Vec<u8>)
 /// read a half file, and nobody can plant the file being written. A compiled function is not
 /// synced (a component has tens of thousands): one torn by a crash fails its tag and is
 /// compiled again.
+/// Writes `content` to `path` in one step (a private temporary file renamed over it), so a
+/// reader never sees half of it; the pulled-plugin cache keeps its files so too.
+pub(crate) fn write_private(path: &Path, content: &[u8]) -> anyhow::Result<()> {
+    write_tagged(path, content, &[], false)
+}
+
 fn write_tagged(path: &Path, content: &[u8], tag: &[u8], durable: bool) -> anyhow::Result<()> {
     let mut suffix = [0u8; 12];
     getrandom::fill(&mut suffix).map_err(|e| anyhow::anyhow!("no randomness for a file name: {e}"))?;

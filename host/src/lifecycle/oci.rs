@@ -141,13 +141,11 @@ impl Registries {
         if path.exists() {
             return;
         }
-        let written = (|| {
-            let dir = path.parent().ok_or_else(|| std::io::Error::other("no parent"))?;
-            std::fs::create_dir_all(dir)?;
-            let mut temp = tempfile_in(dir)?;
-            std::io::Write::write_all(&mut temp.1, bytes)?;
-            std::fs::rename(&temp.0, &path)
-        })();
+        let written = path
+            .parent()
+            .ok_or_else(|| anyhow::anyhow!("no parent"))
+            .and_then(|dir| Ok(std::fs::create_dir_all(dir)?))
+            .and_then(|()| crate::engine::write_private(&path, bytes));
         if let Err(e) = written {
             tracing::warn!(path = %path.display(), "not caching a pulled plugin: {e}");
         }
@@ -375,19 +373,6 @@ fn is_loopback(registry: &str) -> bool {
 
 fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
-
-/// A new file beside where it will be renamed to, so a reader never sees it half written.
-fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    for _ in 0..16 {
-        let path = dir.join(format!(".pull-{:016x}", fastrand::u64(..)));
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(file) => return Ok((path, file)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("no free temporary name"))
 }
 
 #[cfg(test)]
