@@ -51,7 +51,7 @@ pub use lifecycle::loader::{LoadFailure, Loaded, Reason, Trust, Version, configm
 pub use lifecycle::manifest::{PluginSpec, Source, resolve_plugins};
 pub use lifecycle::objects::{PLUGIN_CRD, PluginObjects, plugin_resource};
 pub use lifecycle::oci::{Registries, push_plugin};
-pub use lifecycle::reload::{HotSwap, PluginSet, RELOAD_SETTLE, Reloader};
+pub use lifecycle::reload::{HotSwap, PluginSet, Reloader};
 pub use lifecycle::rollout::{Rollout, RolloutStatus};
 pub use metrics::Metrics;
 pub use ops::admin::{Admin, admin_request, admin_token, check_token_destination, needs_token, serve_admin};

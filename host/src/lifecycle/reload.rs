@@ -1,7 +1,8 @@
 //! Hot add, swap and remove: watches the `--plugins` manifests and the plugin files they name
 //! (their directories, so atomic renames and kubelet's ConfigMap-volume symlink swaps are
-//! seen), and the ConfigMaps that hold plugins; after a burst of changes has settled, re-reads
-//! every manifest and brings the running plugins to what they say. A new plugin is loaded and
+//! seen), and the ConfigMaps that hold plugins; once a write is complete (a file closed or
+//! renamed into place, an object changed), re-reads every manifest and brings the running
+//! plugins to what they say. A new plugin is loaded and
 //! added; a removed or disabled one is removed; a changed one is offered to its controller, or
 //! replaced (removed, then added) when what its controller was made for changed (its
 //! ServiceAccount, its workers, its primary kind). A plugin that failed to load is tried again
@@ -35,9 +36,36 @@ use crate::lifecycle::manifest::{self, PluginSpec, Source};
 use crate::lifecycle::objects::{self, PluginObjects};
 use crate::lifecycle::rollout::{Offered, Rollout};
 
-/// How long changes must stop before they are acted on: a file written in several chunks is
-/// read once, whole.
-pub const RELOAD_SETTLE: Duration = Duration::from_millis(20);
+/// How long a write under way (a file changed and not yet closed) must be quiet before it is
+/// read anyway, where the watcher reports no close; Linux's (inotify) does, so there a file is
+/// read only once closed, however slowly it is written. A completed write (a file closed,
+/// renamed into place, removed or its mode changed; a ConfigMap or Plugin object changed) is
+/// acted on at once, so a release swaps in milliseconds.
+const RELOAD_SETTLE: Option<Duration> = if cfg!(target_os = "linux") { None } else { Some(Duration::from_millis(500)) };
+
+/// What a change says of the write behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Written {
+    Complete,
+    UnderWay,
+}
+
+impl Written {
+    /// `None` for reads, which change nothing (the reloader's own among them).
+    fn of(kind: &notify::EventKind) -> Option<Written> {
+        use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+        match kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => Some(Written::Complete),
+            EventKind::Access(_) => None,
+            // A rename (atomic installs, the kubelet's ConfigMap-volume swap), a removal or a
+            // new mode is whole; a created file starts empty and a modified one is being written.
+            EventKind::Modify(ModifyKind::Name(_) | ModifyKind::Metadata(_)) | EventKind::Remove(_) => {
+                Some(Written::Complete)
+            }
+            _ => Some(Written::UnderWay),
+        }
+    }
+}
 
 /// A running plugin the reloader offers new versions to: the runtime's controller, which readies
 /// the informers a version reads before its rollout takes it.
@@ -79,18 +107,17 @@ struct Watches {
     dirs: BTreeSet<PathBuf>,
     configmaps: BTreeMap<(String, String), tokio::task::JoinHandle<()>>,
     client: Option<kube::Client>,
-    changed: mpsc::UnboundedSender<()>,
+    changed: mpsc::UnboundedSender<Written>,
 }
 
 impl<S: PluginSet> Reloader<S> {
     /// Watches until the returned task is dropped or aborted.
     pub fn spawn(self) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-        let (tx, rx) = mpsc::unbounded_channel::<()>();
+        let (tx, rx) = mpsc::unbounded_channel::<Written>();
         let file_tx = tx.clone();
         let files = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            // Reads (access events) change nothing.
-            if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
-                let _ = file_tx.send(());
+            if let Some(written) = event.ok().and_then(|e| Written::of(&e.kind)) {
+                let _ = file_tx.send(written);
             }
         })?;
         let mut watches = Watches {
@@ -113,16 +140,26 @@ impl<S: PluginSet> Reloader<S> {
         watches.follow(&self.paths, &specs);
         if let Some(objects) = &self.objects {
             let (mut changes, tx) = (objects.changes(), watches.changed.clone());
-            tokio::spawn(async move { while changes.changed().await.is_ok() && tx.send(()).is_ok() {} });
+            tokio::spawn(async move { while changes.changed().await.is_ok() && tx.send(Written::Complete).is_ok() {} });
         }
         Ok(tokio::spawn(async move { self.run(rx, watches).await }))
     }
 
-    async fn run(self, mut rx: mpsc::UnboundedReceiver<()>, mut watches: Watches) {
+    async fn run(self, mut rx: mpsc::UnboundedReceiver<Written>, mut watches: Watches) {
         let mut state = Reloads::default();
-        while rx.recv().await.is_some() {
-            // Settle: wait until no change has come for RELOAD_SETTLE.
-            while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, rx.recv()).await {}
+        while let Some(mut written) = rx.recv().await {
+            while written == Written::UnderWay {
+                let next = match RELOAD_SETTLE {
+                    Some(quiet) => tokio::time::timeout(quiet, rx.recv()).await.ok().flatten(),
+                    None => rx.recv().await,
+                };
+                match next {
+                    Some(w) => written = w,
+                    None => break,
+                }
+            }
+            // What came meanwhile is read by this reload.
+            while rx.try_recv().is_ok() {}
             self.reload(&mut state, &mut watches).await;
         }
     }
@@ -359,7 +396,7 @@ fn configmap_sources(specs: &[PluginSpec]) -> BTreeSet<(String, String)> {
 
 /// One ConfigMap, watched by name: a narrow watch needs only namespaced `get/list/watch` on
 /// ConfigMaps, not a cluster-wide informer.
-async fn watch_configmap(client: kube::Client, namespace: String, name: String, tx: mpsc::UnboundedSender<()>) {
+async fn watch_configmap(client: kube::Client, namespace: String, name: String, tx: mpsc::UnboundedSender<Written>) {
     use kube::runtime::watcher;
     let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(client, &namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -370,13 +407,13 @@ async fn watch_configmap(client: kube::Client, namespace: String, name: String, 
             // A re-list after a disconnection may hide a change.
             Ok(watcher::Event::InitDone) => {
                 if seen_initial {
-                    let _ = tx.send(());
+                    let _ = tx.send(Written::Complete);
                 }
                 seen_initial = true;
             }
             // The initial list is what the host started with.
             Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) if seen_initial => {
-                let _ = tx.send(());
+                let _ = tx.send(Written::Complete);
             }
             Ok(_) => {}
             Err(e) => {

@@ -140,7 +140,8 @@ impl HostProcess {
             .current_dir(dir)
             .args(args)
             .args(["--leader-elect=false", "--metrics-bind-address", &address, "--cache-dir"])
-            .arg(state.join("cache"))
+            // The tests' shared cache: the website and the built-ins compiled once for all.
+            .arg(common::precompiled_dir())
             .arg("--admin-token-file")
             .arg(state.join("admin-token"))
             .env("RUST_LOG", "warn,wasmcm=info")

@@ -16,13 +16,22 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
 
-/// Stops the host process however the test ends.
-struct Running(Child);
+/// Stops the host process however the test ends; when the test fails, prints the end of its
+/// log first (the log's directory goes with the test).
+struct Running(Child, std::path::PathBuf);
 
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.1).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(200).collect();
+            eprintln!("the host's log, last {} lines:", tail.len());
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
@@ -35,7 +44,8 @@ async fn runs_a_deployment_with_the_manifests_service_account_and_in_cluster_cre
     let plugins = common::plugins_dir();
     let log = dir.path().join("wasmcm.log");
     println!("host log: {}", log.display());
-    let _host = Running(common::in_cluster_host(&cluster, dir.path(), plugins.path(), "wasmcm-test", &log));
+    let _host =
+        Running(common::in_cluster_host(&cluster, dir.path(), plugins.path(), "wasmcm-test", &log), log.clone());
 
     // It elects itself in the manifests' lease namespace: the Role of 04-role.yaml.
     let leases: Api<Lease> = Api::namespaced(admin.clone(), "wasmcm");

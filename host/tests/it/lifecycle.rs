@@ -288,6 +288,33 @@ async fn swap_under_load_loses_no_key_and_no_reconcile_fails() {
     f.stop().await;
 }
 
+/// A release written in place, in two parts with a pause between them longer than any quiet
+/// spell a watcher could wait out: the host reads it once, whole, when the file is closed. The
+/// half it could have read is never loaded (a failed load would be counted), and the rename of
+/// a release is swapped in at once, with no quiet spell (the swap test's figure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_release_written_in_place_is_read_once_when_closed() {
+    use std::io::Write;
+    let f = Fixture::start(&[], 1).await;
+    f.wait_stamped(1, "v1", 1).await;
+    let failures = || f.metric("wasmcm_plugin_load_failures_total", &["plugin=\"stamp\""]);
+
+    let v2 = f.release("v2", "2.0.0");
+    let (first, rest) = v2.split_at(v2.len() / 2);
+    let mut file =
+        std::fs::OpenOptions::new().write(true).truncate(true).open(f.dir.path().join("stamp.wasm")).unwrap();
+    file.write_all(first).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(f.live_version(), "1.0.0", "nothing swapped while the file is half written");
+    file.write_all(rest).unwrap();
+    drop(file);
+    f.wait_stamped(1, "v2", 0).await;
+    assert_eq!(f.live_version(), "2.0.0");
+    assert_eq!(failures(), 0.0, "the half-written file was read");
+    assert_eq!(f.swaps(), 1.0);
+    f.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_disagreeing_shadow_is_never_promoted_and_an_agreeing_one_is() {
     const N: usize = 5;

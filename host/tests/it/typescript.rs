@@ -322,10 +322,6 @@ async fn the_readme_runs_as_written(rust_wasm: &Path, recording: &Path) {
     blocks.finished("examples/website-typescript/README.md's Simulate, replay, run block");
     let args: Vec<&str> = run.split_whitespace().skip(1).collect();
     let state = tempfile::tempdir().unwrap();
-    // The component compiled once already, for the simulates: its cache and the cache's key.
-    let cache = common::precompiled_dir();
-    std::os::unix::fs::symlink(&cache, state.path().join("cache")).unwrap();
-    std::os::unix::fs::symlink(cache.with_extension("key"), state.path().join("cache.key")).unwrap();
     let mut host = HostProcess::spawn(checkout.path(), &args, state.path());
     let try_line = host.printed("try: export KUBECONFIG=").await;
     let kubeconfig = PathBuf::from(try_line["try: export KUBECONFIG=".len()..].split(" && ").next().unwrap_or(""));
