@@ -280,16 +280,16 @@ fn read_tagged(path: &Path, key: &hmac::Key, message: impl Fn(&[u8]) -> Vec<u8>)
     Ok(Some(content))
 }
 
-/// Writes to a new file under an unpredictable name, then renames: concurrent hosts never
-/// read a half file, and nobody can plant the file being written. A compiled function is not
-/// synced (a component has tens of thousands): one torn by a crash fails its tag and is
-/// compiled again.
 /// Writes `content` to `path` in one step (a private temporary file renamed over it), so a
 /// reader never sees half of it; the pulled-plugin cache keeps its files so too.
 pub(crate) fn write_private(path: &Path, content: &[u8]) -> anyhow::Result<()> {
     write_tagged(path, content, &[], false)
 }
 
+/// Writes to a new file under an unpredictable name, then renames: concurrent hosts never
+/// read a half file, and nobody can plant the file being written. A compiled function is not
+/// synced (a component has tens of thousands): one torn by a crash fails its tag and is
+/// compiled again.
 fn write_tagged(path: &Path, content: &[u8], tag: &[u8], durable: bool) -> anyhow::Result<()> {
     let mut suffix = [0u8; 12];
     getrandom::fill(&mut suffix).map_err(|e| anyhow::anyhow!("no randomness for a file name: {e}"))?;

@@ -2,11 +2,10 @@
 //! (their directories, so atomic renames and kubelet's ConfigMap-volume symlink swaps are
 //! seen), and the ConfigMaps that hold plugins; once a write is complete (a file closed or
 //! renamed into place, an object changed), re-reads every manifest and brings the running
-//! plugins to what they say. A new plugin is loaded and
-//! added; a removed or disabled one is removed; a changed one is offered to its controller, or
-//! replaced (removed, then added) when what its controller was made for changed (its
-//! ServiceAccount, its workers, its primary kind). A plugin that failed to load is tried again
-//! when its entry or bytes change. Each offer runs on its own: a version waiting for a new
+//! plugins to what they say. A new plugin is loaded and added; a removed or disabled one is
+//! removed; a changed one is offered to its controller, or replaced (removed, then added) when
+//! what its controller was made for changed (its ServiceAccount, its workers, its primary
+//! kind). A plugin that failed to load is tried again when its entry or bytes change. Each offer runs on its own: a version waiting for a new
 //! informer to sync (a CRD not installed yet) holds up no other plugin's swap, and a newer
 //! version of the same plugin replaces it. The watches follow the manifests: a file or
 //! ConfigMap a new entry names is watched from then on.
