@@ -35,9 +35,9 @@ cluster: toolchain
 # leases, so they run on at least 4 threads, more on a machine with more cores.
 TEST_THREADS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 4 ? n : 4 )))
 
-# The guests' wasm32 lints run where host/build.rs built them (target/guests, the guest profile),
-# so the proc macros they need (wit-bindgen's, serde's: about 80 s of CPU in a debug build) are
-# the ones already built, not compiled again for a profile nothing else uses.
+# In `test`, the guests' wasm32 lints run where host/build.rs built them (target/guests, the
+# guest profile), so the proc macros they need (wit-bindgen's, serde's: about 80 s of CPU in a
+# debug build) are the ones already built, not compiled again for a profile nothing else uses.
 
 # The example plugin is a crate of its own, outside the workspace as a team's plugin would be:
 # checked (natively: for wasm32 it adds only the export macro, which clippy does not lint),
